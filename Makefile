@@ -1,0 +1,41 @@
+# saturate: `make run` sets up, builds and runs a search; `make test` sets up, builds and tests.
+BUILD ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+PYTHON ?= python3
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
+export CCACHE_NOHASHDIR := 1
+
+.PHONY: setup configure build test run deps bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DCMAKE_PREFIX_PATH="$$($(PYTHON) -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
+	  -DPython3_EXECUTABLE=$$(command -v $(PYTHON))
+
+configure: setup $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE 'slow|fuzz'
+
+test-all: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1800
+
+run: build
+	$(BUILD)/saturate search --model convnet
+
+deps:
+	bash scripts/fill_deps.sh
+
+bench: build
+	$(PYTHON) bench/search_strategies.py --saturate $(BUILD)/saturate
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,52 @@
+// Implements: a trainable configuration: a model on a device, its loss (cross-entropy), its
+// optimizer (sgd | adam | adamw) and synthetic batches of the right shape and type.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
+
+#include "saturate/models/zoo.h"
+
+namespace saturate {
+
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+std::string to_string(OptimizerKind k);
+/// "sgd" | "adam" | "adamw"; throws UsageError otherwise.
+OptimizerKind parse_optimizer(const std::string& text);
+
+struct Batch {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+};
+
+class Workload {
+ public:
+  /// Moves the model to `device`. `lr` 0 picks the optimizer's usual default.
+  Workload(BuiltModel model, const torch::Device& device, OptimizerKind optimizer, double lr = 0, uint64_t seed = 0);
+
+  Model& model() { return *built_.model; }
+  const BuiltModel& built() const { return built_; }
+  const torch::Device& device() const { return device_; }
+  OptimizerKind optimizer_kind() const { return optimizer_; }
+
+  /// Random inputs and labels for `batch` samples, made on the device.
+  Batch synthetic_batch(int64_t batch) const;
+  /// Mean cross-entropy; logits [B, C] against labels [B], or [B, T, V] against [B, T].
+  torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets) const;
+  /// A fresh optimizer over the model's trainable parameters (its state is made lazily).
+  std::unique_ptr<torch::optim::Optimizer> make_optimizer();
+  /// Bytes of the trainable parameters.
+  int64_t parameter_bytes();
+
+ private:
+  BuiltModel built_;
+  torch::Device device_;
+  OptimizerKind optimizer_;
+  double lr_;
+  uint64_t seed_;
+};
+
+}  // namespace saturate

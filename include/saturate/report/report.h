@@ -1,0 +1,41 @@
+// Implements: printers for trials and searches: JSON (the machine-readable contract) and a
+// readable table. One result struct, several printers; the library never writes to stdout
+// itself, callers hand in the stream.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/search/search.h"
+
+namespace saturate {
+
+/// What every report opens with: where and what was measured.
+struct RunContext {
+  std::string device;       ///< "cpu" or "cuda:0"
+  std::string device_info;  ///< one line: threads / GPU name and memory
+  std::string model_name;
+  int64_t model_parameters = 0;
+  std::string input;        ///< "1x28x28" or "tokens 128 (vocab 8192)"
+  std::string optimizer;
+  int64_t budget_bytes = 0;
+  std::string libtorch_version;
+  std::string saturate_version;
+};
+
+nlohmann::json context_json(const RunContext& c);
+nlohmann::json trial_json(const Trial& t);
+nlohmann::json search_json(const RunContext& c, const SearchResult& r);
+
+/// One line per trial, as the search runs (for stderr).
+std::string trial_line(const Trial& t);
+/// The table of trials and the answer, for people.
+void print_search(std::ostream& out, const RunContext& c, const SearchResult& r);
+void print_trial(std::ostream& out, const RunContext& c, const Trial& t);
+
+/// Writes `j` to `path` ("-" = stdout) atomically (temporary file, then rename).
+void write_json(const nlohmann::json& j, const std::string& path, std::ostream& stdout_stream);
+
+}  // namespace saturate

@@ -1,0 +1,62 @@
+// Implements: the batch-size search.
+//  - power, binsearch: Lightning's BatchSizeFinder (double from 2 until OOM; binsearch then
+//    bisects between the last fit and the first OOM), kept for comparison.
+//  - fit (default): two small memory probes, a line peak(b) = fixed + per_sample*b, a jump to the
+//    predicted largest batch, verification, and a bracket search guided by the local law. Answers
+//    are exact (max_batch fits, max_batch+1 does not) and every one is backed by a trial run.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "saturate/search/memory_law.h"
+#include "saturate/search/trial.h"
+
+namespace saturate {
+
+enum class Strategy { kFit, kPower, kBinsearch };
+std::string to_string(Strategy s);
+/// "fit" | "power" | "binsearch"; throws UsageError otherwise.
+Strategy parse_strategy(const std::string& text);
+
+struct SearchOptions {
+  Strategy strategy = Strategy::kFit;
+  /// The recommended batch's measured peak may use at most this fraction of the budget.
+  double target_fraction = 0.9;
+  /// Upper limit on batches tried (0: none).
+  int64_t max_batch = 0;
+  /// First batch of power/binsearch (Lightning's init_val).
+  int64_t start_batch = 2;
+  /// Steps of each timed trial (Lightning runs 3 per trial).
+  int warmup_steps = 1;
+  int measure_steps = 2;
+  /// Safety net against a runaway search.
+  int max_trials = 64;
+  /// samples/s within this fraction of the best count as saturated (seed B1).
+  double throughput_tolerance = 0.03;
+  /// Called after every trial (progress reporting); may be empty.
+  std::function<void(const Trial&)> on_trial;
+};
+
+struct SearchResult {
+  Strategy strategy = Strategy::kFit;
+  std::vector<Trial> trials;
+  int64_t budget_bytes = 0;
+  int64_t target_bytes = 0;
+  int64_t max_batch = 0;           ///< 0 when batch 1 does not fit
+  bool max_batch_exact = false;    ///< max_batch fits and max_batch+1 was seen not to
+  bool capped = false;             ///< the search stopped at SearchOptions::max_batch
+  int64_t recommended_batch = 0;   ///< largest batch whose measured peak <= target
+  bool recommended_exact = false;  ///< recommended+1 was seen over the target
+  int64_t throughput_batch = 0;    ///< smallest measured batch within tolerance of the best samples/s
+  MemoryLaw memory_model;          ///< least squares over every fitting trial (allocated bytes)
+  int64_t trial_steps = 0;         ///< every training step the search ran
+  double search_seconds = 0;
+  std::string error;               ///< set when a trial failed with a non-memory error
+};
+
+/// Runs the search. Never throws for an OOM: it is a result.
+SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options);
+
+}  // namespace saturate

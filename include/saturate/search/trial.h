@@ -1,0 +1,53 @@
+// Implements: the result of running one configuration (a trial), and how a search asks for one.
+// Everything above the probe reads only these structs; nothing here depends on LibTorch, so
+// the search can be tested against a fake probe with a known memory law.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace saturate {
+
+enum class TrialStatus {
+  kOk,          ///< every step ran
+  kOom,         ///< ran out of memory under the full budget
+  kOverTarget,  ///< ran out of memory under a lowered budget (the target), used to bracket
+                ///< the recommended batch cheaply; the batch may still fit the full budget
+  kError,       ///< anything else (shape mismatch, NaN, ...); the message is kept
+};
+std::string to_string(TrialStatus s);
+
+/// What the search asks of the probe.
+struct TrialRequest {
+  int warmup_steps = 1;   ///< untimed steps first (they also create the optimizer state)
+  int measure_steps = 2;  ///< timed steps; the memory peak is taken over warm-up and these
+  int64_t budget_bytes = 0;  ///< 0: the device budget; else run under this lower budget
+};
+
+struct Trial {
+  int64_t batch = 0;
+  TrialStatus status = TrialStatus::kError;
+  double step_time_ms = 0;       ///< median over the measured steps (0 when none finished)
+  double samples_per_s = 0;
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t steps = 0;             ///< training steps actually run, including a failed one
+  int64_t budget_bytes = 0;      ///< the budget the trial ran under
+  int64_t baseline_bytes = 0;    ///< allocated bytes before the trial
+  int64_t after_bytes = 0;       ///< allocated bytes after the trial was cleaned up
+  double seconds = 0;            ///< wall time of the whole trial
+  std::string error;             ///< first line of the error for kOom/kOverTarget/kError
+  bool ok() const { return status == TrialStatus::kOk; }
+};
+
+/// Runs trials; implemented by the real probe and by tests' fakes.
+class TrialRunner {
+ public:
+  virtual ~TrialRunner() = default;
+  virtual Trial run(int64_t batch, const TrialRequest& request) = 0;
+  /// The device budget every trial runs under unless a request lowers it.
+  virtual int64_t budget_bytes() const = 0;
+  /// Allocation granularity of the device's allocator (0: exact, as the CPU budget is).
+  virtual int64_t granularity_bytes() const { return 0; }
+};
+
+}  // namespace saturate

@@ -1,0 +1,66 @@
+// A model exported from Python with torch.jit.script or torch.jit.trace, trained for real
+// through its parameters().
+#include <fstream>
+
+#include <fmt/format.h>
+#include <torch/script.h>
+
+#include "models/builders.h"
+#include "saturate/core/errors.h"
+
+namespace saturate {
+namespace {
+
+class TorchScriptModel final : public Model {
+ public:
+  TorchScriptModel(std::string path, torch::jit::Module m) : path_(std::move(path)), module_(std::move(m)) {}
+  torch::Tensor forward(const torch::Tensor& input) override {
+    c10::IValue out = module_.forward({input});
+    if (out.isTuple()) out = out.toTupleRef().elements().at(0);
+    if (!out.isTensor())
+      throw UsageError(fmt::format("--model {}: forward() must return a tensor (or a tuple starting with one), "
+                                   "got {}", path_, out.tagKind()));
+    return out.toTensor();
+  }
+  std::vector<torch::Tensor> parameters() override {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : module_.parameters()) out.push_back(p);
+    return out;
+  }
+  void train(bool on) override { module_.train(on); }
+  void to(const torch::Device& device) override { module_.to(device); }
+  std::string name() const override { return path_; }
+
+ private:
+  std::string path_;
+  torch::jit::Module module_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_torchscript_model(const std::string& path) {
+  if (!std::ifstream(path).good())
+    throw UsageError(fmt::format("--model {}: no such file; give a built-in model (mlp, convnet, resnet18, "
+                                 "resnet50, gpt) or a TorchScript file saved with torch.jit.save",
+                                 path));
+  torch::jit::Module m;
+  try {
+    m = torch::jit::load(path, torch::kCPU);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    throw UsageError(fmt::format("--model {}: not a readable TorchScript file ({}); export the model with "
+                                 "torch.jit.script(model).save(path) or torch.jit.trace(model, example).save(path)",
+                                 path, why));
+  }
+  int64_t trainable = 0;
+  for (const auto& p : m.parameters())
+    if (p.requires_grad()) ++trainable;
+  if (trainable == 0)
+    throw UsageError(fmt::format("--model {}: the TorchScript module has no trainable parameters (none has "
+                                 "requires_grad=True); export it in training mode with its parameters",
+                                 path));
+  return std::make_unique<TorchScriptModel>(path, std::move(m));
+}
+
+}  // namespace saturate

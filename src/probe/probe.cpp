@@ -1,0 +1,100 @@
+#include "saturate/probe/probe.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "saturate/core/oom.h"
+
+namespace saturate {
+namespace {
+
+std::string first_line(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string msg = c10_error ? c10_error->what_without_backtrace() : e.what();
+  const size_t nl = msg.find('\n');
+  return nl == std::string::npos ? msg : msg.substr(0, nl);
+}
+
+/// Lowers the budget for one trial and puts it back, whatever happens.
+class BudgetOverride {
+ public:
+  BudgetOverride(MemoryMeter& meter, int64_t bytes) : meter_(meter), saved_(meter.budget_bytes()) {
+    if (bytes > 0) meter_.set_budget_bytes(bytes);
+  }
+  ~BudgetOverride() { meter_.set_budget_bytes(saved_); }
+
+ private:
+  MemoryMeter& meter_;
+  int64_t saved_;
+};
+
+}  // namespace
+
+Probe::Probe(Workload& workload, MemoryMeter& meter) : workload_(workload), meter_(meter) {}
+
+int64_t Probe::budget_bytes() const { return meter_.budget_bytes(); }
+
+int64_t Probe::granularity_bytes() const { return meter_.device().is_cuda() ? int64_t{2} << 20 : 0; }
+
+void Probe::synchronize() const {
+  if (workload_.device().is_cuda()) torch::cuda::synchronize(workload_.device().index());
+}
+
+Trial Probe::run(int64_t batch, const TrialRequest& request) {
+  using clock = std::chrono::steady_clock;
+  Trial t;
+  t.batch = batch;
+  BudgetOverride budget(meter_, request.budget_bytes);
+  t.budget_bytes = meter_.budget_bytes();
+  synchronize();
+  // each trial measures its own reserved peak, not the cache the previous one left.
+  meter_.release_cache();
+  t.baseline_bytes = meter_.stats().allocated_bytes;
+  meter_.reset_peak();
+  const auto trial_start = clock::now();
+  std::vector<double> step_ms;
+  Model& model = workload_.model();
+  try {
+    const Batch data = workload_.synthetic_batch(batch);
+    auto optimizer = workload_.make_optimizer();
+    model.train(true);
+    const int total = request.warmup_steps + request.measure_steps;
+    for (int i = 0; i < total; ++i) {
+      ++t.steps;
+      const auto start = clock::now();
+      optimizer->zero_grad(/*set_to_none=*/true);
+      torch::Tensor loss = workload_.loss(model.forward(data.inputs), data.targets);
+      loss.backward();
+      optimizer->step();
+      synchronize();
+      if (i >= request.warmup_steps)
+        step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+    }
+    t.status = TrialStatus::kOk;
+  } catch (const std::exception& e) {
+    t.status = is_out_of_memory(e) ? TrialStatus::kOom : TrialStatus::kError;
+    t.error = first_line(e);
+  }
+  // the optimizer, batch and graph died with the try block; gradients live on the parameters.
+  for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+  synchronize();
+  const MemoryStats after = meter_.stats();
+  t.peak_allocated_bytes = after.peak_allocated_bytes;
+  t.peak_reserved_bytes = after.peak_reserved_bytes;
+  if (t.status == TrialStatus::kOom) meter_.release_cache();  // hand the failed trial's cache back
+  t.after_bytes = meter_.stats().allocated_bytes;
+  if (!step_ms.empty()) {
+    std::sort(step_ms.begin(), step_ms.end());
+    const size_t n = step_ms.size();
+    t.step_time_ms = n % 2 ? step_ms[n / 2] : 0.5 * (step_ms[n / 2 - 1] + step_ms[n / 2]);
+    t.samples_per_s = t.step_time_ms > 0 ? 1000.0 * static_cast<double>(batch) / t.step_time_ms : 0;
+  }
+  t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
+  return t;
+}
+
+}  // namespace saturate

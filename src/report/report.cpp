@@ -1,0 +1,134 @@
+#include "saturate/report/report.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+
+namespace saturate {
+
+nlohmann::json context_json(const RunContext& c) {
+  return {{"device", c.device},
+          {"device_info", c.device_info},
+          {"model", {{"name", c.model_name}, {"parameters", c.model_parameters}, {"input", c.input}}},
+          {"optimizer", c.optimizer},
+          {"budget_bytes", c.budget_bytes},
+          {"libtorch_version", c.libtorch_version},
+          {"saturate_version", c.saturate_version}};
+}
+
+nlohmann::json trial_json(const Trial& t) {
+  nlohmann::json j = {{"batch", t.batch},
+                      {"status", to_string(t.status)},
+                      {"step_time_ms", t.step_time_ms},
+                      {"samples_per_s", t.samples_per_s},
+                      {"peak_allocated_bytes", t.peak_allocated_bytes},
+                      {"peak_reserved_bytes", t.peak_reserved_bytes},
+                      {"steps", t.steps},
+                      {"budget_bytes", t.budget_bytes},
+                      {"baseline_bytes", t.baseline_bytes},
+                      {"after_bytes", t.after_bytes},
+                      {"seconds", t.seconds}};
+  if (!t.error.empty()) j["error"] = t.error;
+  return j;
+}
+
+nlohmann::json search_json(const RunContext& c, const SearchResult& r) {
+  nlohmann::json j = context_json(c);
+  j["strategy"] = to_string(r.strategy);
+  j["target_bytes"] = r.target_bytes;
+  nlohmann::json trials = nlohmann::json::array();
+  for (const Trial& t : r.trials) trials.push_back(trial_json(t));
+  j["trials"] = trials;
+  j["max_batch"] = r.max_batch;
+  j["max_batch_exact"] = r.max_batch_exact;
+  j["capped"] = r.capped;
+  j["recommended_batch"] = r.recommended_batch;
+  j["recommended_exact"] = r.recommended_exact;
+  j["throughput_batch"] = r.throughput_batch;
+  j["memory_model"] = {{"fixed_bytes", static_cast<int64_t>(r.memory_model.fixed_bytes)},
+                       {"per_sample_bytes", static_cast<int64_t>(r.memory_model.per_sample_bytes)},
+                       {"valid", r.memory_model.valid}};
+  j["search_seconds"] = r.search_seconds;
+  j["trial_steps"] = r.trial_steps;
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+std::string trial_line(const Trial& t) {
+  std::string line = fmt::format("  batch {:>7}  {:<11} steps {}  peak {:>10}", t.batch, to_string(t.status), t.steps,
+                                 format_bytes(t.peak_reserved_bytes));
+  if (t.ok()) line += fmt::format("  {:>9.2f} ms/step  {:>10.1f} samples/s", t.step_time_ms, t.samples_per_s);
+  return line;
+}
+
+namespace {
+
+void print_context(std::ostream& out, const RunContext& c) {
+  out << fmt::format("device     {}\nmodel      {} ({} parameters, input {})\noptimizer  {}\nbudget     {}\n",
+                     c.device_info, c.model_name, c.model_parameters, c.input, c.optimizer,
+                     format_bytes(c.budget_bytes));
+}
+
+}  // namespace
+
+void print_trial(std::ostream& out, const RunContext& c, const Trial& t) {
+  print_context(out, c);
+  out << fmt::format("batch      {}\nstatus     {}\n", t.batch, to_string(t.status));
+  if (t.ok())
+    out << fmt::format("step time  {:.2f} ms (median of measured steps)\nthroughput {:.1f} samples/s\n", t.step_time_ms,
+                       t.samples_per_s);
+  out << fmt::format("peak       {} allocated, {} reserved\n", format_bytes(t.peak_allocated_bytes),
+                     format_bytes(t.peak_reserved_bytes));
+  if (!t.error.empty()) out << "error      " << t.error << "\n";
+}
+
+void print_search(std::ostream& out, const RunContext& c, const SearchResult& r) {
+  print_context(out, c);
+  out << fmt::format("strategy   {} ({} trials, {} training steps, {:.1f} s)\n\n", to_string(r.strategy),
+                     r.trials.size(), r.trial_steps, r.search_seconds);
+  out << fmt::format("{:>8}  {:<11} {:>5}  {:>11}  {:>11}  {:>10}  {:>12}\n", "batch", "status", "steps",
+                     "peak alloc", "peak resv", "ms/step", "samples/s");
+  for (const Trial& t : r.trials) {
+    out << fmt::format("{:>8}  {:<11} {:>5}  {:>11}  {:>11}  ", t.batch, to_string(t.status), t.steps,
+                       format_bytes(t.peak_allocated_bytes), format_bytes(t.peak_reserved_bytes));
+    out << (t.ok() ? fmt::format("{:>10.2f}  {:>12.1f}\n", t.step_time_ms, t.samples_per_s)
+                   : fmt::format("{:>10}  {:>12}\n", "-", "-"));
+  }
+  const double pct = r.budget_bytes ? 100.0 * static_cast<double>(r.target_bytes) / static_cast<double>(r.budget_bytes) : 0;
+  out << "\n";
+  out << fmt::format("max_batch          {}{}\n", r.max_batch,
+                     r.capped ? " (capped by --max-batch)"
+                              : (r.max_batch_exact ? fmt::format(" (exact: {} does not fit)", r.max_batch + 1)
+                                                   : " (not exact: the strategy stops at a power of two)"));
+  out << fmt::format("recommended_batch  {} (measured peak within {:.0f} % of the budget = {}{})\n",
+                     r.recommended_batch, pct, format_bytes(r.target_bytes), r.recommended_exact ? ", exact" : "");
+  out << fmt::format("throughput_batch   {} (smallest measured batch within 3 % of the best samples/s)\n",
+                     r.throughput_batch);
+  if (r.memory_model.valid)
+    out << fmt::format("memory model       {} + {} per sample\n",
+                       format_bytes(static_cast<int64_t>(r.memory_model.fixed_bytes)),
+                       format_bytes(static_cast<int64_t>(r.memory_model.per_sample_bytes)));
+}
+
+void write_json(const nlohmann::json& j, const std::string& path, std::ostream& stdout_stream) {
+  const std::string text = j.dump(2) + "\n";
+  if (path == "-") {
+    stdout_stream << text << std::flush;
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw RuntimeFailure(fmt::format("--json {}: cannot write (check the folder exists and is writable)", path));
+    f << text;
+    if (!f.flush()) throw RuntimeFailure(fmt::format("--json {}: write failed (disk full?)", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw RuntimeFailure(fmt::format("--json {}: cannot move the finished file into place", path));
+}
+
+}  // namespace saturate

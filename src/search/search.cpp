@@ -1,0 +1,286 @@
+#include "saturate/search/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+
+namespace saturate {
+
+std::string to_string(Strategy s) {
+  switch (s) {
+    case Strategy::kFit: return "fit";
+    case Strategy::kPower: return "power";
+    case Strategy::kBinsearch: return "binsearch";
+  }
+  return "fit";
+}
+
+Strategy parse_strategy(const std::string& text) {
+  if (text == "fit") return Strategy::kFit;
+  if (text == "power") return Strategy::kPower;
+  if (text == "binsearch") return Strategy::kBinsearch;
+  throw UsageError(fmt::format("--strategy: unknown value '{}' (expected fit, power or binsearch)", text));
+}
+
+namespace {
+
+/// lo: largest batch known to pass (0: none); hi: smallest known to fail (0: none yet).
+struct Bracket {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  bool closed() const { return hi != 0 && hi - lo <= 1; }
+};
+
+class SearchRun {
+ public:
+  SearchRun(TrialRunner& runner, const SearchOptions& options, SearchResult& result)
+      : runner_(runner), opt_(options), res_(result) {
+    res_.strategy = opt_.strategy;
+    res_.budget_bytes = runner_.budget_bytes();
+    res_.target_bytes = static_cast<int64_t>(std::floor(opt_.target_fraction * static_cast<double>(res_.budget_bytes)));
+  }
+
+  /// nullopt when the trial errored or the trial limit was reached (the search then stops).
+  std::optional<Trial> run(int64_t batch, const TrialRequest& request) {
+    if (static_cast<int>(res_.trials.size()) >= opt_.max_trials) {
+      if (res_.error.empty()) res_.error = fmt::format("search stopped after {} trials (the limit)", opt_.max_trials);
+      return std::nullopt;
+    }
+    Trial t = runner_.run(batch, request);
+    if (t.status == TrialStatus::kOom && request.budget_bytes > 0 && request.budget_bytes < res_.budget_bytes)
+      t.status = TrialStatus::kOverTarget;
+    res_.trials.push_back(t);
+    res_.trial_steps += t.steps;
+    if (opt_.on_trial) opt_.on_trial(t);
+    if (t.status == TrialStatus::kError) {
+      res_.error = fmt::format("batch {}: {}", batch, t.error);
+      return std::nullopt;
+    }
+    return t;
+  }
+
+  TrialRequest timed() const { return {opt_.warmup_steps, opt_.measure_steps, 0}; }
+  /// Enough for the steady-state peak: step 1 creates the optimizer state, step 2 runs with it.
+  TrialRequest memory_only(int64_t budget_bytes) const { return {1, 1, budget_bytes}; }
+
+  /// (batch, peak reserved) of every trial that ran to the end: what decides an OOM.
+  std::vector<std::pair<int64_t, int64_t>> fitting_points() const {
+    std::vector<std::pair<int64_t, int64_t>> pts;
+    for (const Trial& t : res_.trials)
+      if (t.ok()) pts.emplace_back(t.batch, t.peak_reserved_bytes);
+    return pts;
+  }
+
+  /// Narrows `br` to the largest batch that passes `check`, guided by the local memory law
+  /// against `limit_bytes`; falls back to bisection (or doubling) after two wrong predictions.
+  /// Returns false when a trial errored.
+  template <class Check>
+  bool narrow(Bracket& br, int64_t limit_bytes, Check check, bool* capped) {
+    int misses = 0;
+    int64_t expand = 0;  // step when no upper bound is known and the law has failed
+    while (!br.closed()) {
+      if (opt_.max_batch && br.lo >= opt_.max_batch) {
+        if (capped) *capped = true;
+        return true;
+      }
+      const MemoryLaw law = local_memory_law(fitting_points(), limit_bytes, runner_.granularity_bytes());
+      const int64_t predicted = law.max_batch_within(limit_bytes);
+      // batches per allocator rounding step: how far the law's answer can be off near the boundary.
+      const int64_t band =
+          (law.valid && runner_.granularity_bytes() > 0)
+              ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(runner_.granularity_bytes()) /
+                                                                    law.per_sample_bytes)))
+              : 1;
+      // the law guides while it agrees with the trials; when it says lo is the boundary, look one
+      // rounding band above; a guess at or past a known failure is left to bisection.
+      int64_t guess = 0;
+      bool guided = false;
+      if (predicted >= 0 && misses < 2) {
+        guess = predicted <= br.lo ? br.lo + band : predicted;
+        guided = !br.hi || guess < br.hi;
+      }
+      if (!guided) {
+        if (br.hi) {
+          guess = br.lo + (br.hi - br.lo) / 2;
+        } else {
+          expand = expand ? expand * 2 : 2 * band;
+          guess = br.lo + expand;
+        }
+        misses = 0;
+      }
+      guess = std::max(guess, br.lo + 1);
+      if (br.hi) guess = std::min(guess, br.hi - 1);
+      if (opt_.max_batch) guess = std::min(guess, opt_.max_batch);
+      const bool expected_pass = guided && guess <= std::max(predicted, br.lo + band - 1);
+      const std::optional<bool> passed = check(guess);
+      if (!passed) return false;
+      (*passed ? br.lo : br.hi) = guess;
+      if (guided && *passed != expected_pass) ++misses;
+    }
+    return true;
+  }
+
+  void fit() {
+    const int64_t budget = res_.budget_bytes;
+    // 1. a small memory probe, then conservative jumps (to about 60 % of the predicted room)
+    // until a probe uses half the budget: a long baseline for the law near the boundary.
+    int64_t first = opt_.max_batch ? std::min<int64_t>(2, opt_.max_batch) : 2;
+    auto a = run(first, memory_only(0));
+    if (!a) return;
+    Bracket br;
+    (a->ok() ? br.lo : br.hi) = first;
+    Trial last = *a;
+    for (int jump = 0; jump < 4 && last.ok() && !br.hi; ++jump) {
+      if (static_cast<double>(last.peak_reserved_bytes) >= 0.5 * static_cast<double>(budget)) break;
+      if (opt_.max_batch && br.lo >= opt_.max_batch) break;
+      // trust the law once the probes span a visible part of the budget; before that, small
+      // batches hide the per-sample part under fixed costs, so grow geometrically (an overshoot
+      // costs one cheap OOM step and gives an upper bound).
+      int64_t low_peak = last.peak_reserved_bytes;
+      for (const auto& pt : fitting_points()) low_peak = std::min(low_peak, pt.second);
+      const bool visible = static_cast<double>(last.peak_reserved_bytes - low_peak) >= 0.05 * static_cast<double>(budget);
+      const MemoryLaw law = secant_memory_law(fitting_points(), runner_.granularity_bytes());
+      const int64_t predicted = visible ? law.max_batch_within(budget) : -1;
+      int64_t next;
+      if (predicted > 0) {
+        next = br.lo + static_cast<int64_t>(0.6 * static_cast<double>(predicted - br.lo));
+      } else {
+        const double used = std::max<double>(1.0, static_cast<double>(last.peak_reserved_bytes - last.baseline_bytes));
+        const double room = static_cast<double>(budget - last.baseline_bytes);
+        next = static_cast<int64_t>(static_cast<double>(last.batch) * std::max(8.0, 0.5 * room / used));
+      }
+      if (opt_.max_batch) next = std::min(next, opt_.max_batch);
+      if (next <= br.lo + br.lo / 4) break;  // too close to be worth a probe: narrow from here
+      auto t = run(next, memory_only(0));
+      if (!t) return;
+      (t->ok() ? br.lo : br.hi) = next;
+      last = *t;
+    }
+    // 2. jump to the predicted largest batch, verify, narrow.
+    bool capped = false;
+    const auto passes = [&](int64_t batch) -> std::optional<bool> {
+      auto t = run(batch, memory_only(0));
+      if (!t) return std::nullopt;
+      return t->ok();
+    };
+    if (!narrow(br, budget, passes, &capped)) return;
+    res_.max_batch = br.lo;
+    res_.max_batch_exact = br.closed();
+    res_.capped = capped;
+    if (res_.max_batch == 0) return;
+    // 3. the recommended batch: the same narrowing against the target, with trials run under a
+    // budget lowered to the target so that those over it stop at their first step.
+    Bracket rb = target_bracket();
+    if (rb.hi == 0 || rb.hi > res_.max_batch) {
+      res_.recommended_batch = rb.lo;
+      res_.recommended_exact = res_.max_batch_exact && rb.lo == res_.max_batch;
+      return;
+    }
+    const auto under_target = [&](int64_t batch) -> std::optional<bool> {
+      auto t = run(batch, memory_only(res_.target_bytes));
+      if (!t) return std::nullopt;
+      return t->ok() && t->peak_reserved_bytes <= res_.target_bytes;
+    };
+    if (!narrow(rb, res_.target_bytes, under_target, nullptr)) return;
+    res_.recommended_batch = rb.lo;
+    res_.recommended_exact = rb.closed();
+  }
+
+  /// From the trials so far: largest batch measured within the target, smallest seen over it.
+  Bracket target_bracket() const {
+    Bracket b;
+    for (const Trial& t : res_.trials) {
+      const bool within = t.ok() && t.peak_reserved_bytes <= res_.target_bytes;
+      if (within) b.lo = std::max(b.lo, t.batch);
+      else if (b.hi == 0 || t.batch < b.hi) b.hi = t.batch;
+    }
+    if (b.hi && b.hi <= b.lo) b.hi = 0;  // noise: a smaller batch over, a larger one within
+    return b;
+  }
+
+  void power_then_maybe_bisect(bool bisect) {
+    Bracket br;
+    int64_t batch = std::max<int64_t>(1, opt_.start_batch);
+    if (opt_.max_batch) batch = std::min(batch, opt_.max_batch);
+    while (true) {
+      auto t = run(batch, timed());
+      if (!t) return;
+      if (!t->ok()) {
+        br.hi = batch;
+        break;
+      }
+      br.lo = batch;
+      if (opt_.max_batch && batch >= opt_.max_batch) {
+        res_.capped = true;
+        break;
+      }
+      batch *= 2;
+      if (opt_.max_batch) batch = std::min(batch, opt_.max_batch);
+    }
+    // the first batch did not fit: halve until one does (Lightning halves on OOM too).
+    while (br.lo == 0 && br.hi > 1) {
+      const int64_t half = br.hi / 2;
+      auto t = run(half, timed());
+      if (!t) return;
+      (t->ok() ? br.lo : br.hi) = half;
+    }
+    while (bisect && !br.closed() && br.hi) {
+      const int64_t mid = br.lo + (br.hi - br.lo) / 2;
+      auto t = run(mid, timed());
+      if (!t) return;
+      (t->ok() ? br.lo : br.hi) = mid;
+    }
+    res_.max_batch = br.lo;
+    res_.max_batch_exact = br.closed();
+    const Bracket rb = target_bracket();
+    res_.recommended_batch = rb.lo;
+    res_.recommended_exact = rb.closed();
+  }
+
+ private:
+  TrialRunner& runner_;
+  const SearchOptions& opt_;
+  SearchResult& res_;
+};
+
+int64_t throughput_batch(const std::vector<Trial>& trials, double tolerance) {
+  double best = 0;
+  for (const Trial& t : trials)
+    if (t.ok()) best = std::max(best, t.samples_per_s);
+  int64_t batch = 0;
+  for (const Trial& t : trials)
+    if (t.ok() && t.samples_per_s >= (1.0 - tolerance) * best && (batch == 0 || t.batch < batch)) batch = t.batch;
+  return batch;
+}
+
+}  // namespace
+
+SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options) {
+  if (!(options.target_fraction > 0 && options.target_fraction <= 1))
+    throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
+                                 options.target_fraction));
+  if (options.max_batch < 0)
+    throw UsageError(fmt::format("--max-batch: {} is negative; give a positive cap or 0 for none", options.max_batch));
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  SearchRun run(runner, options, result);
+  switch (options.strategy) {
+    case Strategy::kFit: run.fit(); break;
+    case Strategy::kPower: run.power_then_maybe_bisect(false); break;
+    case Strategy::kBinsearch: run.power_then_maybe_bisect(true); break;
+  }
+  std::vector<std::pair<int64_t, int64_t>> allocated;
+  for (const Trial& t : result.trials)
+    if (t.ok()) allocated.emplace_back(t.batch, t.peak_allocated_bytes);
+  result.memory_model = fit_memory_law(allocated);
+  result.throughput_batch = throughput_batch(result.trials, options.throughput_tolerance);
+  result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace saturate

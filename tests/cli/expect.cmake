@@ -1,0 +1,13 @@
+# Runs BIN with ARGS; checks the exit status and that stdout+stderr match EXPECT_REGEX.
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND ${BIN} ${args} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+if(NOT status STREQUAL "${EXPECT_STATUS}")
+  message(FATAL_ERROR "exit status ${status}, expected ${EXPECT_STATUS}\n--- output ---\n${all}")
+endif()
+if(NOT all MATCHES "${EXPECT_REGEX}")
+  message(FATAL_ERROR "output does not match '${EXPECT_REGEX}'\n--- output ---\n${all}")
+endif()
+if(all MATCHES "Exception raised from|terminate called|Segmentation fault|Traceback")
+  message(FATAL_ERROR "a stack trace or crash leaked to the user\n--- output ---\n${all}")
+endif()

@@ -1,0 +1,152 @@
+#include "saturate/search/search.h"
+
+#include "saturate/core/errors.h"
+#include "search/fake_runner.h"
+#include "support/support.h"
+
+using namespace saturate;
+using saturate::testing::FakeLaw;
+using saturate::testing::FakeRunner;
+
+namespace {
+
+SearchResult search(FakeRunner& runner, Strategy s, double target = 0.9, int64_t cap = 0) {
+  SearchOptions opt;
+  opt.strategy = s;
+  opt.target_fraction = target;
+  opt.max_batch = cap;
+  return search_batch_size(runner, opt);
+}
+
+const Trial* find_trial(const SearchResult& r, int64_t batch, TrialStatus status) {
+  for (const Trial& t : r.trials)
+    if (t.batch == batch && t.status == status) return &t;
+  return nullptr;
+}
+
+/// Laws like the ones real models show: linear on CPU; rounded, sub-granularity steps on CUDA.
+std::vector<FakeLaw> laws() {
+  std::vector<FakeLaw> out;
+  out.push_back({});                                                                  // ~3100
+  out.push_back({200 << 20, 300 << 10, 2 << 20, 100 << 10, int64_t{8} << 30});         // CUDA-like, ~27000
+  out.push_back({1 << 20, 30 << 20, 0, 5 << 20, int64_t{2} << 30});                   // big samples, ~68
+  out.push_back({int64_t{3} << 30, 7 << 20, 2 << 20, 1 << 20, int64_t{80} << 30});    // a100-like, ~11000
+  out.push_back({50 << 20, 10 << 10, 512, 3 << 10, 1 << 30});                         // tiny samples, ~100000
+  return out;
+}
+
+}  // namespace
+
+TEST(SearchTest, FitStrategyFindsExactMaxWithFewTrialSteps) {
+  for (const FakeLaw& law : laws()) {
+    FakeRunner fit_runner(law), bin_runner(law);
+    const int64_t truth = fit_runner.true_max(law.budget_bytes);
+    const SearchResult fit = search(fit_runner, Strategy::kFit);
+    const SearchResult bin = search(bin_runner, Strategy::kBinsearch);
+    SCOPED_TRACE("true max " + std::to_string(truth));
+    EXPECT_EQ(fit.max_batch, truth);
+    EXPECT_TRUE(fit.max_batch_exact);
+    EXPECT_EQ(bin.max_batch, truth);
+    EXPECT_TRUE(bin.max_batch_exact);
+    // at most a third of binsearch's steps on laws with a large max (bench/ records a quarter
+    // or better on the real models); tiny maxima, or rounding coarser than a sample, leave less
+    // to save (half).
+    const int64_t factor = (truth < 1000 || law.granularity_bytes > law.per_sample_bytes) ? 2 : 3;
+    EXPECT_LE(fit.trial_steps * factor, bin.trial_steps) << "fit " << fit.trial_steps << " vs binsearch " << bin.trial_steps;
+    // every answer is backed by trials that ran: max fits, max+1 does not.
+    EXPECT_NE(find_trial(fit, truth, TrialStatus::kOk), nullptr);
+    EXPECT_NE(find_trial(fit, truth + 1, TrialStatus::kOom), nullptr);
+  }
+}
+
+TEST(SearchTest, FitStrategyFindsTheExactRecommendedBatchForTheTarget) {
+  for (const FakeLaw& law : laws()) {
+    for (double target : {0.8, 0.9}) {
+      FakeRunner runner(law);
+      const SearchResult r = search(runner, Strategy::kFit, target);
+      const int64_t target_bytes = static_cast<int64_t>(target * static_cast<double>(law.budget_bytes));
+      EXPECT_EQ(r.recommended_batch, runner.true_max(target_bytes));
+      EXPECT_TRUE(r.recommended_exact);
+      bool backed = false;
+      for (const Trial& t : r.trials)
+        backed |= t.batch == r.recommended_batch && t.ok() && t.peak_reserved_bytes <= target_bytes;
+      EXPECT_TRUE(backed) << "no trial measured the recommended batch within the target";
+    }
+  }
+}
+
+TEST(SearchTest, PowerStrategyStopsAtAPowerOfTwoBelowTheMax) {
+  FakeRunner runner(FakeLaw{});
+  const int64_t truth = runner.true_max(FakeLaw{}.budget_bytes);
+  const SearchResult r = search(runner, Strategy::kPower);
+  EXPECT_LE(r.max_batch, truth);
+  EXPECT_GT(r.max_batch * 2, truth);
+  EXPECT_EQ(r.max_batch & (r.max_batch - 1), 0) << r.max_batch << " is not a power of two";
+  EXPECT_FALSE(r.max_batch_exact);
+}
+
+TEST(SearchTest, CapStopsEveryStrategyAtMaxBatch) {
+  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower}) {
+    FakeRunner runner(FakeLaw{});
+    const SearchResult r = search(runner, s, 0.9, 100);
+    EXPECT_EQ(r.max_batch, 100) << to_string(s);
+    EXPECT_TRUE(r.capped) << to_string(s);
+    for (const Trial& t : r.trials) EXPECT_LE(t.batch, 100);
+  }
+}
+
+TEST(SearchTest, BatchOneNotFittingGivesZero) {
+  FakeLaw law;
+  law.fixed_bytes = law.budget_bytes - (law.per_sample_bytes / 2);
+  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower}) {
+    FakeRunner runner(law);
+    const SearchResult r = search(runner, s);
+    EXPECT_EQ(r.max_batch, 0) << to_string(s);
+    EXPECT_EQ(r.recommended_batch, 0);
+    EXPECT_NE(find_trial(r, 1, TrialStatus::kOom), nullptr) << to_string(s);
+  }
+}
+
+TEST(SearchTest, SmallMaximaAreFoundExactly) {
+  for (int64_t want : {1, 2, 3, 5, 8, 9}) {
+    FakeLaw law;
+    law.fixed_bytes = 10 << 20;
+    law.per_sample_bytes = 100 << 20;
+    law.budget_bytes = law.fixed_bytes + want * law.per_sample_bytes + (50 << 20);
+    FakeRunner runner(law);
+    const SearchResult r = search(runner, Strategy::kFit);
+    EXPECT_EQ(r.max_batch, want);
+    EXPECT_TRUE(r.max_batch_exact);
+  }
+}
+
+TEST(SearchTest, ThroughputBatchIsTheSmallestWithinThreePercentOfTheBest) {
+  FakeLaw law;
+  law.launch_ms = 20;
+  law.per_sample_ms = 0.01;
+  FakeRunner runner(law);
+  const SearchResult r = search(runner, Strategy::kBinsearch);
+  double best = 0;
+  for (const Trial& t : r.trials)
+    if (t.ok()) best = std::max(best, t.samples_per_s);
+  const Trial* chosen = find_trial(r, r.throughput_batch, TrialStatus::kOk);
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_GE(chosen->samples_per_s, 0.97 * best);
+  for (const Trial& t : r.trials)
+    if (t.ok() && t.batch < r.throughput_batch) {
+      EXPECT_LT(t.samples_per_s, 0.97 * best) << t.batch;
+    }
+  EXPECT_LT(r.throughput_batch, r.max_batch);  // saturation comes before the memory limit here
+}
+
+TEST(SearchTest, RejectsATargetOutsideZeroToOne) {
+  FakeRunner runner(FakeLaw{});
+  SearchOptions opt;
+  opt.target_fraction = 1.5;
+  ASSERT_THROWS_WITH(search_batch_size(runner, opt), UsageError, "--target-memory: 1.5 is outside (0, 1]");
+}
+
+TEST(SearchTest, StrategiesParseAndPrint) {
+  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower}) EXPECT_EQ(parse_strategy(to_string(s)), s);
+  ASSERT_THROWS_WITH(parse_strategy("newton"), UsageError, "expected fit, power or binsearch");
+}

@@ -1,0 +1,10 @@
+// Test main: the CPU budget allocator goes in before any tensor exists, as in saturate's main.
+#include <gtest/gtest.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+
+int main(int argc, char** argv) {
+  saturate::install_cpu_budget_allocator();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,33 @@
+// Shared test helpers.
+#pragma once
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "saturate/core/device.h"
+#include "test_paths.h"
+
+/// Asserts that `stmt` throws `type` whose what() contains `substr`.
+#define ASSERT_THROWS_WITH(stmt, type, substr)                                          \
+  do {                                                                                  \
+    try {                                                                               \
+      stmt;                                                                             \
+      FAIL() << "expected " #type " from " #stmt;                                       \
+    } catch (const type& e) {                                                           \
+      EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)                  \
+          << "message was: " << e.what();                                               \
+    }                                                                                   \
+  } while (0)
+
+/// CUDA tests are named *_CUDA and skip themselves without a GPU.
+#define SKIP_WITHOUT_CUDA()                                             \
+  do {                                                                  \
+    if (!saturate::cuda_available()) GTEST_SKIP() << "no CUDA device";  \
+  } while (0)
+
+namespace saturate::testing {
+/// A fresh temporary directory for one test.
+std::string temp_dir(const std::string& name);
+/// Runs a shell command, returns its exit status; stdout+stderr into `output`.
+int run_command(const std::string& command, std::string* output);
+}  // namespace saturate::testing

@@ -1,0 +1,53 @@
+// saturate probe: measure one configuration at one batch size.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "saturate/core/errors.h"
+#include "saturate/probe/probe.h"
+
+namespace saturate::cli {
+
+void add_probe_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("probe", "Run warm-up and timed training steps at one batch size and measure them");
+  auto flags = std::make_shared<WorkloadFlags>();
+  auto batch = std::make_shared<int64_t>(0);
+  auto warmup = std::make_shared<int>(1);
+  auto steps = std::make_shared<int>(5);
+  add_workload_flags(*cmd, *flags);
+  cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->required();
+  cmd->add_option("--warmup", *warmup, "untimed steps first")->capture_default_str();
+  cmd->add_option("--steps", *steps, "timed steps (the median is reported)")->capture_default_str();
+  cmd->callback([=, &action] {
+    action = [=]() -> int {
+      if (*batch <= 0)
+        throw UsageError(fmt::format("--batch: {} is not a positive integer; give the number of samples per step", *batch));
+      if (*warmup < 0 || *steps < 1)
+        throw UsageError(fmt::format("--warmup {} / --steps {}: need warm-up >= 0 and at least one timed step", *warmup,
+                                     *steps));
+      auto session = open_session(*flags);
+      Probe probe(*session->workload, *session->meter);
+      const Trial t = probe.run(*batch, {*warmup, *steps, 0});
+      if (flags->json == "-") {
+        nlohmann::json j = trial_json(t);
+        j.update(context_json(session->context));
+        write_json(j, "-", std::cout);
+      } else {
+        print_trial(std::cout, session->context, t);
+        if (!flags->json.empty()) {
+          nlohmann::json j = trial_json(t);
+          j.update(context_json(session->context));
+          write_json(j, flags->json, std::cout);
+        }
+      }
+      if (t.status == TrialStatus::kError) {
+        std::cerr << fmt::format("saturate: error: batch {}: {}\n", t.batch, t.error);
+        return 1;
+      }
+      return 0;  // an OOM is a measured result
+    };
+  });
+}
+
+}  // namespace saturate::cli

@@ -1,0 +1,96 @@
+// saturate search: find the largest, the recommended and the saturating batch size.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+#include "saturate/probe/probe.h"
+
+namespace saturate::cli {
+namespace {
+
+struct SearchFlags {
+  std::string strategy = "fit";
+  double target_memory = 0.9;
+  int64_t max_batch = 0;
+  int64_t start_batch = 2;
+  int steps = 2;
+  bool quiet = false;
+};
+
+/// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
+std::string batch_one_need(Session& s) {
+  const int64_t budget = s.meter->budget_bytes();
+  s.meter->set_budget_bytes(s.meter->capacity_bytes());
+  Probe probe(*s.workload, *s.meter);
+  const Trial t = probe.run(1, {1, 1, 0});
+  s.meter->set_budget_bytes(budget);
+  if (!t.ok()) return fmt::format("more than the device's {}", format_bytes(s.meter->capacity_bytes()));
+  return format_bytes(t.peak_reserved_bytes);
+}
+
+}  // namespace
+
+void add_search_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("search", "Find the largest batch that fits, the recommended one and the saturating one");
+  auto flags = std::make_shared<WorkloadFlags>();
+  auto sf = std::make_shared<SearchFlags>();
+  add_workload_flags(*cmd, *flags);
+  cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
+      ->capture_default_str();
+  cmd->add_option("--target-memory", sf->target_memory,
+                  "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)")
+      ->capture_default_str();
+  cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->capture_default_str();
+  cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->capture_default_str();
+  cmd->add_option("--steps", sf->steps, "timed steps per trial, after one warm-up step")->capture_default_str();
+  cmd->add_flag("--quiet,-q", sf->quiet, "no progress lines on stderr");
+  cmd->callback([=, &action] {
+    action = [=]() -> int {
+      SearchOptions opt;
+      opt.strategy = parse_strategy(sf->strategy);
+      opt.target_fraction = sf->target_memory;
+      opt.max_batch = sf->max_batch;
+      if (sf->start_batch <= 0)
+        throw UsageError(fmt::format("--start-batch: {} is not a positive integer", sf->start_batch));
+      if (sf->steps < 1) throw UsageError(fmt::format("--steps: {} must be at least 1", sf->steps));
+      if (!(sf->target_memory > 0 && sf->target_memory <= 1))
+        throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
+                                     sf->target_memory));
+      if (sf->max_batch < 0) throw UsageError(fmt::format("--max-batch: {} is negative; use 0 for no cap", sf->max_batch));
+      opt.start_batch = sf->start_batch;
+      opt.measure_steps = sf->steps;
+      if (!sf->quiet) opt.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
+      auto session = open_session(*flags);
+      if (!sf->quiet)
+        std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
+                                 session->context.device_info, format_bytes(session->context.budget_bytes),
+                                 to_string(opt.strategy));
+      Probe probe(*session->workload, *session->meter);
+      const SearchResult result = search_batch_size(probe, opt);
+      const nlohmann::json j = search_json(session->context, result);
+      if (flags->json == "-") {
+        write_json(j, "-", std::cout);
+      } else {
+        print_search(std::cout, session->context, result);
+        if (!flags->json.empty()) write_json(j, flags->json, std::cout);
+      }
+      if (!result.error.empty()) {
+        std::cerr << "saturate: error: " << result.error << "\n";
+        return 1;
+      }
+      if (result.max_batch == 0) {
+        std::cerr << fmt::format(
+            "saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; raise the budget, "
+            "or use a smaller model or input\n",
+            format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session));
+        return 1;
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace saturate::cli

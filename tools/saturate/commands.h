@@ -1,0 +1,47 @@
+// The saturate command line: each subcommand registers its flags and the action to run.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "saturate/core/memory_meter.h"
+#include "saturate/probe/workload.h"
+#include "saturate/report/report.h"
+
+namespace saturate::cli {
+
+/// The action of the subcommand the user picked; returns the exit status.
+using Action = std::function<int()>;
+
+/// Flags every workload command shares (probe, search, ...).
+struct WorkloadFlags {
+  std::string model = "convnet";
+  std::string device = "auto";
+  std::string memory_budget;  // empty: 4GiB on CPU, the whole GPU on CUDA
+  std::string input;
+  int64_t classes = 0, layers = 0, width = 0, heads = 0, seq_len = 0, vocab = 0;
+  bool tokens = false;
+  std::string optimizer = "adam";
+  double lr = 0;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::string json;
+};
+void add_workload_flags(CLI::App& app, WorkloadFlags& f);
+
+/// A device, its meter with the budget applied, and the workload, built from the flags.
+struct Session {
+  c10::Device device{c10::DeviceType::CPU};
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+  RunContext context;
+};
+std::unique_ptr<Session> open_session(const WorkloadFlags& f);
+
+void add_probe_command(CLI::App& app, Action& action);
+void add_search_command(CLI::App& app, Action& action);
+
+}  // namespace saturate::cli

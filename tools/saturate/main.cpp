@@ -1,0 +1,45 @@
+// saturate: find the batch size, precision and loader settings that keep a GPU saturated.
+// main parses flags, runs the chosen subcommand and turns outcomes into exit statuses:
+// 0 ok, 1 runtime failure, 2 usage error.
+#include <iostream>
+
+#include <c10/util/Exception.h>
+
+#include "commands.h"
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/errors.h"
+
+int main(int argc, char** argv) {
+  // before any CPU tensor exists, so that the budget sees every byte.
+  saturate::install_cpu_budget_allocator();
+  CLI::App app{"saturate: keep the GPU saturated without running out of memory"};
+  app.require_subcommand(1);
+  saturate::cli::Action action;
+  saturate::cli::add_probe_command(app, action);
+  saturate::cli::add_search_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "saturate: error: " << e.what() << "\nRun 'saturate --help' or 'saturate COMMAND --help'.\n";
+    return 2;
+  }
+  try {
+    return action();
+  } catch (const saturate::UsageError& e) {
+    std::cerr << "saturate: error: " << e.what() << "\n";
+    return 2;
+  } catch (const saturate::RuntimeFailure& e) {
+    std::cerr << "saturate: error: " << e.what() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {
+    std::cerr << "saturate: error: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "saturate: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,92 @@
+#include <iostream>
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <torch/version.h>
+
+#include "commands.h"
+#include "saturate/core/device.h"
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+
+namespace saturate::cli {
+
+void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
+  app.add_option("--model,-m", f.model, "mlp | convnet | resnet18 | resnet50 | gpt | FILE.pt (TorchScript)")
+      ->capture_default_str()->envname("SATURATE_MODEL");
+  app.add_option("--device", f.device, "auto | cpu | cuda | cuda:N (auto: cuda:0 when present, else cpu)")
+      ->capture_default_str()->envname("SATURATE_DEVICE");
+  app.add_option("--memory-budget", f.memory_budget,
+                 "memory the run may use: 512MiB, 2GiB, 1.5GB, bytes, or a fraction of the device (0.9); "
+                 "default 4GiB on CPU, the whole GPU on CUDA")
+      ->envname("SATURATE_MEMORY_BUDGET");
+  app.add_option("--input", f.input, "one sample's shape, e.g. 3x224x224 (default 1x28x28; 3x224x224 for resnets)");
+  app.add_option("--classes", f.classes, "output classes (default 10; 1000 for resnets)");
+  app.add_option("--layers", f.layers, "gpt: transformer blocks (4); mlp: hidden layers (3)");
+  app.add_option("--width", f.width, "gpt: embedding width (256); mlp: hidden width (1024)");
+  app.add_option("--heads", f.heads, "gpt: attention heads (4)");
+  app.add_option("--seq-len", f.seq_len, "gpt / --tokens: tokens per sample (128)");
+  app.add_option("--vocab", f.vocab, "gpt / --tokens: vocabulary size (8192)");
+  app.add_flag("--tokens", f.tokens, "the TorchScript model takes token ids [batch, seq-len]");
+  app.add_option("--optimizer", f.optimizer, "sgd | adam | adamw (Adam keeps two state tensors per parameter)")
+      ->capture_default_str();
+  app.add_option("--lr", f.lr, "learning rate (default 0.01 for sgd, 1e-3 for adam/adamw)");
+  app.add_option("--seed", f.seed, "seed for weights and synthetic data")->capture_default_str();
+  app.add_option("--threads", f.threads, "CPU threads for LibTorch (default: LibTorch's choice)")
+      ->envname("SATURATE_THREADS");
+  app.add_option("--json", f.json, "also write the result as JSON to FILE ('-': stdout, replacing the table)");
+}
+
+std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
+  auto s = std::make_unique<Session>();
+  if (f.threads < 0) throw UsageError(fmt::format("--threads: {} is negative; give a positive count", f.threads));
+  if (f.threads > 0) at::set_num_threads(f.threads);
+  const OptimizerKind optimizer = parse_optimizer(f.optimizer);
+  if (f.lr < 0) throw UsageError(fmt::format("--lr: {} is negative; give a positive learning rate", f.lr));
+  ModelSpec spec;
+  spec.name = f.model;
+  if (!f.input.empty()) spec.input_shape = parse_shape(f.input, "--input");
+  spec.classes = f.classes;
+  spec.layers = f.layers;
+  spec.width = f.width;
+  spec.heads = f.heads;
+  spec.seq_len = f.seq_len;
+  spec.vocab = f.vocab;
+  spec.tokens = f.tokens;
+  spec.seed = f.seed;
+  spec = resolve_model_spec(spec);  // usage errors before any device work
+  std::optional<MemorySize> budget;
+  if (!f.memory_budget.empty()) budget = parse_memory_size(f.memory_budget, "--memory-budget");
+
+  s->device = resolve_device(f.device);
+  s->meter = make_memory_meter(s->device);
+  int64_t budget_bytes = s->device.is_cpu() ? kDefaultCpuBudgetBytes : s->meter->capacity_bytes();
+  if (budget) budget_bytes = budget->resolve(s->meter->capacity_bytes());
+  if (s->device.is_cuda() && budget_bytes > s->meter->capacity_bytes())
+    throw UsageError(fmt::format("--memory-budget {}: larger than {}'s {}; give at most the device's memory",
+                                 f.memory_budget, s->device.str(), format_bytes(s->meter->capacity_bytes())));
+  if (budget_bytes < 1) throw UsageError(fmt::format("--memory-budget {}: resolves to 0 bytes", f.memory_budget));
+  BuiltModel built = build_model(spec);
+  s->context.model_name = built.spec.name;
+  s->context.model_parameters = built.model->parameter_count();
+  s->context.input = built.input_kind == InputKind::kTokens
+                         ? fmt::format("tokens {} (vocab {})", built.spec.seq_len, built.spec.vocab)
+                         : format_shape(built.spec.input_shape);
+  s->workload = std::make_unique<Workload>(std::move(built), s->device, optimizer, f.lr, f.seed);
+  // the budget starts after the model is on the device: parameters count against it too.
+  s->meter->set_budget_bytes(budget_bytes);
+  s->context.device = s->device.str();
+  s->context.device_info = describe_device(s->device);
+  s->context.optimizer = to_string(optimizer);
+  s->context.budget_bytes = s->meter->budget_bytes();
+  s->context.libtorch_version = TORCH_VERSION;
+  s->context.saturate_version = "0.1.0";
+  const int64_t params_in_use = s->meter->stats().allocated_bytes;
+  if (params_in_use > budget_bytes)
+    throw RuntimeFailure(fmt::format("--memory-budget {}: the model's parameters alone take {}; raise the budget "
+                                     "or choose a smaller model",
+                                     format_bytes(budget_bytes), format_bytes(params_in_use)));
+  return s;
+}
+
+}  // namespace saturate::cli
