@@ -34,6 +34,18 @@ class BudgetOverride {
 
 }  // namespace
 
+std::string to_string(Phase p) {
+  switch (p) {
+    case Phase::kDataWait: return "data_wait";
+    case Phase::kHostToDevice: return "h2d";
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kOptimizer: return "optimizer";
+    case Phase::kAllreduce: return "allreduce";
+  }
+  return "forward";
+}
+
 Probe::Probe(Workload& workload, MemoryMeter& meter) : workload_(workload), meter_(meter) {}
 
 int64_t Probe::budget_bytes() const { return meter_.budget_bytes(); }
@@ -58,21 +70,32 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   const auto trial_start = clock::now();
   std::vector<double> step_ms;
   Model& model = workload_.model();
+  notify([&](ProbeObserver& o) { o.trial_begin(batch); });
   try {
-    const Batch data = workload_.synthetic_batch(batch);
+    if (source_) source_->reset(batch);
+    Batch data = source_ ? Batch{} : workload_.synthetic_batch(batch);
     auto optimizer = workload_.make_optimizer();
     model.train(true);
     const int total = request.warmup_steps + request.measure_steps;
+    const auto phase = [&](Phase p, auto&& body) {
+      notify([&](ProbeObserver& o) { o.phase_begin(p); });
+      body();
+      notify([&](ProbeObserver& o) { o.phase_end(p); });
+    };
     for (int i = 0; i < total; ++i) {
       ++t.steps;
+      const bool measured = i >= request.warmup_steps;
+      notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
       const auto start = clock::now();
+      if (source_) phase(Phase::kDataWait, [&] { data = source_->next(batch); });
       optimizer->zero_grad(/*set_to_none=*/true);
-      torch::Tensor loss = workload_.loss(model.forward(data.inputs), data.targets);
-      loss.backward();
-      optimizer->step();
+      torch::Tensor loss;
+      phase(Phase::kForward, [&] { loss = workload_.loss(model.forward(data.inputs), data.targets); });
+      phase(Phase::kBackward, [&] { loss.backward(); });
+      phase(Phase::kOptimizer, [&] { optimizer->step(); });
       synchronize();
-      if (i >= request.warmup_steps)
-        step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+      if (measured) step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+      notify([&](ProbeObserver& o) { o.step_end(i, measured); });
     }
     t.status = TrialStatus::kOk;
   } catch (const std::exception& e) {
@@ -94,6 +117,7 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
     t.samples_per_s = t.step_time_ms > 0 ? 1000.0 * static_cast<double>(batch) / t.step_time_ms : 0;
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
+  notify([&](ProbeObserver& o) { o.trial_end(t); });
   return t;
 }
 

@@ -33,6 +33,7 @@ nlohmann::json trial_json(const Trial& t) {
                       {"after_bytes", t.after_bytes},
                       {"seconds", t.seconds}};
   if (!t.error.empty()) j["error"] = t.error;
+  for (const auto& [key, value] : t.extra.items()) j[key] = value;
   return j;
 }
 

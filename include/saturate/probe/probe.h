@@ -5,7 +5,10 @@
 // gradients, the batch, the autograd graph), memory returns to the pre-trial baseline and the
 // process stays healthy for the next trial.
 #pragma once
+#include <vector>
+
 #include "saturate/core/memory_meter.h"
+#include "saturate/probe/probe_hooks.h"
 #include "saturate/probe/workload.h"
 #include "saturate/search/trial.h"
 
@@ -18,11 +21,23 @@ class Probe final : public TrialRunner {
   int64_t budget_bytes() const override;
   /// 2 MiB on CUDA (the caching allocator's small-segment size); 0 on the CPU budget.
   int64_t granularity_bytes() const override;
+  /// Observers are told about every trial, step and phase (not owned).
+  void add_observer(ProbeObserver* observer) { observers_.push_back(observer); }
+  /// Batches from `source` instead of one synthetic batch (not owned; nullptr: synthetic).
+  void set_batch_source(BatchSource* source) { source_ = source; }
+  Workload& workload() { return workload_; }
+  MemoryMeter& meter() { return meter_; }
 
  private:
   void synchronize() const;
+  template <class F>
+  void notify(F f) {
+    for (ProbeObserver* o : observers_) f(*o);
+  }
   Workload& workload_;
   MemoryMeter& meter_;
+  std::vector<ProbeObserver*> observers_;
+  BatchSource* source_ = nullptr;
 };
 
 }  // namespace saturate

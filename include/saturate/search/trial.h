@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace saturate {
 
 enum class TrialStatus {
@@ -36,6 +38,7 @@ struct Trial {
   int64_t after_bytes = 0;       ///< allocated bytes after the trial was cleaned up
   double seconds = 0;            ///< wall time of the whole trial
   std::string error;             ///< first line of the error for kOom/kOverTarget/kError
+  nlohmann::json extra = nlohmann::json::object();  ///< what observers add (phases, memory, ...)
   bool ok() const { return status == TrialStatus::kOk; }
 };
 
