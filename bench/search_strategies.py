@@ -18,7 +18,8 @@ STRATEGIES = ["fit", "binsearch", "power"]
 
 
 def run(saturate, args):
-    out = subprocess.run([saturate] + args + ["--device", "cpu", "--json", "-", "-q"],
+    quiet = ["-q"] if args[0] == "search" else []
+    out = subprocess.run([saturate] + args + ["--device", "cpu", "--json", "-"] + quiet,
                          capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"saturate {' '.join(args)} failed ({out.returncode}): {out.stderr}")
