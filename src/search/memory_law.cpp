@@ -57,13 +57,19 @@ MemoryLaw secant_memory_law(std::vector<std::pair<int64_t, int64_t>> points, int
                            [](const auto& a, const auto& b) { return a.first == b.first; }),
                points.end());
   if (points.size() < 2) return fit_memory_law(points, granularity_bytes);
-  // the largest point, and the largest one at most 3/4 of its batch: a baseline long enough
-  // that rounding steps and noise barely tilt the slope, short enough to stay near the boundary
-  // (tiny batches sit on fixed costs: optimizer temporaries, workspaces).
+  // the largest point and the one below it when they are at least 5 % apart: the local slope,
+  // which matters when memory curves; else the largest one at most 3/4 of the top batch, a
+  // baseline long enough that rounding steps and noise barely tilt the slope (tiny batches sit
+  // on fixed costs: optimizer temporaries, workspaces).
   const auto top = points.back();
   auto partner = points.front();
-  for (const auto& p : points)
-    if (p.first * 4 <= top.first * 3) partner = p;
+  const auto& below = points[points.size() - 2];
+  if (below.first * 20 <= top.first * 19 && (granularity_bytes == 0 || top.second - below.second >= 4 * granularity_bytes)) {
+    partner = below;
+  } else {
+    for (const auto& p : points)
+      if (p.first * 4 <= top.first * 3) partner = p;
+  }
   return fit_memory_law({partner, top}, granularity_bytes);
 }
 

@@ -82,6 +82,7 @@ class SearchRun {
   template <class Check>
   bool narrow(Bracket& br, int64_t limit_bytes, Check check, bool* capped) {
     int misses = 0;
+    double hedge = 1.0;  // shrinks after the law overshoots: curved memory makes it overshoot again
     int64_t expand = 0;  // step when no upper bound is known and the law has failed
     while (!br.closed()) {
       if (opt_.max_batch && br.lo >= opt_.max_batch) {
@@ -101,7 +102,9 @@ class SearchRun {
       int64_t guess = 0;
       bool guided = false;
       if (predicted >= 0 && misses < 2) {
-        guess = predicted <= br.lo ? br.lo + band : predicted;
+        guess = predicted <= br.lo
+                    ? br.lo + band
+                    : br.lo + static_cast<int64_t>(std::ceil(hedge * static_cast<double>(predicted - br.lo)));
         guided = !br.hi || guess < br.hi;
       }
       if (!guided) {
@@ -120,7 +123,10 @@ class SearchRun {
       const std::optional<bool> passed = check(guess);
       if (!passed) return false;
       (*passed ? br.lo : br.hi) = guess;
-      if (guided && *passed != expected_pass) ++misses;
+      if (guided && *passed != expected_pass) {
+        ++misses;
+        if (!*passed) hedge = std::max(0.5, hedge * 0.75);
+      }
     }
     return true;
   }

@@ -17,6 +17,7 @@ struct FakeLaw {
   int64_t budget_bytes = int64_t{4} << 30;
   double launch_ms = 5.0;
   double per_sample_ms = 0.05;
+  double quadratic_bytes = 0;  ///< convexity: + quadratic * b^2 (workspaces that grow faster)
 };
 
 class FakeRunner final : public TrialRunner {
@@ -27,7 +28,8 @@ class FakeRunner final : public TrialRunner {
     uint64_t h = static_cast<uint64_t>(batch) * 0x9E3779B97F4A7C15ull;
     h ^= h >> 29;
     const int64_t noise = law_.noise_bytes ? static_cast<int64_t>(h % static_cast<uint64_t>(law_.noise_bytes)) : 0;
-    int64_t bytes = law_.fixed_bytes + law_.per_sample_bytes * batch + noise;
+    int64_t bytes = law_.fixed_bytes + law_.per_sample_bytes * batch + noise +
+                    static_cast<int64_t>(law_.quadratic_bytes * static_cast<double>(batch) * static_cast<double>(batch));
     if (law_.granularity_bytes) bytes = (bytes + law_.granularity_bytes - 1) / law_.granularity_bytes * law_.granularity_bytes;
     return bytes;
   }
