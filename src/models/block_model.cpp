@@ -1,5 +1,7 @@
 #include "saturate/models/model.h"
 
+#include <torch/serialize.h>
+
 namespace saturate {
 
 int64_t Model::parameter_count() {
@@ -34,6 +36,13 @@ class BlockModelAdapter final : public Model {
   void to(const torch::Device& device) override { model_->to(device); }
   std::string name() const override { return name_; }
   std::shared_ptr<torch::nn::Module> module() override { return model_.ptr(); }
+  std::vector<std::pair<std::string, torch::Tensor>> named_tensors() override {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    for (const auto& p : model_->named_parameters()) out.emplace_back(p.key(), p.value());
+    for (const auto& b : model_->named_buffers()) out.emplace_back(b.key(), b.value());
+    return out;
+  }
+  void save(const std::string& path) override { torch::save(model_, path); }
   BlockModelImpl* impl() { return model_.get(); }
 
  private:

@@ -30,6 +30,13 @@ class TorchScriptModel final : public Model {
   void train(bool on) override { module_.train(on); }
   void to(const torch::Device& device) override { module_.to(device); }
   std::string name() const override { return path_; }
+  std::vector<std::pair<std::string, torch::Tensor>> named_tensors() override {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    for (const auto& p : module_.named_parameters()) out.emplace_back(p.name, p.value);
+    for (const auto& b : module_.named_buffers()) out.emplace_back(b.name, b.value);
+    return out;
+  }
+  void save(const std::string& path) override { module_.save(path); }
 
  private:
   std::string path_;

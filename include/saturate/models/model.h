@@ -26,6 +26,10 @@ class Model {
   virtual std::string name() const = 0;
   /// Number of trainable scalars.
   int64_t parameter_count();
+  /// Parameters and buffers (batch-norm statistics) by name: what a checkpoint must hold.
+  virtual std::vector<std::pair<std::string, torch::Tensor>> named_tensors() = 0;
+  /// Writes the model (TorchScript: its archive; built-in: a torch::save archive).
+  virtual void save(const std::string& path) = 0;
   /// The torch::nn module behind a built-in model (nullptr for TorchScript).
   virtual std::shared_ptr<torch::nn::Module> module() { return nullptr; }
 };

@@ -31,6 +31,8 @@ class Workload {
   const BuiltModel& built() const { return built_; }
   const torch::Device& device() const { return device_; }
   OptimizerKind optimizer_kind() const { return optimizer_; }
+  /// The learning rate the optimizer is made with (the default when none was given).
+  double learning_rate() const { return lr_; }
 
   /// Random inputs and labels for `batch` samples, made on the device.
   Batch synthetic_batch(int64_t batch) const;

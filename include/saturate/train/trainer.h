@@ -1,0 +1,137 @@
+// Implements: the training loop of `saturate train`.
+// Each optimizer step consumes one global batch, split into micro-batches whose losses are
+// weighted by their share of the global batch, so the optimizer sees exactly the mean gradient
+// of the global batch whatever the split. Forward passes run under autocast for bf16/fp16, fp16
+// with dynamic loss scaling; blocks can be checkpointed. An OOM in a step releases the step's
+// memory, halves the micro-batch, doubles the accumulation and redoes the same step: the global
+// batch and the samples seen do not change. Checkpoints (model, optimizer, scaler, schedule,
+// RNG, data position, loss curve) are written atomically; a resumed run continues bit for bit.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "saturate/core/memory_meter.h"
+#include "saturate/probe/workload.h"
+#include "saturate/train/activation_checkpoint.h"
+#include "saturate/train/lr_schedule.h"
+#include "saturate/train/precision.h"
+
+namespace saturate {
+
+/// Global batches as a pure function of the step index, so a resumed run sees the same data.
+class TrainData {
+ public:
+  virtual ~TrainData() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t steps_per_epoch() const = 0;
+  /// The global batch of optimizer step `step` (0-based, across epochs), on the host. Called
+  /// with consecutive steps, starting anywhere (resume).
+  virtual Batch batch_for_step(int64_t step) = 0;
+  /// How long the last batch_for_step waited for data.
+  virtual double last_wait_ms() const { return 0; }
+};
+
+/// Evaluation batches, in order, restarted for each evaluation.
+class EvalData {
+ public:
+  virtual ~EvalData() = default;
+  virtual void restart() = 0;
+  virtual std::optional<Batch> next() = 0;
+};
+
+/// Slices of in-memory tensors, in order, wrapping around each epoch.
+class TensorTrainData final : public TrainData {
+ public:
+  TensorTrainData(torch::Tensor inputs, torch::Tensor targets, int64_t global_batch, std::string name = "tensors");
+  std::string name() const override { return name_; }
+  int64_t steps_per_epoch() const override { return inputs_.size(0) / global_batch_; }
+  Batch batch_for_step(int64_t step) override;
+
+ private:
+  torch::Tensor inputs_, targets_;
+  int64_t global_batch_;
+  std::string name_;
+};
+
+struct TrainOptions {
+  int64_t micro_batch = 32;      ///< samples per forward/backward
+  int64_t accumulation = 1;      ///< micro-batches per optimizer step
+  int64_t epochs = 1;
+  int64_t max_steps = 0;         ///< 0: epochs * steps_per_epoch
+  Precision precision = Precision::kFp32;
+  CheckpointPolicy checkpointing;
+  LrSchedule schedule;           ///< peak_lr already scaled for the global batch
+  double clip_grad_norm = 0;     ///< 0: no clipping
+  std::string checkpoint_dir;    ///< empty: no checkpoints
+  int64_t checkpoint_every = 0;  ///< steps; 0: only at epoch ends
+  bool resume = false;           ///< continue from checkpoint_dir
+  bool oom_backoff = true;
+  /// Called after every optimizer step (progress, leak checks); may be empty.
+  std::function<void(int64_t step, double loss, double lr)> on_step;
+  /// Called after each evaluation.
+  std::function<void(int64_t epoch, double loss, double accuracy)> on_eval;
+  /// Called when an OOM halved the micro-batch.
+  std::function<void(int64_t step, int64_t old_micro, int64_t new_micro)> on_backoff;
+};
+
+struct OomBackoff {
+  int64_t step = 0;
+  int64_t old_micro_batch = 0;
+  int64_t new_micro_batch = 0;
+};
+
+struct TrainResult {
+  int64_t steps = 0;                 ///< optimizer steps done in total (resumed ones included)
+  int64_t samples_seen = 0;
+  double epochs = 0;
+  std::vector<double> losses;        ///< training loss of every step since step 0
+  double final_train_loss = 0;
+  std::optional<double> final_test_loss;
+  std::optional<double> final_test_accuracy;
+  double samples_per_s = 0;          ///< over the steps this process ran
+  int64_t micro_batch = 0;           ///< at the end (after any back-off)
+  int64_t accumulation = 0;
+  int64_t global_batch = 0;
+  std::vector<OomBackoff> oom_backoffs;
+  int64_t checkpoints_written = 0;
+  std::optional<int64_t> resumed_from;
+  int64_t skipped_steps = 0;         ///< fp16 steps skipped for inf/NaN gradients
+};
+
+class Trainer {
+ public:
+  Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalData* eval, TrainOptions options);
+  /// Trains; throws RuntimeFailure for a NaN loss (fp32/bf16/tf32) or an OOM at micro-batch 1.
+  TrainResult run();
+  /// Mean loss and accuracy over the evaluation data, under NoGradGuard.
+  std::pair<double, double> evaluate();
+
+ private:
+  struct StepOutcome {
+    double loss = 0;
+    bool stepped = true;  ///< false: fp16 gradients were not finite and the step was skipped
+  };
+  StepOutcome global_step(const Batch& batch, torch::optim::Optimizer& optimizer, class GradScaler& scaler);
+  torch::Tensor forward(const torch::Tensor& inputs);
+  void save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
+                       const TrainResult& result);
+  int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result);
+  std::string model_signature();
+
+  Workload& workload_;
+  MemoryMeter& meter_;
+  TrainData& data_;
+  EvalData* eval_;
+  TrainOptions opt_;
+  int64_t micro_;
+  int64_t accumulation_;
+};
+
+/// Writes a trained model: TorchScript models with save(), built-in ones as a torch::save archive.
+void save_model(Model& model, const std::string& path);
+
+}  // namespace saturate

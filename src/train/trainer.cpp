@@ -1,0 +1,272 @@
+#include "saturate/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/serialize.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/oom.h"
+#include "saturate/core/units.h"
+#include "saturate/train/checkpoint_file.h"
+#include "saturate/train/grad_scaler.h"
+
+namespace saturate {
+
+TensorTrainData::TensorTrainData(torch::Tensor inputs, torch::Tensor targets, int64_t global_batch, std::string name)
+    : inputs_(std::move(inputs)), targets_(std::move(targets)), global_batch_(global_batch), name_(std::move(name)) {
+  if (global_batch_ <= 0 || inputs_.size(0) < global_batch_)
+    throw UsageError(fmt::format("global batch {} does not fit {} samples", global_batch_, inputs_.size(0)));
+}
+
+Batch TensorTrainData::batch_for_step(int64_t step) {
+  const int64_t start = (step % steps_per_epoch()) * global_batch_;
+  return {inputs_.slice(0, start, start + global_batch_), targets_.slice(0, start, start + global_batch_)};
+}
+
+Trainer::Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalData* eval, TrainOptions options)
+    : workload_(workload), meter_(meter), data_(data), eval_(eval), opt_(std::move(options)) {
+  if (opt_.micro_batch <= 0)
+    throw UsageError(fmt::format("--batch: {} is not a positive integer", opt_.micro_batch));
+  if (opt_.accumulation <= 0)
+    throw UsageError(fmt::format("--accumulate: {} is not a positive integer", opt_.accumulation));
+  if (opt_.precision == Precision::kFp16 && workload_.device().is_cpu())
+    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
+  micro_ = opt_.micro_batch;
+  accumulation_ = opt_.accumulation;
+}
+
+torch::Tensor Trainer::forward(const torch::Tensor& inputs) {
+  AutocastScope autocast(opt_.precision, workload_.device());
+  BlockModelImpl* blocks = as_block_model(workload_.model());
+  if (blocks && opt_.checkpointing.enabled()) return forward_with_checkpointing(*blocks, inputs, opt_.checkpointing);
+  return workload_.model().forward(inputs);
+}
+
+Trainer::StepOutcome Trainer::global_step(const Batch& batch, torch::optim::Optimizer& optimizer, GradScaler& scaler) {
+  const int64_t global = batch.inputs.size(0);
+  optimizer.zero_grad(/*set_to_none=*/true);
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(workload_.device()));
+  for (int64_t start = 0; start < global; start += micro_) {
+    const int64_t n = std::min(micro_, global - start);
+    const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
+    const torch::Tensor y = batch.targets.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
+    // each micro-batch's mean loss weighted by its share: the sum is the global batch's mean.
+    torch::Tensor loss = workload_.loss(forward(x), y);
+    if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
+    loss = loss * (static_cast<double>(n) / static_cast<double>(global));
+    scaler.scale(loss).backward();
+    total += loss.detach().to(torch::kDouble);
+  }
+  if (opt_.clip_grad_norm > 0) {
+    scaler.unscale(optimizer);
+    std::vector<torch::Tensor> params;
+    for (auto& p : workload_.model().parameters())
+      if (p.grad().defined()) params.push_back(p);
+    torch::nn::utils::clip_grad_norm_(params, opt_.clip_grad_norm);
+  }
+  const bool stepped = scaler.step(optimizer);
+  scaler.update();
+  return {total.item<double>(), stepped};
+}
+
+std::pair<double, double> Trainer::evaluate() {
+  if (!eval_) return {0.0, 0.0};
+  torch::NoGradGuard no_grad;
+  Model& model = workload_.model();
+  model.train(false);
+  double loss_sum = 0;
+  int64_t correct = 0, count = 0;
+  eval_->restart();
+  while (auto b = eval_->next()) {
+    const torch::Tensor x = b->inputs.to(workload_.device());
+    const torch::Tensor y = b->targets.to(workload_.device());
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(opt_.precision, workload_.device());
+      logits = model.forward(x);
+    }
+    logits = logits.to(torch::kFloat);
+    loss_sum += workload_.loss(logits, y).item<double>() * static_cast<double>(y.numel());
+    correct += logits.argmax(-1).eq(y).sum().item<int64_t>();
+    count += y.numel();
+  }
+  model.train(true);
+  if (count == 0) return {0.0, 0.0};
+  return {loss_sum / static_cast<double>(count), static_cast<double>(correct) / static_cast<double>(count)};
+}
+
+std::string Trainer::model_signature() {
+  std::string sig = workload_.built().spec.name + "|";
+  for (const auto& [name, t] : workload_.model().named_tensors())
+    sig += name + ":" + format_shape(t.sizes().vec()) + ";";
+  return sig;
+}
+
+void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
+                              const TrainResult& result) {
+  torch::serialize::OutputArchive archive;
+  archive.write("signature_hash", torch::tensor(static_cast<int64_t>(fnv1a64(model_signature()) >> 1)));
+  archive.write("steps_done", torch::tensor(steps_done));
+  archive.write("micro_batch", torch::tensor(micro_));
+  archive.write("accumulation", torch::tensor(accumulation_));
+  archive.write("checkpoints_written", torch::tensor(result.checkpoints_written + 1));
+  archive.write("skipped_steps", torch::tensor(result.skipped_steps));
+  archive.write("losses", torch::tensor(result.losses, torch::kDouble));
+  std::vector<int64_t> backoffs;
+  for (const auto& b : result.oom_backoffs) backoffs.insert(backoffs.end(), {b.step, b.old_micro_batch, b.new_micro_batch});
+  archive.write("oom_backoffs", torch::tensor(backoffs, torch::kLong));
+  for (const auto& [name, t] : workload_.model().named_tensors()) archive.write("model." + name, t.detach().cpu(), true);
+  torch::serialize::OutputArchive opt_archive;
+  optimizer.save(opt_archive);
+  archive.write("optimizer", opt_archive);
+  const auto scaler_state = scaler.state();
+  archive.write("scaler.scale", scaler_state[0]);
+  archive.write("scaler.growth", scaler_state[1]);
+  archive.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  std::ostringstream out;
+  archive.save_to(out);
+  write_checkpoint_file(opt_.checkpoint_dir, out.str());
+}
+
+int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result) {
+  const std::string payload = read_checkpoint_file(opt_.checkpoint_dir);
+  torch::serialize::InputArchive archive;
+  std::istringstream in(payload);
+  archive.load_from(in);
+  // read() into a defined tensor would set_() it in place: every read gets a fresh tensor.
+  const auto read = [&](const char* key) {
+    torch::Tensor fresh;
+    archive.read(key, fresh);
+    return fresh;
+  };
+  torch::Tensor t = read("signature_hash");
+  if (t.item<int64_t>() != static_cast<int64_t>(fnv1a64(model_signature()) >> 1))
+    throw UsageError(fmt::format("--resume {}: the checkpoint was written for another model or model settings; "
+                                 "resume with the same --model and flags, or use another --checkpoint-dir",
+                                 opt_.checkpoint_dir));
+  const auto read_int = [&](const char* key) { return read(key).item<int64_t>(); };
+  const int64_t steps_done = read_int("steps_done");
+  micro_ = read_int("micro_batch");
+  accumulation_ = read_int("accumulation");
+  result.checkpoints_written = read_int("checkpoints_written");
+  result.skipped_steps = read_int("skipped_steps");
+  t = read("losses");
+  result.losses.assign(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  t = read("oom_backoffs");
+  for (int64_t i = 0; i + 2 < t.numel(); i += 3)
+    result.oom_backoffs.push_back({t[i].item<int64_t>(), t[i + 1].item<int64_t>(), t[i + 2].item<int64_t>()});
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, tensor] : workload_.model().named_tensors()) {
+      torch::Tensor saved;
+      archive.read("model." + name, saved, true);
+      tensor.copy_(saved);
+    }
+  }
+  torch::serialize::InputArchive opt_archive;
+  archive.read("optimizer", opt_archive);
+  optimizer.load(opt_archive);
+  torch::Tensor scale, growth, rng;
+  archive.read("scaler.scale", scale);
+  archive.read("scaler.growth", growth);
+  scaler.load_state({scale, growth});
+  archive.read("rng.cpu", rng);
+  at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global generator
+  gen.set_state(rng);
+  return steps_done;
+}
+
+TrainResult Trainer::run() {
+  using clock = std::chrono::steady_clock;
+  TrainResult result;
+  apply_precision_settings(opt_.precision);
+  Model& model = workload_.model();
+  model.train(true);
+  auto optimizer = workload_.make_optimizer();
+  GradScalerOptions scaler_options;
+  scaler_options.enabled = opt_.precision == Precision::kFp16;
+  GradScaler scaler(scaler_options);
+  const int64_t per_epoch = data_.steps_per_epoch();
+  if (per_epoch <= 0) throw UsageError(fmt::format("--data {}: fewer samples than one global batch", data_.name()));
+  const int64_t total_steps = opt_.max_steps > 0 ? opt_.max_steps : opt_.epochs * per_epoch;
+  int64_t step = 0;
+  if (opt_.resume) {
+    step = load_checkpoint(*optimizer, scaler, result);
+    result.resumed_from = step;
+  }
+  const auto started = clock::now();
+  int64_t samples_this_run = 0;
+  int64_t global = 0;
+  for (; step < total_steps; ++step) {
+    const Batch batch = data_.batch_for_step(step);
+    global = batch.inputs.size(0);
+    const double lr = opt_.schedule.lr_at(step);
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+    StepOutcome outcome;
+    while (true) {
+      try {
+        outcome = global_step(batch, *optimizer, scaler);
+        break;
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e) || !opt_.oom_backoff) throw;
+        // the step's graph and activations died with the exception; drop its gradients too.
+        optimizer->zero_grad(/*set_to_none=*/true);
+        meter_.release_cache();
+        if (micro_ == 1)
+          throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1; raise "
+                                           "--memory-budget or use --checkpointing blocks / --precision bf16",
+                                           step));
+        const int64_t old_micro = micro_;
+        micro_ = (micro_ + 1) / 2;
+        accumulation_ *= 2;
+        result.oom_backoffs.push_back({step, old_micro, micro_});
+        if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
+      }
+    }
+    const double loss = outcome.loss;
+    if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
+    if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
+      throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower --lr (now {:g}) or add "
+                                       "--clip-grad-norm 1.0",
+                                       loss, step, lr));
+    result.losses.push_back(loss);
+    samples_this_run += global;
+    if (opt_.on_step) opt_.on_step(step, loss, lr);
+    const bool epoch_end = (step + 1) % per_epoch == 0;
+    if (epoch_end && eval_) {
+      auto [test_loss, accuracy] = evaluate();
+      result.final_test_loss = test_loss;
+      result.final_test_accuracy = accuracy;
+      if (opt_.on_eval) opt_.on_eval((step + 1) / per_epoch, test_loss, accuracy);
+    }
+    const bool periodic = opt_.checkpoint_every > 0 && (step + 1) % opt_.checkpoint_every == 0;
+    if (!opt_.checkpoint_dir.empty() && (periodic || epoch_end || step + 1 == total_steps)) {
+      save_checkpoint(step + 1, *optimizer, scaler, result);
+      ++result.checkpoints_written;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(clock::now() - started).count();
+  result.steps = step;
+  if (global == 0) global = micro_ * accumulation_;
+  result.global_batch = global;
+  result.samples_seen = step * global;
+  result.epochs = static_cast<double>(step) / static_cast<double>(per_epoch);
+  result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
+  result.samples_per_s = seconds > 0 ? static_cast<double>(samples_this_run) / seconds : 0;
+  result.micro_batch = micro_;
+  result.accumulation = accumulation_;
+  return result;
+}
+
+void save_model(Model& model, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  model.save(tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw RuntimeFailure(fmt::format("--save {}: cannot move the written model into place", path));
+}
+
+}  // namespace saturate
