@@ -157,10 +157,12 @@ PlanResult plan_batch(const AllocationTrace& a, const AllocationTrace& b, const 
   p.max_batch = largest_fitting(a, b, o.allocator, usable, o.batch_limit, &limited);
   p.batch_limited = limited;
   p.recommended_batch = std::min(p.max_batch, largest_fitting(a, b, o.allocator, target_limit, o.batch_limit, &unused));
+  // the peaks as a run under each limit would see them: at the limit the cache is released.
   if (p.recommended_batch > 0)
-    p.predicted_peak_bytes = replay_trace(interpolate_trace(a, b, p.recommended_batch), o.allocator).peak_reserved_bytes;
+    p.predicted_peak_bytes =
+        replay_trace(interpolate_trace(a, b, p.recommended_batch), o.allocator, target_limit).peak_reserved_bytes;
   if (p.max_batch > 0)
-    p.predicted_max_peak_bytes = replay_trace(interpolate_trace(a, b, p.max_batch), o.allocator).peak_reserved_bytes;
+    p.predicted_max_peak_bytes = replay_trace(interpolate_trace(a, b, p.max_batch), o.allocator, usable).peak_reserved_bytes;
   p.method = fmt::format(
       "one training step recorded at batch {} and {}; each allocation's size followed as a line in the batch; "
       "replayed through the {} allocator model{}",

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "memory_flags.h"
 #include "data_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/probe/probe.h"
@@ -17,6 +18,8 @@ void add_probe_command(CLI::App& app, Action& action) {
   auto warmup = std::make_shared<int>(1);
   auto steps = std::make_shared<int>(5);
   add_workload_flags(*cmd, *flags);
+  auto memflags = std::make_shared<MemoryFlags>();
+  add_memory_probe_flags(*cmd, *memflags);
   auto dflags = std::make_shared<DataFlags>();
   add_data_flags(*cmd, *dflags);
   cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->required();
@@ -31,8 +34,10 @@ void add_probe_command(CLI::App& app, Action& action) {
                                      *steps));
       auto session = open_session(with_data_shape(*dflags, *flags));
       Probe probe(*session->workload, *session->meter);
+      auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown in the JSON
       auto data = attach_data(*dflags, probe, *session, *batch, /*quiet=*/false);  // --data: the loader feeds it
       const Trial t = probe.run(*batch, {*warmup, *steps, 0});
+      write_memory_timeline(*memflags, *memory, *session);
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       if (flags->json == "-") {
         nlohmann::json j = trial_json(t);
