@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "memory_flags.h"
+#include "monitor_flags.h"
 #include "data_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
@@ -42,6 +43,8 @@ void add_search_command(CLI::App& app, Action& action) {
   add_workload_flags(*cmd, *flags);
   auto memflags = std::make_shared<MemoryFlags>();
   add_memory_plan_flags(*cmd, *memflags);
+  auto mflags = std::make_shared<MonitorFlags>();
+  add_monitor_flags(*cmd, *mflags);
   auto dflags = std::make_shared<DataFlags>();
   add_data_flags(*cmd, *dflags);
   cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
@@ -82,7 +85,9 @@ void add_search_command(CLI::App& app, Action& action) {
       // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
       auto data = attach_data(*dflags, probe, *session, sf->max_batch > 0 ? std::min<int64_t>(32, sf->max_batch) : 32,
                               sf->quiet);
+      auto monitor = attach_monitor(*mflags, probe, session->device);
       const SearchResult result = search_batch_size(probe, opt);
+      if (monitor) monitor->finish();
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       nlohmann::json j = search_json(session->context, result);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   saturate::cli::Action action;
   saturate::cli::add_probe_command(app, action);
   saturate::cli::add_search_command(app, action);
+  saturate::cli::add_monitor_command(app, action);
   saturate::cli::add_memory_command(app, action);
   try {
     app.parse(argc, argv);
