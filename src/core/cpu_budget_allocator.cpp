@@ -1,5 +1,7 @@
 #include "saturate/core/cpu_budget_allocator.h"
 
+#include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 
@@ -21,6 +23,7 @@ class BudgetAllocator final : public c10::Allocator {
       const int64_t bytes = static_cast<int64_t>(n);
       if (budget_bytes_ > 0 && allocated_bytes_ + bytes > budget_bytes_) {
         ++failed_allocations_;
+        if (log_on_) record(CpuAllocationEvent::kFailed, bytes, nullptr);
         const int64_t in_use = allocated_bytes_;
         const int64_t budget = budget_bytes_;
         // OutOfMemoryError, as the CUDA allocator raises it, so callers handle both alike.
@@ -41,6 +44,7 @@ class BudgetAllocator final : public c10::Allocator {
     if (ptr) {
       std::lock_guard<std::mutex> lock(mutex_);
       sizes_[ptr] = static_cast<int64_t>(n);
+      if (log_on_) record(CpuAllocationEvent::kAlloc, static_cast<int64_t>(n), ptr);
     }
     // data pointer == context with a real deleter: ideep's raw_allocate relies on it.
     return {ptr, ptr, &BudgetAllocator::release, c10::Device(c10::DeviceType::CPU)};
@@ -60,6 +64,7 @@ class BudgetAllocator final : public c10::Allocator {
       auto it = self.sizes_.find(ptr);
       // pointers from before the switch were made by the default allocator: free them alike.
       if (it != self.sizes_.end()) {
+        if (self.log_on_) self.record(CpuAllocationEvent::kFree, it->second, ptr);
         self.allocated_bytes_ -= it->second;
         self.sizes_.erase(it);
       }
@@ -85,15 +90,54 @@ class BudgetAllocator final : public c10::Allocator {
     peak_allocated_bytes_ = allocated_bytes_;
   }
 
+  void start_log(size_t max_events) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    log_ = CpuEventLog{};
+    log_.start_allocated_bytes = allocated_bytes_;
+    log_.events.reserve(std::min<size_t>(max_events, size_t{1} << 16));
+    log_max_ = max_events;
+    log_on_ = true;
+  }
+  CpuEventLog stop_log() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    log_on_ = false;
+    CpuEventLog out = std::move(log_);
+    log_ = CpuEventLog{};
+    return out;
+  }
+  size_t log_size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return log_on_ ? log_.events.size() : 0;
+  }
+  bool log_active() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return log_on_;
+  }
+
   bool installed = false;
 
  private:
+  // with mutex_ held.
+  void record(CpuAllocationEvent::Kind kind, int64_t bytes, void* ptr) {
+    if (log_.events.size() >= log_max_) {
+      log_.truncated = true;
+      return;
+    }
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    log_.events.push_back({kind, bytes, reinterpret_cast<uintptr_t>(ptr), now});
+  }
+
   std::mutex mutex_;
   std::unordered_map<void*, int64_t> sizes_;
   int64_t allocated_bytes_ = 0;
   int64_t peak_allocated_bytes_ = 0;
   int64_t budget_bytes_ = 0;
   int64_t failed_allocations_ = 0;
+  bool log_on_ = false;
+  size_t log_max_ = 0;
+  CpuEventLog log_;
 };
 
 }  // namespace
@@ -111,5 +155,9 @@ bool cpu_budget_allocator_installed() { return BudgetAllocator::instance().insta
 CpuMemoryCounters cpu_memory_counters() { return BudgetAllocator::instance().counters(); }
 void set_cpu_budget_bytes(int64_t bytes) { BudgetAllocator::instance().set_budget(bytes); }
 void reset_cpu_peak() { BudgetAllocator::instance().reset_peak(); }
+void start_cpu_event_log(size_t max_events) { BudgetAllocator::instance().start_log(max_events); }
+CpuEventLog stop_cpu_event_log() { return BudgetAllocator::instance().stop_log(); }
+size_t cpu_event_log_size() { return BudgetAllocator::instance().log_size(); }
+bool cpu_event_log_active() { return BudgetAllocator::instance().log_active(); }
 
 }  // namespace saturate

@@ -63,8 +63,16 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   BudgetOverride budget(meter_, request.budget_bytes);
   t.budget_bytes = meter_.budget_bytes();
   synchronize();
-  // each trial measures its own reserved peak, not the cache the previous one left.
-  meter_.release_cache();
+  // cache policy (M1): empty the cache only after an OOM, or when asked; the cost is reported.
+  double empty_cache_ms = 0;
+  int empty_cache_calls = 0;
+  const auto empty_cache = [&] {
+    const auto start = clock::now();
+    meter_.release_cache();
+    empty_cache_ms += std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    ++empty_cache_calls;
+  };
+  if (empty_cache_before_trials_) empty_cache();
   t.baseline_bytes = meter_.stats().allocated_bytes;
   meter_.reset_peak();
   const auto trial_start = clock::now();
@@ -108,7 +116,7 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   const MemoryStats after = meter_.stats();
   t.peak_allocated_bytes = after.peak_allocated_bytes;
   t.peak_reserved_bytes = after.peak_reserved_bytes;
-  if (t.status == TrialStatus::kOom) meter_.release_cache();  // hand the failed trial's cache back
+  if (t.status == TrialStatus::kOom) empty_cache();  // hand the failed trial's cache back
   t.after_bytes = meter_.stats().allocated_bytes;
   if (!step_ms.empty()) {
     std::sort(step_ms.begin(), step_ms.end());
@@ -117,6 +125,10 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
     t.samples_per_s = t.step_time_ms > 0 ? 1000.0 * static_cast<double>(batch) / t.step_time_ms : 0;
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
+  if (empty_cache_calls > 0) {
+    t.extra["empty_cache_ms"] = empty_cache_ms;
+    t.extra["empty_cache_calls"] = empty_cache_calls;
+  }
   notify([&](ProbeObserver& o) { o.trial_end(t); });
   return t;
 }

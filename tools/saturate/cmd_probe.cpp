@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "memory_flags.h"
+#include "monitor_flags.h"
+#include "data_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/probe/probe.h"
 
@@ -16,6 +19,12 @@ void add_probe_command(CLI::App& app, Action& action) {
   auto warmup = std::make_shared<int>(1);
   auto steps = std::make_shared<int>(5);
   add_workload_flags(*cmd, *flags);
+  auto memflags = std::make_shared<MemoryFlags>();
+  add_memory_probe_flags(*cmd, *memflags);
+  auto mflags = std::make_shared<MonitorFlags>();
+  add_monitor_flags(*cmd, *mflags);
+  auto dflags = std::make_shared<DataFlags>();
+  add_data_flags(*cmd, *dflags);
   cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->required();
   cmd->add_option("--warmup", *warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--steps", *steps, "timed steps (the median is reported)")->capture_default_str();
@@ -26,15 +35,23 @@ void add_probe_command(CLI::App& app, Action& action) {
       if (*warmup < 0 || *steps < 1)
         throw UsageError(fmt::format("--warmup {} / --steps {}: need warm-up >= 0 and at least one timed step", *warmup,
                                      *steps));
-      auto session = open_session(*flags);
+      auto session = open_session(with_data_shape(*dflags, *flags));
       Probe probe(*session->workload, *session->meter);
+      auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown in the JSON
+      auto monitor = attach_monitor(*mflags, probe, session->device);
+      auto data = attach_data(*dflags, probe, *session, *batch, /*quiet=*/false);  // --data: the loader feeds it
       const Trial t = probe.run(*batch, {*warmup, *steps, 0});
+      write_memory_timeline(*memflags, *memory, *session);
+      if (monitor) monitor->finish();
+      rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       if (flags->json == "-") {
         nlohmann::json j = trial_json(t);
         j.update(context_json(session->context));
         write_json(j, "-", std::cout);
       } else {
         print_trial(std::cout, session->context, t);
+        std::cout << bottleneck_text(t);
+        std::cout << data_text(data.get(), t);
         if (!flags->json.empty()) {
           nlohmann::json j = trial_json(t);
           j.update(context_json(session->context));

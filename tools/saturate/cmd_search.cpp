@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "memory_flags.h"
+#include "monitor_flags.h"
+#include "data_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/probe/probe.h"
@@ -38,6 +41,12 @@ void add_search_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<WorkloadFlags>();
   auto sf = std::make_shared<SearchFlags>();
   add_workload_flags(*cmd, *flags);
+  auto memflags = std::make_shared<MemoryFlags>();
+  add_memory_plan_flags(*cmd, *memflags);
+  auto mflags = std::make_shared<MonitorFlags>();
+  add_monitor_flags(*cmd, *mflags);
+  auto dflags = std::make_shared<DataFlags>();
+  add_data_flags(*cmd, *dflags);
   cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
       ->capture_default_str();
   cmd->add_option("--target-memory", sf->target_memory,
@@ -63,18 +72,32 @@ void add_search_command(CLI::App& app, Action& action) {
       opt.start_batch = sf->start_batch;
       opt.measure_steps = sf->steps;
       if (!sf->quiet) opt.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
-      auto session = open_session(*flags);
+      check_memory_plan_flags(*memflags);
+      auto session = open_session(with_data_shape(*dflags, *flags));
+      if (memflags->plan_only) return run_plan_only(*memflags, *session, sf->target_memory, flags->json);
       if (!sf->quiet)
         std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
                                  session->context.device_info, format_bytes(session->context.budget_bytes),
                                  to_string(opt.strategy));
       Probe probe(*session->workload, *session->meter);
+      auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown per trial
+      probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
+      // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
+      auto data = attach_data(*dflags, probe, *session, sf->max_batch > 0 ? std::min<int64_t>(32, sf->max_batch) : 32,
+                              sf->quiet);
+      auto monitor = attach_monitor(*mflags, probe, session->device);
       const SearchResult result = search_batch_size(probe, opt);
-      const nlohmann::json j = search_json(session->context, result);
+      if (monitor) monitor->finish();
+      rethrow_data_error(data.get());  // bad data: exit 2 naming the file
+      nlohmann::json j = search_json(session->context, result);
+      const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
+      add_memory_json(j, result, plan);
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {
         print_search(std::cout, session->context, result);
+        if (plan) std::cout << plan_text(*plan);
+        std::cout << data_search_text(data.get(), result);
         if (!flags->json.empty()) write_json(j, flags->json, std::cout);
       }
       if (!result.error.empty()) {

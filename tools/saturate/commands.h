@@ -44,5 +44,7 @@ std::unique_ptr<Session> open_session(const WorkloadFlags& f);
 void add_probe_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);
 void add_train_command(CLI::App& app, Action& action);
+void add_monitor_command(CLI::App& app, Action& action);
+void add_memory_command(CLI::App& app, Action& action);
 
 }  // namespace saturate::cli

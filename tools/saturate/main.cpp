@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   saturate::cli::Action action;
   saturate::cli::add_probe_command(app, action);
   saturate::cli::add_search_command(app, action);
-  // TRAIN_PENDING saturate::cli::add_train_command(app, action);
+  saturate::cli::add_train_command(app, action);
+  saturate::cli::add_monitor_command(app, action);
+  saturate::cli::add_memory_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

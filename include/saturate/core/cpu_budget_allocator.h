@@ -4,8 +4,12 @@
 // c10::OutOfMemoryError when an allocation would pass the budget, as the CUDA caching
 // allocator does when the device is full. Not seen: pinned host memory, oneDNN/BLAS scratch
 // buffers, autograd graph nodes, tensors made with from_blob.
+// An optional event log (off by default; one branch per allocation when off) records every
+// allocation and free with its size, address and time, for memory timelines and replays.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace saturate {
 
@@ -24,5 +28,29 @@ CpuMemoryCounters cpu_memory_counters();
 /// 0 removes the budget.
 void set_cpu_budget_bytes(int64_t bytes);
 void reset_cpu_peak();
+
+/// One event of the CPU allocator's log.
+struct CpuAllocationEvent {
+  enum Kind : uint8_t { kAlloc, kFree, kFailed };  ///< kFailed: refused by the budget (OOM)
+  Kind kind = kAlloc;
+  int64_t bytes = 0;
+  uintptr_t address = 0;  ///< 0 for kFailed
+  int64_t time_ns = 0;    ///< steady clock
+};
+
+struct CpuEventLog {
+  std::vector<CpuAllocationEvent> events;
+  int64_t start_allocated_bytes = 0;  ///< allocated bytes when the log started
+  bool truncated = false;             ///< more than max_events happened; the rest was dropped
+};
+
+/// Starts recording allocations and frees (clears an earlier log). Frees of memory allocated
+/// before the start are recorded too (their sizes are known). Off by default.
+void start_cpu_event_log(size_t max_events = size_t{1} << 22);
+/// Stops recording and hands the log over.
+CpuEventLog stop_cpu_event_log();
+/// Events recorded so far (a position in the log, for phase marks); 0 when the log is off.
+size_t cpu_event_log_size();
+bool cpu_event_log_active();
 
 }  // namespace saturate

@@ -25,6 +25,10 @@ class Probe final : public TrialRunner {
   void add_observer(ProbeObserver* observer) { observers_.push_back(observer); }
   /// Batches from `source` instead of one synthetic batch (not owned; nullptr: synthetic).
   void set_batch_source(BatchSource* source) { source_ = source; }
+  /// Cache policy (seed M1): the device cache is emptied after an out-of-memory only, unless
+  /// this asks for it before every trial too (--empty-cache). Each emptying is timed and shown
+  /// in the trial's JSON (`empty_cache_ms`, `empty_cache_calls`).
+  void set_empty_cache_before_trials(bool on) { empty_cache_before_trials_ = on; }
   Workload& workload() { return workload_; }
   MemoryMeter& meter() { return meter_; }
 
@@ -38,6 +42,7 @@ class Probe final : public TrialRunner {
   MemoryMeter& meter_;
   std::vector<ProbeObserver*> observers_;
   BatchSource* source_ = nullptr;
+  bool empty_cache_before_trials_ = false;
 };
 
 }  // namespace saturate

@@ -1,0 +1,35 @@
+// Implements: a leak check over a run of training steps on a workload: the bytes allocated after
+// each step go through the LeakDetector. `keep_loss_graph` makes the run leak on purpose, as a
+// loop that keeps every step's loss (backward with retain_graph, the loss appended to a list)
+// does: each step's graph, with the tensors it saved for backward, stays alive.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "saturate/core/memory_meter.h"
+#include "saturate/memory/leak_detector.h"
+#include "saturate/probe/workload.h"
+
+namespace saturate {
+
+struct LeakCheckOptions {
+  int64_t batch = 8;
+  int steps = 50;
+  bool keep_loss_graph = false;  ///< the deliberate leak
+  LeakOptions leak;
+};
+
+struct LeakCheckResult {
+  LeakReport report;
+  std::vector<int64_t> allocated_after_step_bytes;
+  int oom_step = -1;  ///< the step that ran out of memory (the run stops there); -1: none
+  std::string error;
+  double seconds = 0;
+};
+
+/// Runs the steps; an out-of-memory ends the run early and is reported, not thrown. Everything
+/// the run made is released before it returns.
+LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const LeakCheckOptions& options);
+
+}  // namespace saturate

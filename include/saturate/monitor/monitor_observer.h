@@ -1,0 +1,99 @@
+// Implements: the probe observer that explains a trial. It times each step phase (host clock
+// on CPU, CUDA events on GPU), estimates launch overhead, runs the device sampler and, at the
+// end of each trial, writes into the trial JSON:
+//   phases_ms   {data_wait, h2d, forward, backward, optimizer, allreduce} (mean per timed step)
+//   utilization {source: nvml|proc, samples, sample_hz, <value>: {mean, min, max}, ...}
+//   bottleneck  {verdict, reason, evidence, fix}
+//   monitor_overhead {hooks_us_per_step, sampler_cpu_ms, sampler_cpu_share}
+// and, with a trace path, records trials, steps and phases for a Chrome trace.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "saturate/monitor/bottleneck.h"
+#include "saturate/monitor/launch_counter.h"
+#include "saturate/monitor/phase_clock.h"
+#include "saturate/monitor/sampler.h"
+#include "saturate/monitor/trace.h"
+#include "saturate/probe/probe_hooks.h"
+
+namespace saturate {
+
+struct MonitorOptions {
+  /// Device samples per second while trials run (0: only at each trial's start and end).
+  double sample_hz = 10;
+  /// Time phases with CUDA events and sample GPU `device_index` through NVML.
+  bool cuda = false;
+  int device_index = 0;
+  /// Estimate launch overhead (CPU: count ops on a warm-up step; GPU: host vs device time).
+  bool measure_launch = true;
+  /// Record a Chrome trace (written by finish()).
+  std::string trace_path;
+  /// NVML library override ("" : $SATURATE_NVML_LIBRARY or libnvidia-ml.so.1).
+  std::string nvml_path;
+  BottleneckThresholds thresholds;
+};
+
+class MonitorObserver final : public ProbeObserver {
+ public:
+  explicit MonitorObserver(MonitorOptions options);
+  ~MonitorObserver() override;
+
+  void trial_begin(int64_t batch) override;
+  void step_begin(int step, bool measured) override;
+  void phase_begin(Phase phase) override;
+  void phase_end(Phase phase) override;
+  void step_end(int step, bool measured) override;
+  void trial_end(Trial& trial) override;
+
+  /// Stops the sampler and writes the trace when asked for (throws RuntimeFailure when the
+  /// file cannot be written). Idempotent.
+  void finish();
+  const Sampler& sampler() const { return *sampler_; }
+  /// Why NVML is not used on a CUDA run (for a warning); empty otherwise.
+  std::string nvml_note() const;
+  TraceWriter* trace() { return trace_.get(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct OpenPhase {
+    Phase phase;
+    Clock::time_point host_begin;
+    int mark_begin;
+  };
+  struct ClosedPhase {
+    Phase phase;
+    Clock::time_point host_begin, host_end;
+    int mark_begin, mark_end;
+  };
+  void close_trace_step(Clock::time_point end, bool aborted);
+
+  MonitorOptions options_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<PhaseClock> clock_;
+  std::unique_ptr<TraceWriter> trace_;
+  OpCounter counter_;
+  double per_op_us_ = 0;
+  bool finished_ = false;
+
+  // the current trial
+  int64_t batch_ = 0;
+  Clock::time_point trial_begin_, window_begin_;
+  double sampler_cpu_at_begin_ = 0;
+  double hooks_s_ = 0;
+  int step_ = -1;
+  bool measured_ = false;
+  bool in_step_ = false;
+  Clock::time_point step_begin_;
+  std::vector<OpenPhase> open_;
+  std::vector<ClosedPhase> closed_;
+  int64_t ops_counted_ = -1;
+  bool ops_on_timed_step_ = false;
+  // per timed step
+  std::vector<double> step_ms_, compute_ms_, host_issue_ms_;
+  std::vector<std::vector<double>> phase_ms_;  // [phase][step]
+};
+
+}  // namespace saturate

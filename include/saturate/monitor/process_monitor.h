@@ -1,0 +1,56 @@
+// Implements: `saturate monitor`'s engine. Runs any command (or attaches to a running
+// process), samples it and its descendants (GPU through NVML, else CPU and memory from /proc)
+// until it ends, hands a live line per interval and every sample to the caller, and returns
+// a summary and the child's exit status. Prints nothing itself. No LibTorch here.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/core/errors.h"
+#include "saturate/monitor/sampler.h"
+
+namespace saturate {
+
+/// The command could not be started; `exit_status` follows the shells (127: not found,
+/// 126: found but not executable).
+class SpawnError : public RuntimeFailure {
+ public:
+  SpawnError(const std::string& what, int exit_status) : RuntimeFailure(what), exit_status(exit_status) {}
+  int exit_status;
+};
+
+struct WatchOptions {
+  std::vector<std::string> command;  ///< run this (argv[0] looked up in PATH), or
+  int pid = 0;                       ///< attach to this running process
+  double sample_hz = 10;             ///< samples per second
+  double interval_s = 1.0;           ///< a live line this often (0: none)
+  int gpu_index = 0;                 ///< the GPU NVML reads
+  std::string nvml_path;             ///< "" : $SATURATE_NVML_LIBRARY or libnvidia-ml.so.1
+  /// Live lines: the column header first, then one line per interval.
+  std::function<void(const std::string&)> on_line;
+  /// Every sample, on the sampling thread (the CSV log).
+  std::function<void(const Sample&, const std::string& source)> on_sample;
+  /// Set (by a signal handler) to stop watching an attached process early.
+  const std::atomic<bool>* stop = nullptr;
+  /// Receives the child's pid once it runs (a signal handler forwards signals to it).
+  std::atomic<int>* child_pid = nullptr;
+};
+
+struct WatchResult {
+  int exit_status = 0;       ///< the child's exit code, or 128 + the signal that killed it; 0 attached
+  std::string how_it_ended;  ///< "exited with status 3", "killed by signal 9 (Killed)", ...
+  double seconds = 0;
+  std::string source;        ///< "nvml" or "proc"
+  std::string nvml_note;     ///< why NVML is not used, when it is not
+  nlohmann::json summary;    ///< summarize_samples over the whole run
+};
+
+/// Throws UsageError for an empty command with no pid or a pid that does not exist, SpawnError
+/// when the command cannot start.
+WatchResult watch_process(const WatchOptions& options);
+
+}  // namespace saturate

@@ -1,0 +1,107 @@
+// Implements: reading whole files (gunzipping .gz), listing folders, small string helpers.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "formats.h"
+
+namespace saturate::data {
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw DataError(dir, -1, std::string("cannot list the folder: ") + std::strerror(errno));
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string& name, bool* truncated) {
+  std::vector<uint8_t> out;
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw DataError(name, 0, "zlib could not start inflating");
+  zs.next_in = const_cast<Bytef*>(data);
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
+  size_t fed = zs.avail_in;
+  out.resize(std::max<size_t>(size * 4, 1 << 16));
+  int rc = Z_OK;
+  while (true) {
+    if (zs.total_out == out.size()) out.resize(out.size() * 2);
+    zs.next_out = out.data() + zs.total_out;
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - zs.total_out, 1u << 30));
+    if (zs.avail_in == 0 && fed < size) {
+      const size_t more = std::min<size_t>(size - fed, 1u << 30);
+      zs.next_in = const_cast<Bytef*>(data + fed);
+      zs.avail_in = static_cast<uInt>(more);
+      fed += more;
+    }
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc == Z_STREAM_END) break;
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && fed == size) break;  // input ended early
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      const std::string msg = zs.msg ? zs.msg : "corrupt data";
+      const auto at = static_cast<int64_t>(zs.total_in);
+      inflateEnd(&zs);
+      throw DataError(name, at, "not a valid gzip stream (zlib: " + msg + ")");
+    }
+  }
+  const bool ended = rc == Z_STREAM_END;
+  const auto consumed = static_cast<int64_t>(zs.total_in);
+  out.resize(zs.total_out);
+  inflateEnd(&zs);
+  if (!ended) {
+    if (!truncated) throw DataError(name, consumed, "truncated gzip stream (the file ends inside the data)");
+    *truncated = true;
+  }
+  return out;
+}
+
+std::vector<uint8_t> read_file(const std::string& path, bool* truncated) {
+  if (is_directory(path)) throw DataError(path, -1, "is a folder, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path, -1, std::string("cannot open: ") + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff length = in.tellg();
+  in.seekg(0, std::ios::beg);
+  std::vector<uint8_t> bytes(length > 0 ? static_cast<size_t>(length) : 0);
+  if (!bytes.empty() && !in.read(reinterpret_cast<char*>(bytes.data()), length))
+    throw DataError(path, static_cast<int64_t>(in.gcount()), "read error");
+  if (truncated) *truncated = false;
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes.data(), bytes.size(), path, truncated);
+  return bytes;
+}
+
+}  // namespace saturate::data

@@ -1,0 +1,37 @@
+#include "saturate/data/sampler.h"
+
+#include <numeric>
+#include <string>
+
+#include "saturate/core/errors.h"
+
+namespace saturate {
+
+std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, const ShardOptions& o) {
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size)
+    throw UsageError("rank " + std::to_string(o.rank) + " of world size " + std::to_string(o.world_size) +
+                     ": need 0 <= rank < world size");
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  if (o.shuffle) {
+    // Fisher-Yates with our own bounded draws: std::uniform_int_distribution differs by library.
+    uint64_t state = mix64(seed ^ mix64(static_cast<uint64_t>(epoch) + 0x51ED2701u));
+    for (int64_t i = n - 1; i > 0; --i) {
+      state = mix64(state);
+      const auto j = static_cast<int64_t>((static_cast<unsigned __int128>(state) * static_cast<uint64_t>(i + 1)) >> 64);
+      std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(j)]);
+    }
+  }
+  if (o.world_size == 1) return all;
+  const int64_t world = o.world_size;
+  const int64_t per_rank = o.pad ? (n + world - 1) / world : 0;
+  std::vector<int64_t> mine;
+  if (o.pad) {
+    for (int64_t k = 0; k < per_rank; ++k) mine.push_back(all[static_cast<size_t>((o.rank + k * world) % n)]);
+  } else {
+    for (int64_t p = o.rank; p < n; p += world) mine.push_back(all[static_cast<size_t>(p)]);
+  }
+  return mine;
+}
+
+}  // namespace saturate

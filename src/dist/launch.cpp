@@ -1,0 +1,322 @@
+// `saturate launch`: start the ranks, prefix their stderr, forward signals, stop all on a
+// failure (see dist/launch.h). POSIX only, no LibTorch.
+#include "saturate/dist/launch.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/dist/env.h"
+
+extern char** environ;
+
+namespace saturate {
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const unsigned char s = static_cast<unsigned char>(sig);
+  const int saved = errno;
+  (void)!write(g_signal_pipe[1], &s, 1);
+  errno = saved;
+}
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
+
+struct Child {
+  int rank = 0;
+  pid_t pid = -1;
+  int err_fd = -1;
+  std::string pending;  // a partial stderr line
+  bool running = true;
+  RankExit exit;
+};
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+void check_launch_options(const LaunchOptions& o) {
+  if (o.nproc_per_node < 1)
+    throw UsageError(fmt::format("--nproc-per-node: {} is not a positive count of processes", o.nproc_per_node));
+  if (o.nnodes < 1) throw UsageError(fmt::format("--nnodes: {} is not a positive count of nodes", o.nnodes));
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes)
+    throw UsageError(fmt::format("--node-rank: {} is outside 0..{} (--nnodes {}); number the nodes from 0",
+                                 o.node_rank, o.nnodes - 1, o.nnodes));
+  if (o.master_port < 0 || o.master_port > 65535)
+    throw UsageError(fmt::format("--master-port: {} is not a TCP port (expected 1..65535, or 0 for a free one on "
+                                 "one node)",
+                                 o.master_port));
+  if (o.nnodes > 1 && o.master_port == 0)
+    throw UsageError(fmt::format("--master-port: needed with --nnodes {} (every node must agree on it), e.g. "
+                                 "--master-port 29500",
+                                 o.nnodes));
+  if (o.nnodes > 1 && is_loopback_address(o.master_addr))
+    throw UsageError(fmt::format("--master-addr: {} is this machine's loopback but --nnodes {} spans machines; "
+                                 "give the host name or address of node 0",
+                                 o.master_addr, o.nnodes));
+  if (o.command.empty())
+    throw UsageError("launch: no command to run (expected `saturate launch [options] -- COMMAND ARGS...`)");
+}
+
+std::map<std::string, std::string> rank_environment(const LaunchOptions& o, int local_rank, int master_port) {
+  const int world = o.nnodes * o.nproc_per_node;
+  const int rank = o.node_rank * o.nproc_per_node + local_rank;
+  std::map<std::string, std::string> env = {
+      {"RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(world)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node)},
+      {"GROUP_RANK", std::to_string(o.node_rank)},
+      {"GROUP_WORLD_SIZE", std::to_string(o.nnodes)},
+      {"ROLE_RANK", std::to_string(rank)},
+      {"ROLE_WORLD_SIZE", std::to_string(world)},
+      {"ROLE_NAME", "default"},
+      {"MASTER_ADDR", o.master_addr},
+      {"MASTER_PORT", std::to_string(master_port)},
+      {"TORCHELASTIC_RESTART_COUNT", "0"},
+      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_RUN_ID", "none"},
+  };
+  // as torchrun: several ranks on a node share its cores
+  if (o.nproc_per_node > 1 && !std::getenv("OMP_NUM_THREADS")) {
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    env["OMP_NUM_THREADS"] = std::to_string(std::max<long>(1, cores / o.nproc_per_node));
+  }
+  for (const auto& [k, v] : o.extra_env) env[k] = v;
+  return env;
+}
+
+int free_port(const std::string& host) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw RuntimeFailure(fmt::format("launch: cannot open a socket: {}", std::strerror(errno)));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = 0;
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    close(fd);
+    throw RuntimeFailure(fmt::format("launch: cannot find a free port on {}: {}; give --master-port", host, why));
+  }
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string rank_prefix(int rank, int world_size, const std::string& host) {
+  return fmt::format("[rank {}/{} {}] ", rank, world_size, host);
+}
+
+LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
+  check_launch_options(o);
+  auto note = [&](const std::string& s) {
+    if (sinks.note) sinks.note(s);
+  };
+  LaunchResult result;
+  result.master_port = o.master_port ? o.master_port : free_port(o.master_addr);
+  const int world = o.nnodes * o.nproc_per_node;
+
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw RuntimeFailure(fmt::format("launch: pipe: {}", std::strerror(errno)));
+  struct sigaction old[3];
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction sa{};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(kForwarded[i], &sa, &old[i]);
+  }
+
+  std::vector<Child> children;
+  const pid_t parent = getpid();
+  for (int local = 0; local < o.nproc_per_node; ++local) {
+    std::map<std::string, std::string> vars;
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : rank_environment(o, local, result.master_port)) vars[k] = v;
+    std::vector<std::string> env_strings;
+    for (const auto& [k, v] : vars) env_strings.push_back(k + "=" + v);
+    std::vector<char*> envp, argv;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = o.command;
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) throw RuntimeFailure(fmt::format("launch: pipe: {}", std::strerror(errno)));
+    const pid_t pid = fork();
+    if (pid < 0) throw RuntimeFailure(fmt::format("launch: fork: {}", std::strerror(errno)));
+    if (pid == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(137);
+      for (int sig : kForwarded) signal(sig, SIG_DFL);
+      dup2(p[1], 2);
+      execvpe(argv[0], argv.data(), envp.data());
+      const std::string msg = fmt::format("launch: cannot run '{}': {}\n", o.command[0], std::strerror(errno));
+      (void)!write(2, msg.data(), msg.size());
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    close(p[1]);
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    Child c;
+    c.rank = o.node_rank * o.nproc_per_node + local;
+    c.pid = pid;
+    c.err_fd = p[0];
+    c.exit.rank = c.rank;
+    c.exit.pid = pid;
+    children.push_back(std::move(c));
+  }
+
+  bool stopping = false;
+  Clock::time_point kill_at{};
+  bool killed = false;
+  auto stop_all = [&](int sig) {
+    for (Child& c : children)
+      if (c.running) kill(-c.pid, sig);
+  };
+  auto flush_line = [&](Child& c, const std::string& line) {
+    if (sinks.rank_line) sinks.rank_line(c.rank, line);
+  };
+  auto read_err = [&](Child& c) {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = read(c.err_fd, buf, sizeof(buf));
+      if (n > 0) {
+        c.pending.append(buf, static_cast<size_t>(n));
+        size_t nl;
+        while ((nl = c.pending.find('\n')) != std::string::npos) {
+          flush_line(c, c.pending.substr(0, nl));
+          c.pending.erase(0, nl + 1);
+        }
+        continue;
+      }
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        if (!c.pending.empty()) flush_line(c, c.pending);
+        c.pending.clear();
+        close(c.err_fd);
+        c.err_fd = -1;
+      }
+      return;
+    }
+  };
+
+  Clock::time_point all_exited_at{};
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<Child*> owners;
+    fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    owners.push_back(nullptr);
+    for (Child& c : children)
+      if (c.err_fd >= 0) {
+        fds.push_back({c.err_fd, POLLIN, 0});
+        owners.push_back(&c);
+      }
+    poll(fds.data(), fds.size(), 50);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!owners[i]) {
+        unsigned char s;
+        while (read(g_signal_pipe[0], &s, 1) == 1) {
+          note(fmt::format("launch: received signal {} ({}); forwarding it to the ranks", static_cast<int>(s),
+                           strsignal(s)));
+          stop_all(s);
+          if (!stopping) {
+            stopping = true;
+            kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.kill_grace_s * 1000));
+          }
+        }
+      } else {
+        read_err(*owners[i]);
+      }
+    }
+    // reap
+    for (Child& c : children) {
+      if (!c.running) continue;
+      int status = 0;
+      const pid_t r = waitpid(c.pid, &status, WNOHANG);
+      if (r != c.pid) continue;
+      c.running = false;
+      if (WIFSIGNALED(status)) {
+        c.exit.signaled = true;
+        c.exit.signal = WTERMSIG(status);
+        c.exit.exit_status = 128 + c.exit.signal;
+      } else {
+        c.exit.exit_status = WEXITSTATUS(status);
+      }
+      c.exit.stopped_by_launcher = stopping && result.failed_rank != c.rank;
+      kill(-c.pid, SIGKILL);  // whatever the rank left behind in its group
+      if (c.exit.exit_status != 0 && result.failed_rank < 0) {
+        result.failed_rank = c.rank;
+        result.exit_status = c.exit.exit_status;
+        c.exit.stopped_by_launcher = false;
+        const std::string how = c.exit.signaled ? fmt::format("was killed by signal {} ({})", c.exit.signal,
+                                                              strsignal(c.exit.signal))
+                                                : fmt::format("exited with status {}", c.exit.exit_status);
+        result.summary = fmt::format("rank {} (pid {}) {}", c.rank, c.pid, how);
+        bool others = false;
+        for (const Child& d : children) others = others || d.running;
+        note(fmt::format("launch: {}{}", result.summary, others ? "; stopping the other ranks" : ""));
+        if (!stopping) {
+          stopping = true;
+          stop_all(SIGTERM);
+          kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.kill_grace_s * 1000));
+        }
+      }
+    }
+    bool any_running = false, any_open = false;
+    for (const Child& c : children) {
+      any_running = any_running || c.running;
+      any_open = any_open || c.err_fd >= 0;
+    }
+    if (stopping && !killed && any_running && Clock::now() >= kill_at) {
+      note(fmt::format("launch: ranks still running {:.0f} s after SIGTERM; sending SIGKILL", o.kill_grace_s));
+      stop_all(SIGKILL);
+      killed = true;
+    }
+    if (!any_running) {
+      if (all_exited_at == Clock::time_point{}) all_exited_at = Clock::now();
+      // a descendant may hold a stderr pipe open: give up on it after a moment
+      if (!any_open || Clock::now() - all_exited_at > std::chrono::seconds(1)) break;
+    }
+  }
+  for (Child& c : children) {
+    if (c.err_fd >= 0) {
+      if (!c.pending.empty()) flush_line(c, c.pending);
+      close(c.err_fd);
+    }
+    result.ranks.push_back(c.exit);
+  }
+  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &old[i], nullptr);
+  close(g_signal_pipe[0]);
+  close(g_signal_pipe[1]);
+  g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  if (result.failed_rank < 0)
+    result.summary = fmt::format("{} rank{} finished", world == o.nproc_per_node ? world : o.nproc_per_node,
+                                 o.nproc_per_node == 1 ? "" : "s");
+  return result;
+}
+
+}  // namespace saturate

@@ -1,0 +1,232 @@
+#include "saturate/memory/breakdown.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "memory/log_replay.h"
+#include "saturate/core/units.h"
+
+namespace saturate {
+namespace detail {
+
+LogReplay replay_log(const MemoryEventLog& log) {
+  const size_t n = log.events.size();
+  LogReplay r;
+  r.allocated_after.resize(n);
+  r.baseline_after.resize(n);
+  r.freed_at.assign(n, kNever);
+  r.region.resize(n);
+
+  // where each phase instance ends: the next end mark of the same phase and step.
+  std::vector<size_t> end_of(log.marks.size(), kNever);
+  for (size_t m = 0; m < log.marks.size(); ++m) {
+    if (!log.marks[m].begin) continue;
+    for (size_t k = m + 1; k < log.marks.size(); ++k)
+      if (!log.marks[k].begin && log.marks[k].phase == log.marks[m].phase && log.marks[k].step == log.marks[m].step) {
+        end_of[m] = log.marks[k].event_index;
+        break;
+      }
+  }
+  std::vector<size_t> open;  // indices of open begin marks, innermost last
+  int step = -1;
+  bool seen_step = false;
+  size_t next_mark = 0;
+  std::unordered_map<uint64_t, size_t> live;
+  int64_t allocated = log.start_allocated_bytes;
+  int64_t baseline = log.start_allocated_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    for (; next_mark < log.marks.size() && log.marks[next_mark].event_index <= i; ++next_mark) {
+      const PhaseMark& m = log.marks[next_mark];
+      if (m.phase == "step") {
+        seen_step = true;
+        step = m.begin ? m.step : step;
+        continue;
+      }
+      if (m.begin) {
+        open.push_back(next_mark);
+      } else {
+        for (size_t k = open.size(); k-- > 0;)
+          if (log.marks[open[k]].phase == m.phase && log.marks[open[k]].step == m.step) {
+            open.erase(open.begin() + static_cast<std::ptrdiff_t>(k));
+            break;
+          }
+      }
+    }
+    EventRegion& reg = r.region[i];
+    if (!open.empty()) {
+      const PhaseMark& m = log.marks[open.back()];
+      reg.phase = m.phase;
+      reg.step = m.step;
+      reg.phase_end = end_of[open.back()];
+    } else {
+      reg.phase = seen_step ? "step" : "setup";
+      reg.step = seen_step ? step : -1;
+    }
+    const MemoryEvent& e = log.events[i];
+    if (e.kind == MemoryEvent::kAlloc) {
+      allocated += e.bytes;
+      live[e.address] = i;
+    } else if (e.kind == MemoryEvent::kFree) {
+      allocated -= e.bytes;
+      auto it = live.find(e.address);
+      if (it != live.end()) {
+        r.freed_at[it->second] = i;
+        live.erase(it);
+      } else {
+        baseline -= e.bytes;  // made before the log started
+      }
+    }
+    r.allocated_after[i] = allocated;
+    r.baseline_after[i] = baseline;
+  }
+  return r;
+}
+
+std::string part_of(const EventRegion& r, size_t freed_at) {
+  const bool kept = freed_at == kNever || (r.phase_end != kNever && freed_at >= r.phase_end);
+  if (r.phase == "setup" || r.phase == "inputs" || r.phase == "data_wait" || r.phase == "h2d") return "inputs";
+  if (r.phase == "forward") return "activations";
+  if (r.phase == "backward") return kept ? "gradients" : "workspace";
+  if (r.phase == "optimizer") return kept ? "optimizer_state" : "workspace";
+  return "workspace";
+}
+
+}  // namespace detail
+
+namespace {
+
+std::vector<LiveAllocation> live_at(const MemoryEventLog& log, const detail::LogReplay& r, size_t index) {
+  std::vector<LiveAllocation> out;
+  for (size_t i = 0; i <= index && i < log.events.size(); ++i) {
+    const MemoryEvent& e = log.events[i];
+    if (e.kind != MemoryEvent::kAlloc) continue;
+    if (r.freed_at[i] != detail::kNever && r.freed_at[i] <= index) continue;
+    out.push_back({e.bytes, detail::part_of(r.region[i], r.freed_at[i]), r.region[i].phase, r.region[i].step, i});
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t MemoryBreakdown::parts_sum_bytes() const {
+  return parameters_bytes + other_bytes + inputs_bytes + activations_bytes + gradients_bytes + optimizer_state_bytes +
+         workspace_bytes;
+}
+
+std::vector<LiveAllocation> live_allocations(const MemoryEventLog& log, size_t event_index) {
+  return live_at(log, detail::replay_log(log), event_index);
+}
+
+MemoryBreakdown analyze_memory(const MemoryEventLog& log, int64_t parameters_bytes, size_t top_n) {
+  MemoryBreakdown b;
+  b.source = log.source;
+  b.truncated = log.truncated;
+  const detail::LogReplay r = detail::replay_log(log);
+  b.peak_allocated_bytes = log.start_allocated_bytes;
+  int64_t baseline = log.start_allocated_bytes;
+  bool any = false;
+  for (size_t i = 0; i < r.allocated_after.size(); ++i)
+    if (r.allocated_after[i] > b.peak_allocated_bytes) {
+      b.peak_allocated_bytes = r.allocated_after[i];
+      b.peak_event_index = i;
+      baseline = r.baseline_after[i];
+      any = true;
+    }
+  b.parameters_bytes = parameters_bytes;
+  b.other_bytes = baseline - parameters_bytes;
+  if (any) {
+    b.peak_step = r.region[b.peak_event_index].step;
+    b.peak_phase = r.region[b.peak_event_index].phase;
+    std::vector<LiveAllocation> live = live_at(log, r, b.peak_event_index);
+    for (const LiveAllocation& a : live) {
+      if (a.part == "inputs") b.inputs_bytes += a.bytes;
+      else if (a.part == "activations") b.activations_bytes += a.bytes;
+      else if (a.part == "gradients") b.gradients_bytes += a.bytes;
+      else if (a.part == "optimizer_state") b.optimizer_state_bytes += a.bytes;
+      else b.workspace_bytes += a.bytes;
+    }
+    std::sort(live.begin(), live.end(), [](const LiveAllocation& x, const LiveAllocation& y) {
+      return x.bytes != y.bytes ? x.bytes > y.bytes : x.event_index < y.event_index;
+    });
+    if (live.size() > top_n) live.resize(top_n);
+    b.largest_at_peak = std::move(live);
+  }
+  // what the last complete forward pass left live at its end: the activations saved for backward.
+  for (size_t m = log.marks.size(); m-- > 0;) {
+    const PhaseMark& end = log.marks[m];
+    if (end.begin || end.phase != "forward") continue;
+    for (size_t k = m; k-- > 0;) {
+      const PhaseMark& begin = log.marks[k];
+      if (!begin.begin || begin.phase != "forward" || begin.step != end.step) continue;
+      for (size_t i = begin.event_index; i < end.event_index && i < log.events.size(); ++i)
+        if (log.events[i].kind == MemoryEvent::kAlloc && (r.freed_at[i] == detail::kNever || r.freed_at[i] >= end.event_index))
+          b.saved_for_backward_bytes += log.events[i].bytes;
+      break;
+    }
+    break;
+  }
+  b.peak_reserved_bytes = std::max(b.peak_allocated_bytes, log.peak_reserved_bytes);
+  b.allocator_overhead_bytes = b.peak_reserved_bytes - b.peak_allocated_bytes;
+  return b;
+}
+
+nlohmann::json breakdown_json(const MemoryBreakdown& b) {
+  nlohmann::json largest = nlohmann::json::array();
+  for (const LiveAllocation& a : b.largest_at_peak)
+    largest.push_back({{"bytes", a.bytes}, {"part", a.part}, {"phase", a.phase}, {"step", a.step}});
+  return {
+      {"parameters_bytes", b.parameters_bytes},
+      {"gradients_bytes", b.gradients_bytes},
+      {"optimizer_state_bytes", b.optimizer_state_bytes},
+      {"inputs_bytes", b.inputs_bytes},
+      {"activations_bytes", b.activations_bytes},
+      {"workspace_bytes", b.workspace_bytes},
+      {"other_bytes", b.other_bytes},
+      {"allocator_overhead_bytes", b.allocator_overhead_bytes},
+      {"peak_allocated_bytes", b.peak_allocated_bytes},
+      {"peak_reserved_bytes", b.peak_reserved_bytes},
+      {"saved_for_backward_bytes", b.saved_for_backward_bytes},
+      {"peak_step", b.peak_step},
+      {"peak_phase", b.peak_phase},
+      {"largest_at_peak", largest},
+      {"source", b.source},
+      {"truncated", b.truncated},
+      {"measured", nlohmann::json::array({"peak_allocated_bytes", "peak_reserved_bytes", "inputs_bytes", "activations_bytes",
+                    "gradients_bytes", "optimizer_state_bytes", "workspace_bytes", "saved_for_backward_bytes"})},
+      {"exact", nlohmann::json::array({"parameters_bytes"})},
+      {"derived", nlohmann::json::array({"other_bytes = live before the trial - parameters",
+                                         "allocator_overhead_bytes = peak_reserved - peak_allocated"})},
+  };
+}
+
+std::string breakdown_table(const MemoryBreakdown& b) {
+  const double peak = b.peak_reserved_bytes > 0 ? static_cast<double>(b.peak_reserved_bytes) : 1.0;
+  std::string out = fmt::format("memory at the peak (step {}, {}), from the {}\n", b.peak_step, b.peak_phase, b.source);
+  const auto row = [&](const char* name, int64_t bytes, const char* how) {
+    out += fmt::format("  {:<20} {:>12} {:>6.1f} %   {}\n", name, format_bytes(bytes), 100.0 * bytes / peak, how);
+  };
+  row("parameters", b.parameters_bytes, "exact: trainable tensor sizes");
+  row("gradients", b.gradients_bytes, "measured: made in backward, kept after it");
+  row("optimizer state", b.optimizer_state_bytes, "measured: made in the optimizer step, kept after it");
+  row("inputs", b.inputs_bytes, "measured: made before the first step (the batch)");
+  row("activations", b.activations_bytes, "measured: made in forward, live at the peak");
+  row("workspace", b.workspace_bytes, "measured: temporaries of backward/optimizer");
+  row("other", b.other_bytes, "derived: live before the trial - parameters (buffers)");
+  row("allocator overhead", b.allocator_overhead_bytes, "derived: peak reserved - peak allocated");
+  out += fmt::format("  {:<20} {:>12}            measured: the allocator's peak (parts add up to it)\n",
+                     "peak allocated", format_bytes(b.peak_allocated_bytes));
+  out += fmt::format("  {:<20} {:>12}\n", "peak reserved", format_bytes(b.peak_reserved_bytes));
+  out += fmt::format("  {:<20} {:>12}            measured: forward's live bytes at its end\n", "saved for backward",
+                     format_bytes(b.saved_for_backward_bytes));
+  if (!b.largest_at_peak.empty()) {
+    out += "largest live allocations at the peak\n";
+    for (const LiveAllocation& a : b.largest_at_peak)
+      out += fmt::format("  {:>12}  {:<16} made in step {} {}\n", format_bytes(a.bytes), a.part, a.step, a.phase);
+  }
+  if (b.truncated) out += "warning: the event log overflowed; parts after the overflow are missing\n";
+  return out;
+}
+
+}  // namespace saturate

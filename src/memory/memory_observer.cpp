@@ -1,0 +1,53 @@
+#include "saturate/memory/memory_observer.h"
+
+namespace saturate {
+
+MemoryObserver::MemoryObserver(Workload& workload)
+    : workload_(workload), recorder_(make_allocation_recorder(workload.device())) {
+  parameters_bytes_ = workload_.parameter_bytes();
+}
+
+std::vector<int64_t> MemoryObserver::resident_tensor_bytes() const {
+  std::vector<int64_t> out;
+  const auto add = [&](const torch::Tensor& t) {
+    if (t.defined()) out.push_back(static_cast<int64_t>(t.nbytes()));
+  };
+  Model& model = const_cast<Workload&>(workload_).model();
+  if (auto m = model.module()) {
+    for (const auto& p : m->parameters()) add(p);
+    for (const auto& b : m->buffers()) add(b);
+  } else {
+    for (const auto& p : model.parameters()) add(p);
+  }
+  return out;
+}
+
+void MemoryObserver::trial_begin(int64_t batch) {
+  batch_ = batch;
+  step_ = -1;
+  recorder_->start();
+  recorder_->mark(-1, "inputs", true);
+  in_setup_ = true;
+}
+
+void MemoryObserver::step_begin(int step, bool measured) {
+  if (in_setup_) {
+    recorder_->mark(-1, "inputs", false);
+    in_setup_ = false;
+  }
+  step_ = step;
+  recorder_->mark(step, "step", true, measured);
+}
+
+void MemoryObserver::phase_begin(Phase phase) { recorder_->mark(step_, to_string(phase), true); }
+void MemoryObserver::phase_end(Phase phase) { recorder_->mark(step_, to_string(phase), false); }
+void MemoryObserver::step_end(int step, bool measured) { recorder_->mark(step, "step", false, measured); }
+
+void MemoryObserver::trial_end(Trial& trial) {
+  log_ = recorder_->stop();
+  log_.peak_reserved_bytes = trial.peak_reserved_bytes;
+  breakdown_ = analyze_memory(log_, parameters_bytes_);
+  trial.extra["memory_breakdown"] = breakdown_json(breakdown_);
+}
+
+}  // namespace saturate

@@ -1,0 +1,56 @@
+#include "saturate/memory/plan_runner.h"
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/memory/memory_observer.h"
+
+namespace saturate {
+
+std::pair<int64_t, int64_t> parse_plan_batches(const std::string& text) {
+  const size_t comma = text.find(',');
+  const auto bad = [&] {
+    return UsageError(fmt::format("--plan-batches: '{}' is not two distinct positive batches such as 4,8", text));
+  };
+  if (comma == std::string::npos) throw bad();
+  int64_t a = 0, b = 0;
+  try {
+    size_t used = 0;
+    a = std::stoll(text.substr(0, comma), &used);
+    if (used != comma) throw bad();
+    const std::string rest = text.substr(comma + 1);
+    b = std::stoll(rest, &used);
+    if (used != rest.size()) throw bad();
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  if (a <= 0 || b <= 0 || a == b) throw bad();
+  return {std::min(a, b), std::max(a, b)};
+}
+
+PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOptions& o) {
+  Probe probe(workload, meter);
+  MemoryObserver observer(workload);
+  probe.add_observer(&observer);
+  const auto record = [&](int64_t batch) {
+    const Trial t = probe.run(batch, {1, 1, 0});
+    if (!t.ok())
+      throw RuntimeFailure(fmt::format("--plan-for: recording batch {} failed here ({}); choose smaller "
+                                       "--plan-batches or raise --memory-budget",
+                                       batch, t.error));
+    return trace_from_log(observer.last_log(), batch, observer.resident_tensor_bytes());
+  };
+  const AllocationTrace a = record(o.batch_a);
+  const AllocationTrace b = record(o.batch_b);
+  PlanOptions po;
+  po.allocator = o.allocator;
+  po.capacity_bytes = o.target.capacity_bytes;
+  po.target_fraction = o.target_fraction;
+  po.context_bytes = o.context_bytes;
+  PlanResult p = plan_batch(a, b, po);
+  p.target = o.target.name;
+  p.device_here = workload.device().str();
+  return p;
+}
+
+}  // namespace saturate

@@ -1,0 +1,224 @@
+#include "saturate/monitor/monitor_observer.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace saturate {
+namespace {
+
+constexpr int kPhaseCount = 6;
+constexpr Phase kPhases[kPhaseCount] = {Phase::kDataWait,  Phase::kHostToDevice, Phase::kForward,
+                                        Phase::kBackward, Phase::kOptimizer,    Phase::kAllreduce};
+bool is_compute(Phase p) { return p == Phase::kForward || p == Phase::kBackward || p == Phase::kOptimizer; }
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+double util_mean(const nlohmann::json& util, const char* name) {
+  if (!util.contains(name)) return std::numeric_limits<double>::quiet_NaN();
+  return util[name]["mean"].get<double>();
+}
+
+}  // namespace
+
+MonitorObserver::MonitorObserver(MonitorOptions options) : options_(std::move(options)) {
+  SamplerOptions so;
+  so.sample_hz = options_.sample_hz;
+  so.use_nvml = options_.cuda;  // a CPU run's utilization is the process's, even on a GPU host
+  so.gpu_index = options_.device_index;
+  so.nvml_path = options_.nvml_path;
+  sampler_ = std::make_unique<Sampler>(so);
+  clock_ = options_.cuda ? make_cuda_phase_clock(options_.device_index) : make_host_phase_clock();
+  if (!options_.trace_path.empty()) trace_ = std::make_unique<TraceWriter>();
+  // calibrate before any trial, so that no trial pays for it.
+  if (options_.measure_launch && !options_.cuda) per_op_us_ = per_op_overhead_us();
+  phase_ms_.resize(kPhaseCount);
+  sampler_->start();
+}
+
+MonitorObserver::~MonitorObserver() {
+  counter_.stop();
+  sampler_->stop();
+}
+
+std::string MonitorObserver::nvml_note() const { return options_.cuda ? sampler_->nvml_note() : ""; }
+
+void MonitorObserver::trial_begin(int64_t batch) {
+  batch_ = batch;
+  step_ = -1;
+  in_step_ = false;
+  open_.clear();
+  closed_.clear();
+  ops_counted_ = -1;
+  ops_on_timed_step_ = false;
+  hooks_s_ = 0;
+  step_ms_.clear();
+  compute_ms_.clear();
+  host_issue_ms_.clear();
+  for (auto& v : phase_ms_) v.clear();
+  window_begin_ = sampler_->sample_now().at;  // the window's first edge
+  sampler_cpu_at_begin_ = sampler_->own_cpu_s();
+  trial_begin_ = Clock::now();
+}
+
+void MonitorObserver::step_begin(int step, bool measured) {
+  const auto t0 = Clock::now();
+  step_ = step;
+  measured_ = measured;
+  in_step_ = true;
+  open_.clear();
+  closed_.clear();
+  clock_->clear();
+  // count ops on every warm-up step (the last one is kept); on a timed step only when no
+  // warm-up step was run, since counting slows the ops a little.
+  if (options_.measure_launch && (!measured || ops_counted_ < 0)) {
+    ops_on_timed_step_ = measured;
+    counter_.start();
+  }
+  step_begin_ = Clock::now();
+  hooks_s_ += std::chrono::duration<double>(step_begin_ - t0).count();
+}
+
+void MonitorObserver::phase_begin(Phase phase) {
+  const auto t0 = Clock::now();
+  open_.push_back({phase, t0, clock_->mark(t0)});
+  hooks_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void MonitorObserver::phase_end(Phase phase) {
+  const auto t = Clock::now();
+  const int mark = clock_->mark(t);
+  for (auto it = open_.rbegin(); it != open_.rend(); ++it) {
+    if (it->phase != phase) continue;
+    closed_.push_back({phase, it->host_begin, t, it->mark_begin, mark});
+    open_.erase(std::next(it).base());
+    break;
+  }
+  hooks_s_ += std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+void MonitorObserver::step_end(int step, bool measured) {
+  const auto t_end = Clock::now();
+  if (counter_.running()) ops_counted_ = counter_.stop();
+  if (measured) {
+    std::array<double, kPhaseCount> per_phase{};
+    double compute = 0, host_issue = 0;
+    for (const ClosedPhase& c : closed_) {
+      const double device_ms = clock_->elapsed_ms(c.mark_begin, c.mark_end);
+      per_phase[static_cast<size_t>(c.phase)] += device_ms;
+      if (is_compute(c.phase)) {
+        compute += device_ms;
+        host_issue += ms(c.host_end - c.host_begin);
+      }
+    }
+    for (int i = 0; i < kPhaseCount; ++i) phase_ms_[static_cast<size_t>(i)].push_back(per_phase[static_cast<size_t>(i)]);
+    compute_ms_.push_back(compute);
+    host_issue_ms_.push_back(host_issue);
+    step_ms_.push_back(ms(t_end - step_begin_));
+  }
+  if (trace_) {
+    for (const ClosedPhase& c : closed_) trace_->complete(to_string(c.phase), "phase", c.host_begin, c.host_end, {{"step", step}});
+    close_trace_step(t_end, false);
+  }
+  in_step_ = false;
+  hooks_s_ += std::chrono::duration<double>(Clock::now() - t_end).count();
+}
+
+void MonitorObserver::close_trace_step(Clock::time_point end, bool aborted) {
+  nlohmann::json args = {{"batch", batch_}, {"measured", measured_}};
+  if (aborted) args["aborted"] = true;
+  trace_->complete("step " + std::to_string(step_), "step", step_begin_, end, std::move(args));
+}
+
+void MonitorObserver::trial_end(Trial& trial) {
+  const auto now = Clock::now();
+  if (counter_.running()) counter_.stop();
+  if (in_step_) {  // the step ended with an exception (an OOM): close what it opened
+    if (trace_) {
+      for (const OpenPhase& o : open_)
+        trace_->complete(to_string(o.phase), "phase", o.host_begin, now, {{"step", step_}, {"aborted", true}});
+      for (const ClosedPhase& c : closed_)
+        trace_->complete(to_string(c.phase), "phase", c.host_begin, c.host_end, {{"step", step_}});
+      close_trace_step(now, true);
+    }
+    in_step_ = false;
+  }
+  const Sample last = sampler_->sample_now();  // the window's last edge
+  const nlohmann::json util =
+      summarize_samples(sampler_->samples(), sampler_->source(), sampler_->sample_hz(), window_begin_, last.at);
+  trial.extra["utilization"] = util;
+
+  if (!step_ms_.empty()) {
+    nlohmann::json phases = nlohmann::json::object();
+    for (int i = 0; i < kPhaseCount; ++i) phases[to_string(kPhases[i])] = r3(mean(phase_ms_[static_cast<size_t>(i)]));
+    trial.extra["phases_ms"] = phases;
+  }
+  nlohmann::json verdict;
+  if (trial.ok() && !step_ms_.empty()) {
+    StepProfile p;
+    p.on_gpu = options_.cuda;
+    p.step_ms = mean(step_ms_);
+    p.data_wait_ms = mean(phase_ms_[static_cast<size_t>(Phase::kDataWait)]);
+    p.h2d_ms = mean(phase_ms_[static_cast<size_t>(Phase::kHostToDevice)]);
+    p.forward_ms = mean(phase_ms_[static_cast<size_t>(Phase::kForward)]);
+    p.backward_ms = mean(phase_ms_[static_cast<size_t>(Phase::kBackward)]);
+    p.optimizer_ms = mean(phase_ms_[static_cast<size_t>(Phase::kOptimizer)]);
+    p.allreduce_ms = mean(phase_ms_[static_cast<size_t>(Phase::kAllreduce)]);
+    if (options_.measure_launch) {
+      if (options_.cuda) {
+        const double device = mean(compute_ms_), host = mean(host_issue_ms_);
+        if (device > 0) p.launch_fraction = host / device;
+        p.launch_evidence = {{"method", "host issue time / device time of the compute phases"},
+                             {"host_issue_ms", r3(host)},
+                             {"device_ms", r3(device)}};
+      } else if (ops_counted_ >= 0 && per_op_us_ > 0) {
+        // the fastest timed step: the least disturbed by other load on the machine.
+        const double compute = *std::min_element(compute_ms_.begin(), compute_ms_.end());
+        const double overhead = static_cast<double>(ops_counted_) * per_op_us_ / 1000.0;
+        if (compute > 0) p.launch_fraction = overhead / compute;
+        p.launch_evidence = {{"method", "ops per step x calibrated per-op cost / compute time"},
+                             {"ops_per_step", ops_counted_},
+                             {"per_op_us", r3(per_op_us_)},
+                             {"overhead_ms", r3(overhead)},
+                             {"compute_ms", r3(compute)},
+                             {"counted_on", ops_on_timed_step_ ? "timed step" : "warm-up step"}};
+      }
+      if (options_.cuda && ops_counted_ >= 0) p.launch_evidence["ops_per_step"] = ops_counted_;
+    }
+    p.gpu_util_percent = util_mean(util, "gpu_util_percent");
+    p.mem_util_percent = util_mean(util, "mem_util_percent");
+    p.cpu_percent = util_mean(util, "cpu_percent");
+    const Verdict v = classify_bottleneck(p, options_.thresholds);
+    verdict = verdict_json(v);
+    trial.extra["bottleneck"] = verdict;
+  }
+  const double trial_s = std::chrono::duration<double>(now - trial_begin_).count();
+  const double sampler_s = sampler_->own_cpu_s() - sampler_cpu_at_begin_;
+  trial.extra["monitor_overhead"] = {
+      {"hooks_us_per_step", trial.steps > 0 ? r3(1e6 * hooks_s_ / static_cast<double>(trial.steps)) : 0.0},
+      {"sampler_cpu_ms", r3(1000.0 * sampler_s)},
+      {"sampler_cpu_share", trial_s > 0 ? sampler_s / trial_s : 0.0}};
+  if (trace_) {
+    nlohmann::json args = {{"batch", batch_}, {"status", to_string(trial.status)}};
+    if (!verdict.is_null()) args["bottleneck"] = verdict["verdict"];
+    trace_->complete("trial batch " + std::to_string(batch_), "trial", trial_begin_, now, std::move(args));
+  }
+}
+
+void MonitorObserver::finish() {
+  if (finished_) return;
+  finished_ = true;
+  sampler_->stop();
+  if (trace_) {
+    trace_->add_samples(sampler_->samples());
+    trace_->write(options_.trace_path);
+  }
+}
+
+}  // namespace saturate

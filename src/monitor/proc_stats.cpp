@@ -1,0 +1,110 @@
+#include "saturate/monitor/proc_stats.h"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace saturate {
+namespace {
+
+struct StatLine {
+  int ppid = 0;
+  char state = '?';
+  double cpu_time_s = 0;
+  int64_t rss_pages = 0;
+  bool ok = false;
+};
+
+/// /proc/PID/stat; the command name may hold spaces and parentheses, so parse after the last ')'.
+StatLine read_stat(int pid) {
+  StatLine s;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return s;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return s;
+  std::istringstream rest(line.substr(close + 2));
+  // fields from 3 on: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+  // utime stime cutime cstime priority nice threads itrealvalue starttime vsize rss
+  std::string field;
+  std::vector<std::string> f;
+  while (rest >> field) f.push_back(field);
+  if (f.size() < 22) return s;
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  s.state = f[0].empty() ? '?' : f[0][0];
+  s.ppid = std::atoi(f[1].c_str());
+  const double jiffies = std::strtod(f[11].c_str(), nullptr) + std::strtod(f[12].c_str(), nullptr) +
+                         std::strtod(f[13].c_str(), nullptr) + std::strtod(f[14].c_str(), nullptr);
+  s.cpu_time_s = jiffies / ticks;
+  s.rss_pages = std::atoll(f[21].c_str());
+  s.ok = true;
+  return s;
+}
+
+std::map<int, int> parent_map() {
+  std::map<int, int> parent;
+  DIR* dir = opendir("/proc");
+  if (!dir) return parent;
+  while (const dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (!end || *end != '\0' || pid <= 0) continue;
+    const StatLine s = read_stat(static_cast<int>(pid));
+    if (s.ok) parent[static_cast<int>(pid)] = s.ppid;
+  }
+  closedir(dir);
+  return parent;
+}
+
+}  // namespace
+
+std::vector<int> process_tree(int root) {
+  std::vector<int> tree{root};
+  const std::map<int, int> parent = parent_map();
+  // breadth-first over the parent links; a pid list is small, quadratic is fine.
+  for (size_t i = 0; i < tree.size(); ++i)
+    for (const auto& [pid, ppid] : parent)
+      if (ppid == tree[i] && pid != root) tree.push_back(pid);
+  return tree;
+}
+
+bool process_alive(int pid) {
+  const StatLine s = read_stat(pid);
+  return s.ok && s.state != 'Z' && s.state != 'X';
+}
+
+ProcUsage read_proc_usage(int pid, bool include_descendants) {
+  static const int64_t page = sysconf(_SC_PAGESIZE);
+  ProcUsage u;
+  if (pid == getpid() && !include_descendants) {
+    // this process: getrusage has microseconds where /proc/self/stat has 10 ms ticks.
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    u.cpu_time_s = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    const StatLine s = read_stat(pid);
+    u.rss_bytes = s.rss_pages * page;
+    u.alive = true;
+    return u;
+  }
+  const std::vector<int> pids = include_descendants ? process_tree(pid) : std::vector<int>{pid};
+  for (int p : pids) {
+    const StatLine s = read_stat(p);
+    if (!s.ok) continue;
+    if (p == pid) u.alive = s.state != 'Z' && s.state != 'X';
+    u.cpu_time_s += s.cpu_time_s;
+    u.rss_bytes += s.rss_pages * page;
+  }
+  return u;
+}
+
+}  // namespace saturate

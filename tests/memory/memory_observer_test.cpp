@@ -1,0 +1,150 @@
+// The memory breakdown of real training steps on the CPU budget: exact parts equal the byte
+// counts of the architecture, and the parts add up to the measured peak. Tolerance: none on the
+// CPU (the log is the allocator's own record of the bytes the peak counts).
+#include "saturate/memory/memory_observer.h"
+
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/memory/timeline.h"
+#include "saturate/probe/probe.h"
+#include "support/support.h"
+
+using namespace saturate;
+
+namespace {
+
+struct Rig {
+  explicit Rig(ModelSpec s, OptimizerKind opt = OptimizerKind::kAdam) {
+    meter = make_memory_meter(torch::kCPU);
+    workload = std::make_unique<Workload>(build_model(s), torch::kCPU, opt);
+    meter->set_budget_bytes(int64_t{1} << 30);
+    probe = std::make_unique<Probe>(*workload, *meter);
+    observer = std::make_unique<MemoryObserver>(*workload);
+    probe->add_observer(observer.get());
+  }
+  ~Rig() { set_cpu_budget_bytes(0); }
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<Probe> probe;
+  std::unique_ptr<MemoryObserver> observer;
+};
+
+ModelSpec mlp_spec() {
+  ModelSpec s;
+  s.name = "mlp";  // 784 -> 1024 -> 1024 -> 1024 -> 10
+  return s;
+}
+
+// the default mlp's parameters, counted by hand from its layers (weights + biases).
+constexpr int64_t kMlpParams = (784 * 1024 + 1024) + 2 * (1024 * 1024 + 1024) + (1024 * 10 + 10);
+static_assert(kMlpParams == 2913290);
+
+}  // namespace
+
+TEST(MemoryBreakdownTest, MlpWithAdamHasExactParameterGradientAndOptimizerStateBytes) {
+  Rig rig(mlp_spec());
+  const int64_t batch = 8;
+  const Trial t = rig.probe->run(batch, {1, 1, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  const MemoryBreakdown& b = rig.observer->last_breakdown();
+  EXPECT_EQ(b.parameters_bytes, kMlpParams * 4);
+  EXPECT_EQ(b.gradients_bytes, kMlpParams * 4);
+  EXPECT_EQ(b.optimizer_state_bytes, kMlpParams * 8);  // Adam: two fp32 moments per parameter
+  EXPECT_EQ(b.inputs_bytes, batch * 784 * 4 + batch * 8);  // fp32 images, int64 labels
+  EXPECT_EQ(b.peak_phase, "optimizer");
+  // the parts add up to the measured peak, exactly on the CPU budget.
+  EXPECT_EQ(b.peak_allocated_bytes, t.peak_allocated_bytes);
+  EXPECT_EQ(b.parts_sum_bytes(), t.peak_allocated_bytes);
+  EXPECT_EQ(b.parts_sum_bytes() + b.allocator_overhead_bytes, t.peak_reserved_bytes);
+  EXPECT_EQ(b.other_bytes, 0);  // the mlp has no buffers
+  // and it is in the trial's JSON.
+  ASSERT_TRUE(t.extra.contains("memory_breakdown"));
+  EXPECT_EQ(t.extra["memory_breakdown"]["optimizer_state_bytes"], kMlpParams * 8);
+}
+
+TEST(MemoryBreakdownTest, SgdWithMomentumKeepsOneBufferPerParameter) {
+  Rig rig(mlp_spec(), OptimizerKind::kSgd);
+  const Trial t = rig.probe->run(4, {1, 1, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_EQ(rig.observer->last_breakdown().optimizer_state_bytes, kMlpParams * 4);
+  EXPECT_EQ(rig.observer->last_breakdown().parts_sum_bytes(), t.peak_allocated_bytes);
+}
+
+TEST(MemoryBreakdownTest, LargeBatchPeaksInBackwardWithActivationsAndStillAddsUp) {
+  ModelSpec s = mlp_spec();
+  s.width = 256;
+  Rig rig(s);
+  const Trial t = rig.probe->run(2048, {1, 1, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  const MemoryBreakdown& b = rig.observer->last_breakdown();
+  EXPECT_GT(b.activations_bytes, 0);
+  EXPECT_GT(b.saved_for_backward_bytes, 3 * 2048 * 256 * 4);  // at least the three ReLU outputs
+  EXPECT_EQ(b.parts_sum_bytes(), t.peak_allocated_bytes);
+}
+
+TEST(MemoryBreakdownTest, ConvnetBuffersAndOomTrialsAreAccountedFor) {
+  ModelSpec s;
+  s.name = "convnet";
+  Rig rig(s);
+  const Trial ok = rig.probe->run(4, {1, 1, 0});
+  ASSERT_TRUE(ok.ok()) << ok.error;
+  EXPECT_EQ(rig.observer->last_breakdown().parts_sum_bytes(), ok.peak_allocated_bytes);
+  const Trial oom = rig.probe->run(4, {1, 1, ok.baseline_bytes + 4096});  // a budget just over the parameters
+  EXPECT_EQ(oom.status, TrialStatus::kOom);
+  const MemoryBreakdown& b = rig.observer->last_breakdown();
+  EXPECT_EQ(b.parts_sum_bytes(), b.peak_allocated_bytes);
+}
+
+TEST(MemoryTimelineTest, OneStepHasForwardBackwardAndOptimizerAndWritesSvg) {
+  Rig rig(mlp_spec());
+  ASSERT_TRUE(rig.probe->run(16, {1, 1, 0}).ok());
+  const Timeline t = build_timeline(rig.observer->last_log());
+  EXPECT_EQ(t.step, 1);
+  std::vector<std::string> phases;
+  for (const auto& p : t.phases) phases.push_back(p.phase);
+  EXPECT_EQ(phases, (std::vector<std::string>{"forward", "backward", "optimizer"}));
+  EXPECT_GT(t.points.size(), 10u);
+  EXPECT_FALSE(t.largest_at_peak.empty());
+  const std::string dir = saturate::testing::temp_dir("timeline");
+  write_timeline(t, dir + "/t.svg", "mlp");
+  write_timeline(t, dir + "/t.json", "mlp");
+  std::ifstream svg(dir + "/t.svg"), json(dir + "/t.json");
+  std::string first;
+  std::getline(svg, first);
+  EXPECT_EQ(first.rfind("<svg", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(json)["step"], 1);
+}
+
+TEST(CpuEventLogTest, OffByDefaultAndRecordsAllocationsWhenOn) {
+  EXPECT_FALSE(cpu_event_log_active());
+  EXPECT_EQ(cpu_event_log_size(), 0u);
+  start_cpu_event_log();
+  {
+    torch::Tensor x = torch::empty({1000}, torch::kFloat);
+  }
+  const CpuEventLog log = stop_cpu_event_log();
+  EXPECT_FALSE(cpu_event_log_active());
+  ASSERT_GE(log.events.size(), 2u);
+  EXPECT_EQ(log.events[0].kind, CpuAllocationEvent::kAlloc);
+  EXPECT_EQ(log.events[0].bytes, 4000);
+  EXPECT_EQ(log.events[1].kind, CpuAllocationEvent::kFree);
+  EXPECT_EQ(log.events[1].address, log.events[0].address);
+}
+
+TEST(CpuEventLogTest, BudgetRefusalsAreLoggedAndTheBudgetBehavesAsBefore) {
+  const int64_t in_use = cpu_memory_counters().allocated_bytes;
+  set_cpu_budget_bytes(in_use + 1024);
+  start_cpu_event_log(4);
+  EXPECT_THROW(torch::empty({1 << 20}, torch::kFloat), c10::OutOfMemoryError);
+  for (int i = 0; i < 10; ++i) torch::Tensor small = torch::empty({16}, torch::kFloat);
+  const CpuEventLog log = stop_cpu_event_log();
+  set_cpu_budget_bytes(0);
+  ASSERT_FALSE(log.events.empty());
+  EXPECT_EQ(log.events[0].kind, CpuAllocationEvent::kFailed);
+  EXPECT_EQ(log.events.size(), 4u);  // capped
+  EXPECT_TRUE(log.truncated);
+  EXPECT_EQ(cpu_memory_counters().allocated_bytes, in_use);
+}

@@ -1,0 +1,113 @@
+// The verdict rules on fixed step profiles (the thresholds of docs/monitor.md).
+#include "saturate/monitor/bottleneck.h"
+
+#include "saturate/core/errors.h"
+#include "support/support.h"
+
+namespace saturate {
+namespace {
+
+StepProfile cpu_profile(double data, double fwd, double bwd, double opt, double launch) {
+  StepProfile p;
+  p.data_wait_ms = data;
+  p.forward_ms = fwd;
+  p.backward_ms = bwd;
+  p.optimizer_ms = opt;
+  p.step_ms = data + fwd + bwd + opt;
+  p.launch_fraction = launch;
+  return p;
+}
+
+TEST(BottleneckTest, WaitingForDataMostOfTheStepIsDataBound) {
+  const Verdict v = classify_bottleneck(cpu_profile(40, 5, 4, 1, 0.9));
+  EXPECT_EQ(v.kind, Bottleneck::kData);
+  EXPECT_NEAR(v.evidence["data_share"].get<double>(), 0.8, 1e-9);
+  EXPECT_NE(v.fix.find("workers"), std::string::npos);
+  EXPECT_NE(v.reason.find("80 %"), std::string::npos) << v.reason;
+}
+
+TEST(BottleneckTest, HostToDeviceCopiesCountAsWaitingForData) {
+  StepProfile p = cpu_profile(0, 5, 4, 1, 0.0);
+  p.h2d_ms = 10;
+  p.step_ms = 20;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kData);
+}
+
+TEST(BottleneckTest, LaunchOverheadOverHalfTheComputeIsLaunchBound) {
+  const Verdict v = classify_bottleneck(cpu_profile(0, 1, 1, 1, 0.8));
+  EXPECT_EQ(v.kind, Bottleneck::kLaunch);
+  EXPECT_NE(v.fix.find("larger batch"), std::string::npos);
+}
+
+TEST(BottleneckTest, ArithmeticFillingTheStepIsComputeBound) {
+  EXPECT_EQ(classify_bottleneck(cpu_profile(0.5, 30, 60, 5, 0.02)).kind, Bottleneck::kCompute);
+}
+
+TEST(BottleneckTest, NoSingleCauseIsBalanced) {
+  // 25 % data, 40 % of compute is launch: neither over its threshold, arithmetic 45 %
+  const Verdict v = classify_bottleneck(cpu_profile(25, 40, 30, 5, 0.4));
+  EXPECT_EQ(v.kind, Bottleneck::kBalanced) << v.reason;
+}
+
+TEST(BottleneckTest, AllreduceOverThresholdIsCommunicationBound) {
+  StepProfile p = cpu_profile(0, 10, 20, 2, 0.0);
+  p.allreduce_ms = 40;
+  p.step_ms = 72;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kCommunication);
+}
+
+TEST(BottleneckTest, TheLargestStallOverItsThresholdWins) {
+  StepProfile p = cpu_profile(35, 10, 10, 5, 0.0);
+  p.allreduce_ms = 40;
+  p.step_ms = 100;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kCommunication);
+}
+
+TEST(BottleneckTest, BusyGpuWithBusyMemoryIsMemoryBoundElseComputeBound) {
+  StepProfile p = cpu_profile(0, 10, 20, 2, 0.1);
+  p.on_gpu = true;
+  p.gpu_util_percent = 97;
+  p.mem_util_percent = 75;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kMemory);
+  p.mem_util_percent = 30;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kCompute);
+  p.gpu_util_percent = 40;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kBalanced);
+}
+
+TEST(BottleneckTest, GpuLaunchThresholdIsHigherThanTheCpus) {
+  StepProfile p = cpu_profile(0, 10, 20, 2, 0.6);
+  p.on_gpu = true;
+  p.gpu_util_percent = 50;
+  EXPECT_NE(classify_bottleneck(p).kind, Bottleneck::kLaunch);
+  p.launch_fraction = 0.95;
+  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kLaunch);
+  EXPECT_NE(classify_bottleneck(p).fix.find("CUDA graphs"), std::string::npos);
+}
+
+TEST(BottleneckTest, UnmeasuredLaunchFractionIsNull) {
+  const Verdict v = classify_bottleneck(cpu_profile(0, 10, 10, 1, std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_TRUE(v.evidence["launch_fraction"].is_null());
+  EXPECT_EQ(v.kind, Bottleneck::kCompute);
+}
+
+TEST(BottleneckTest, EveryVerdictPrintsParsesBackAndHasAFix) {
+  for (Bottleneck b : {Bottleneck::kData, Bottleneck::kLaunch, Bottleneck::kCompute, Bottleneck::kMemory,
+                       Bottleneck::kCommunication, Bottleneck::kBalanced}) {
+    EXPECT_EQ(parse_bottleneck(to_string(b)), b);
+    EXPECT_FALSE(bottleneck_fix(b, false).empty());
+    EXPECT_FALSE(bottleneck_fix(b, true).empty());
+  }
+  ASSERT_THROWS_WITH(parse_bottleneck("io-bound"), UsageError, "expected data-bound, launch-bound");
+}
+
+TEST(BottleneckTest, JsonHasVerdictEvidenceAndFix) {
+  const nlohmann::json j = verdict_json(classify_bottleneck(cpu_profile(40, 5, 4, 1, 0.9)));
+  EXPECT_EQ(j["verdict"], "data-bound");
+  EXPECT_TRUE(j["evidence"].is_object());
+  EXPECT_TRUE(j["fix"].is_string());
+  EXPECT_TRUE(j["reason"].is_string());
+}
+
+}  // namespace
+}  // namespace saturate

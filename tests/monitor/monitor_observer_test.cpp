@@ -1,0 +1,140 @@
+// The monitor observer on real CPU probes: the trial JSON it writes, and the bottleneck it
+// finds for a data-bound, a launch-bound and a compute-bound workload. Margins are wide on
+// purpose (the machine is small and shared): each case sits far from its threshold.
+#include "saturate/monitor/monitor_observer.h"
+
+#include <chrono>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/probe/probe.h"
+#include "support/support.h"
+
+namespace saturate {
+namespace {
+
+struct Rig {
+  Rig(int64_t width, int64_t layers, std::vector<int64_t> input) {
+    ModelSpec s;
+    s.name = "mlp";
+    s.width = width;
+    s.layers = layers;
+    s.input_shape = std::move(input);
+    meter = make_memory_meter(torch::kCPU);
+    workload = std::make_unique<Workload>(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kAdam);
+    meter->set_budget_bytes(int64_t{1} << 30);
+    probe = std::make_unique<Probe>(*workload, *meter);
+    MonitorOptions o;
+    o.sample_hz = 20;
+    monitor = std::make_unique<MonitorObserver>(o);
+    probe->add_observer(monitor.get());
+  }
+  ~Rig() { set_cpu_budget_bytes(0); }
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<Probe> probe;
+  std::unique_ptr<MonitorObserver> monitor;
+};
+
+/// A data loader too slow for the model: each batch takes `delay` to arrive.
+class SlowSource final : public BatchSource {
+ public:
+  SlowSource(Workload& w, std::chrono::milliseconds delay) : workload_(w), delay_(delay) {}
+  void reset(int64_t batch) override { batch_ = workload_.synthetic_batch(batch); }
+  Batch next(int64_t) override {
+    std::this_thread::sleep_for(delay_);
+    return batch_;
+  }
+
+ private:
+  Workload& workload_;
+  std::chrono::milliseconds delay_;
+  Batch batch_;
+};
+
+std::string verdict_of(const Trial& t) {
+  return t.extra.contains("bottleneck") ? t.extra["bottleneck"]["verdict"].get<std::string>() : "(none)";
+}
+
+TEST(MonitorObserverTest, TrialJsonHasPhasesUtilizationBottleneckAndOverhead) {
+  Rig rig(32, 1, {1, 8, 8});
+  const Trial t = rig.probe->run(4, {1, 3, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  const auto& phases = t.extra["phases_ms"];
+  for (const char* name : {"data_wait", "h2d", "forward", "backward", "optimizer", "allreduce"})
+    EXPECT_TRUE(phases.contains(name)) << name;
+  EXPECT_GT(phases["forward"].get<double>(), 0);
+  EXPECT_EQ(phases["data_wait"].get<double>(), 0);  // no batch source: no data phase
+  const auto& util = t.extra["utilization"];
+  EXPECT_EQ(util["source"], "proc");
+  EXPECT_GE(util["samples"].get<int>(), 2);  // at least the trial's two edges
+  EXPECT_GT(util["rss_bytes"]["mean"].get<double>(), 0);
+  const auto& b = t.extra["bottleneck"];
+  EXPECT_TRUE(b["verdict"].is_string());
+  EXPECT_TRUE(b["fix"].is_string());
+  EXPECT_GT(b["evidence"]["launch"]["ops_per_step"].get<int64_t>(), 10);
+  EXPECT_EQ(b["evidence"]["launch"]["counted_on"], "warm-up step");
+  EXPECT_TRUE(t.extra["monitor_overhead"].contains("hooks_us_per_step"));
+}
+
+TEST(MonitorObserverTest, SlowBatchSourceIsDataBound) {
+  Rig rig(16, 1, {1, 8, 8});
+  SlowSource source(*rig.workload, std::chrono::milliseconds(40));
+  rig.probe->set_batch_source(&source);
+  const Trial t = rig.probe->run(8, {1, 3, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_EQ(verdict_of(t), "data-bound") << t.extra.dump(1);
+  EXPECT_GE(t.extra["phases_ms"]["data_wait"].get<double>(), 35);
+}
+
+TEST(MonitorObserverTest, TinyModelAtBatchOneIsLaunchBound) {
+  Rig rig(8, 1, {1, 4, 4});
+  const Trial t = rig.probe->run(1, {1, 5, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_EQ(verdict_of(t), "launch-bound") << t.extra.dump(1);
+}
+
+TEST(MonitorObserverTest, LargeMatmulsAreComputeBound) {
+  Rig rig(512, 3, {1, 32, 32});
+  const Trial t = rig.probe->run(256, {1, 2, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_EQ(verdict_of(t), "compute-bound") << t.extra.dump(1);
+  EXPECT_LT(t.extra["bottleneck"]["evidence"]["launch_fraction"].get<double>(), 0.25);
+}
+
+TEST(MonitorObserverTest, OutOfMemoryTrialHasUtilizationButNoVerdict) {
+  Rig rig(256, 3, {});
+  rig.meter->set_budget_bytes(int64_t{48} << 20);
+  const Trial t = rig.probe->run(40000, {1, 1, 0});
+  ASSERT_EQ(t.status, TrialStatus::kOom) << t.error;
+  EXPECT_TRUE(t.extra.contains("utilization"));
+  EXPECT_FALSE(t.extra.contains("bottleneck"));
+  // the observer is ready for the next trial
+  rig.meter->set_budget_bytes(int64_t{1} << 30);
+  const Trial ok = rig.probe->run(8, {1, 1, 0});
+  EXPECT_TRUE(ok.ok()) << ok.error;
+  EXPECT_TRUE(ok.extra.contains("bottleneck"));
+}
+
+TEST(MonitorObserverTest, CudaPhasesAreTimedWithEvents_CUDA) {
+  SKIP_WITHOUT_CUDA();
+  ModelSpec s;
+  s.name = "mlp";
+  s.width = 256;
+  auto meter = make_memory_meter(torch::Device(torch::kCUDA, 0));
+  Workload w(build_model(resolve_model_spec(s)), torch::Device(torch::kCUDA, 0), OptimizerKind::kAdam);
+  Probe probe(w, *meter);
+  MonitorOptions o;
+  o.cuda = true;
+  MonitorObserver monitor(o);
+  probe.add_observer(&monitor);
+  const Trial t = probe.run(64, {1, 3, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_GT(t.extra["phases_ms"]["forward"].get<double>(), 0);
+  EXPECT_EQ(t.extra["bottleneck"]["evidence"]["launch"]["method"], "host issue time / device time of the compute phases");
+}
+
+}  // namespace
+}  // namespace saturate

@@ -1,0 +1,96 @@
+// saturate monitor's engine: running a command, attaching to a process, exit statuses.
+#include "saturate/monitor/process_monitor.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "monitor_test_paths.h"
+#include "support/support.h"
+
+extern char** environ;
+
+namespace saturate {
+namespace {
+
+WatchOptions run(std::vector<std::string> command) {
+  WatchOptions o;
+  o.command = std::move(command);
+  o.sample_hz = 20;
+  o.interval_s = 0.1;
+  o.nvml_path = "/nonexistent/libnvidia-ml.so.1";
+  return o;
+}
+
+TEST(ProcessMonitorTest, ChildExitStatusIsPassedThrough) {
+  const WatchResult r = watch_process(run({"sh", "-c", "sleep 0.2; exit 3"}));
+  EXPECT_EQ(r.exit_status, 3);
+  EXPECT_EQ(r.how_it_ended, "exited with status 3");
+  EXPECT_EQ(r.source, "proc");
+  EXPECT_GE(r.summary["samples"].get<int>(), 2);
+}
+
+TEST(ProcessMonitorTest, DeathBySignalIs128PlusTheSignal) {
+  const WatchResult r = watch_process(run({"sh", "-c", "kill -TERM $$"}));
+  EXPECT_EQ(r.exit_status, 128 + SIGTERM);
+  EXPECT_NE(r.how_it_ended.find("killed by signal 15"), std::string::npos) << r.how_it_ended;
+}
+
+TEST(ProcessMonitorTest, MissingCommandIsExitStatus127) {
+  try {
+    watch_process(run({"saturate-no-such-command"}));
+    FAIL() << "expected SpawnError";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_status, 127);
+    EXPECT_NE(std::string(e.what()).find("cannot run 'saturate-no-such-command'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProcessMonitorTest, NothingToWatchIsAUsageError) {
+  ASSERT_THROWS_WITH(watch_process(WatchOptions{}), UsageError, "give a command after '--'");
+  WatchOptions o;
+  o.pid = 2147483;
+  ASSERT_THROWS_WITH(watch_process(o), UsageError, "--pid 2147483: no such running process");
+}
+
+TEST(ProcessMonitorTest, LiveLinesAndSamplesReachTheCallerWithNvml) {
+  WatchOptions o = run({"sh", "-c", "sleep 0.35"});
+  o.nvml_path = SATURATE_FAKE_NVML;
+  std::vector<std::string> lines;
+  int samples = 0;
+  o.on_line = [&](const std::string& l) { lines.push_back(l); };
+  o.on_sample = [&](const Sample& s, const std::string& source) {
+    EXPECT_EQ(source, "nvml");
+    EXPECT_EQ(s.gpu_util_percent, 42);
+    ++samples;
+  };
+  const WatchResult r = watch_process(o);
+  EXPECT_EQ(r.exit_status, 0);
+  EXPECT_EQ(r.source, "nvml");
+  ASSERT_GE(lines.size(), 2u);  // the header and at least one line
+  EXPECT_NE(lines[0].find("gpu%"), std::string::npos);
+  EXPECT_GE(samples, 2);
+  EXPECT_EQ(r.summary["gpu_util_percent"]["mean"], 42.0);
+}
+
+TEST(ProcessMonitorTest, AttachWatchesARunningProcessUntilItEnds) {
+  pid_t pid = 0;
+  char sh[] = "sh", c[] = "-c", cmd[] = "sleep 0.3";
+  char* argv[] = {sh, c, cmd, nullptr};
+  ASSERT_EQ(posix_spawnp(&pid, "sh", nullptr, nullptr, argv, environ), 0);
+  // reap it as soon as it ends, as its real parent would, so that it leaves /proc
+  std::thread reaper([pid] { waitpid(pid, nullptr, 0); });
+  WatchOptions o;
+  o.pid = pid;
+  o.sample_hz = 20;
+  o.nvml_path = "/nonexistent/libnvidia-ml.so.1";
+  const WatchResult r = watch_process(o);
+  reaper.join();
+  EXPECT_EQ(r.exit_status, 0);
+  EXPECT_EQ(r.how_it_ended, "ended");
+  EXPECT_GE(r.seconds, 0.1);
+  EXPECT_GE(r.summary["samples"].get<int>(), 2);
+}
+
+}  // namespace
+}  // namespace saturate

@@ -1,0 +1,119 @@
+// saturate memory: where a training step's memory goes (breakdown, timeline) and whether a run
+// of steps leaks.
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "memory_flags.h"
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+#include "saturate/memory/leak_check.h"
+#include "saturate/memory/timeline.h"
+#include "saturate/probe/probe.h"
+
+namespace saturate::cli {
+namespace {
+
+struct MemoryCommandFlags {
+  int64_t batch = 0;
+  int warmup = 1;
+  int steps = 0;
+  bool keep_loss = false;
+};
+
+std::string timeline_summary(const Timeline& t) {
+  std::string s = fmt::format("timeline   step {}: {} at the start, peak {} at {:.1f} ms ({}), step {:.1f} ms\n", t.step,
+                              format_bytes(t.start_bytes), format_bytes(t.peak_allocated_bytes), t.peak_ms,
+                              t.peak_phase.empty() ? "-" : t.peak_phase, t.duration_ms);
+  for (const TimelinePhase& p : t.phases)
+    s += fmt::format("           {:<10} {:8.1f} - {:8.1f} ms\n", p.phase, p.begin_ms, p.end_ms);
+  return s;
+}
+
+std::string leak_text(const LeakCheckResult& r, int steps) {
+  const LeakReport& l = r.report;
+  std::string s;
+  if (l.detected)
+    s = fmt::format("leak       DETECTED: +{} per step from step {} ({} -> {} over {} steps)\n",
+                    format_bytes(static_cast<int64_t>(l.bytes_per_step)), l.first_step, format_bytes(l.warm_bytes),
+                    format_bytes(l.last_bytes), l.steps);
+  else
+    s = fmt::format("leak       none: allocated after each step flat once warm ({} over {} steps)\n",
+                    format_bytes(l.last_bytes), l.steps);
+  if (r.oom_step >= 0) s += fmt::format("           the run ran out of memory at step {} of {}\n", r.oom_step, steps);
+  return s;
+}
+
+}  // namespace
+
+void add_memory_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand(
+      "memory", "Break one training step's memory down, plot its timeline, and check a run of steps for leaks");
+  auto flags = std::make_shared<WorkloadFlags>();
+  auto mf = std::make_shared<MemoryFlags>();
+  auto cf = std::make_shared<MemoryCommandFlags>();
+  add_workload_flags(*cmd, *flags);
+  add_memory_probe_flags(*cmd, *mf);
+  cmd->add_option("--batch,-b", cf->batch, "batch size (samples per step)")->required();
+  cmd->add_option("--warmup", cf->warmup, "steps before the recorded one (the first makes the optimizer state)")
+      ->capture_default_str();
+  cmd->add_option("--steps", cf->steps, "also run this many steps and check that memory stays flat (0: no leak check)")
+      ->capture_default_str();
+  cmd->add_flag("--keep-loss", cf->keep_loss,
+                "in the leak check, keep every step's loss and its graph alive (a deliberate leak, to see the "
+                "detector work)");
+  cmd->callback([=, &action] {
+    action = [=]() -> int {
+      if (cf->batch <= 0)
+        throw UsageError(fmt::format("--batch: {} is not a positive integer; give the number of samples per step", cf->batch));
+      if (cf->warmup < 0) throw UsageError(fmt::format("--warmup: {} is negative", cf->warmup));
+      if (cf->steps < 0) throw UsageError(fmt::format("--steps: {} is negative; give 0 for no leak check", cf->steps));
+      if (cf->keep_loss && cf->steps == 0)
+        throw UsageError("--keep-loss: needs --steps N (the leak check it feeds), e.g. --steps 20");
+      auto session = open_session(*flags);
+      Probe probe(*session->workload, *session->meter);
+      auto observer = attach_memory(*mf, probe, *session);
+      const Trial t = probe.run(cf->batch, {cf->warmup, 1, 0});
+      write_memory_timeline(*mf, *observer, *session);
+      const Timeline timeline = build_timeline(observer->last_log());
+      std::optional<LeakCheckResult> leak;
+      if (cf->steps > 0) {
+        LeakCheckOptions lo;
+        lo.batch = cf->batch;
+        lo.steps = cf->steps;
+        lo.keep_loss_graph = cf->keep_loss;
+        leak = run_leak_check(*session->workload, *session->meter, lo);
+      }
+      nlohmann::json j = trial_json(t);
+      j.update(context_json(session->context));
+      nlohmann::json tj = timeline_json(timeline);
+      tj.erase("points");  // the points go to --timeline FILE.json
+      j["timeline"] = tj;
+      if (leak) {
+        j["leak"] = leak_json(leak->report);
+        j["leak"]["oom_step"] = leak->oom_step;
+        j["leak"]["keep_loss"] = cf->keep_loss;
+        j["leak"]["allocated_after_step_bytes"] = leak->allocated_after_step_bytes;
+      }
+      if (flags->json != "-") {
+        print_trial(std::cout, session->context, t);
+        std::cout << breakdown_table(observer->last_breakdown()) << timeline_summary(timeline);
+        if (t.extra.contains("empty_cache_ms"))
+          std::cout << fmt::format("cache      emptied {} time(s), {:.2f} ms\n", t.extra["empty_cache_calls"].get<int>(),
+                                   t.extra["empty_cache_ms"].get<double>());
+        if (leak) std::cout << leak_text(*leak, cf->steps);
+        if (!mf->timeline.empty()) std::cout << "timeline written to " << mf->timeline << "\n";
+      }
+      if (!flags->json.empty()) write_json(j, flags->json, std::cout);
+      if (t.status == TrialStatus::kError) {
+        std::cerr << fmt::format("saturate: error: batch {}: {}\n", t.batch, t.error);
+        return 1;
+      }
+      return 0;  // an OOM is a measured result, and so is a leak
+    };
+  });
+}
+
+}  // namespace saturate::cli

@@ -1,0 +1,252 @@
+// saturate train: train with the found settings on real data.
+#include <cmath>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "data_flags.h"
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+#include "saturate/probe/probe.h"
+#include "saturate/search/search.h"
+#include "saturate/train/loader_data.h"
+#include "saturate/train/trainer.h"
+
+namespace saturate::cli {
+namespace {
+
+struct TrainFlags {
+  std::string batch = "64";
+  int64_t accumulate = 0;
+  int64_t global_batch = 0;
+  int64_t epochs = 1;
+  int64_t steps = 0;
+  std::string precision = "fp32";
+  std::string checkpointing = "none";
+  std::string lr_schedule = "constant";
+  int64_t warmup_steps = 0;
+  std::string lr_scaling = "none";
+  int64_t base_batch = 0;
+  int64_t eval_batch = 0;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  std::string resume;
+  std::string save;
+  double clip_grad_norm = 0;
+  bool no_backoff = false;
+  int64_t log_every = 50;
+  bool quiet = false;
+};
+
+nlohmann::json summary_json(const Session& s, const DataFlags& data, const TrainFlags& f, const TrainResult& r) {
+  nlohmann::json backoffs = nlohmann::json::array();
+  for (const auto& b : r.oom_backoffs)
+    backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
+  nlohmann::json j = context_json(s.context);
+  j.update({{"data", data.dataset ? data.dataset->name() : data.data},
+            {"precision", f.precision},
+            {"checkpointing", f.checkpointing},
+            {"micro_batch", r.micro_batch},
+            {"accumulation", r.accumulation},
+            {"global_batch", r.global_batch},
+            {"steps", r.steps},
+            {"samples_seen", r.samples_seen},
+            {"epochs", r.epochs},
+            {"final_train_loss", r.final_train_loss},
+            {"final_test_loss", r.final_test_loss ? nlohmann::json(*r.final_test_loss) : nlohmann::json()},
+            {"final_test_accuracy", r.final_test_accuracy ? nlohmann::json(*r.final_test_accuracy) : nlohmann::json()},
+            {"samples_per_s", r.samples_per_s},
+            {"oom_backoffs", backoffs},
+            {"skipped_steps", r.skipped_steps},
+            {"checkpoints_written", r.checkpoints_written},
+            {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
+            {"losses", r.losses}});
+  return j;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("train", "Train on real data with the found settings (accumulation, mixed precision, "
+                                          "activation checkpointing, OOM back-off, exact resume)");
+  auto flags = std::make_shared<WorkloadFlags>();
+  auto data = std::make_shared<DataFlags>();
+  auto tf = std::make_shared<TrainFlags>();
+  add_workload_flags(*cmd, *flags);
+  add_data_flags(*cmd, *data);
+  data->data = "fashion-mnist";
+  data->workers = "2";
+  cmd->add_option("--batch,-b", tf->batch, "micro-batch (samples per forward/backward), or auto: the search's "
+                                           "recommended batch on the same data and settings")->capture_default_str();
+  cmd->add_option("--accumulate", tf->accumulate, "micro-batches per optimizer step (default 1)");
+  cmd->add_option("--global-batch", tf->global_batch, "samples per optimizer step; --accumulate follows from it");
+  cmd->add_option("--epochs", tf->epochs, "passes over the data")->capture_default_str();
+  cmd->add_option("--steps", tf->steps, "optimizer steps (overrides --epochs; 0: use --epochs)");
+  cmd->add_option("--precision", tf->precision, "fp32 | tf32 | bf16 | fp16 (fp16: CUDA, with dynamic loss scaling)")
+      ->capture_default_str();
+  cmd->add_option("--checkpointing", tf->checkpointing, "activation checkpointing: none | blocks | every-N")
+      ->capture_default_str();
+  cmd->add_option("--lr-schedule", tf->lr_schedule, "constant | cosine | step (x0.1 every epoch)")->capture_default_str();
+  cmd->add_option("--warmup-steps", tf->warmup_steps, "linear warm-up steps")->capture_default_str();
+  cmd->add_option("--lr-scaling", tf->lr_scaling, "linear | sqrt | none: rescale --lr from --base-batch to the global "
+                                                  "batch (seed B9)")->capture_default_str();
+  cmd->add_option("--base-batch", tf->base_batch, "the global batch --lr was tuned for (with --lr-scaling)");
+  cmd->add_option("--eval-batch", tf->eval_batch, "evaluation batch (default 4x the micro-batch; no gradients kept)");
+  cmd->add_option("--checkpoint-dir", tf->checkpoint_dir, "write checkpoints here (atomically)");
+  cmd->add_option("--checkpoint-every", tf->checkpoint_every, "also every N steps (default: each epoch end)");
+  cmd->add_option("--resume", tf->resume, "continue from the checkpoint in DIR (and keep writing there)");
+  cmd->add_option("--save", tf->save, "write the trained model to FILE");
+  cmd->add_option("--clip-grad-norm", tf->clip_grad_norm, "clip the global gradient norm (0: off)");
+  cmd->add_flag("--no-oom-backoff", tf->no_backoff, "fail on OOM instead of halving the micro-batch");
+  cmd->add_option("--log-every", tf->log_every, "progress line every N steps on stderr")->capture_default_str();
+  cmd->add_flag("--quiet,-q", tf->quiet, "no progress lines");
+  cmd->callback([=, &action] {
+    action = [=]() -> int {
+      TrainOptions o;
+      o.precision = parse_precision(tf->precision);
+      o.checkpointing = parse_checkpointing(tf->checkpointing);
+      const LrDecay decay = parse_lr_decay(tf->lr_schedule);
+      const LrScaling scaling = parse_lr_scaling(tf->lr_scaling);
+      const bool auto_batch = tf->batch == "auto";
+      int64_t micro = 0;
+      if (!auto_batch) {
+        try {
+          size_t used = 0;
+          micro = std::stoll(tf->batch, &used);
+          if (used != tf->batch.size()) micro = 0;
+        } catch (const std::exception&) {
+          micro = 0;
+        }
+        if (micro <= 0)
+          throw UsageError(fmt::format("--batch: '{}' is not a positive integer or auto", tf->batch));
+      }
+      if (tf->accumulate < 0) throw UsageError(fmt::format("--accumulate: {} is negative", tf->accumulate));
+      if (tf->global_batch < 0) throw UsageError(fmt::format("--global-batch: {} is negative", tf->global_batch));
+      if (!auto_batch && tf->global_batch && tf->accumulate && micro * tf->accumulate != tf->global_batch)
+        throw UsageError(fmt::format("--global-batch {} is not --batch {} x --accumulate {} = {}; give two of the three",
+                                     tf->global_batch, micro, tf->accumulate, micro * tf->accumulate));
+      if (!auto_batch && tf->global_batch && tf->global_batch % micro != 0)
+        throw UsageError(fmt::format("--global-batch {} is not a multiple of --batch {}; pick a micro-batch that "
+                                     "divides it (or --batch auto)",
+                                     tf->global_batch, micro));
+      if (tf->epochs <= 0 && tf->steps <= 0)
+        throw UsageError(fmt::format("--epochs {}: give at least one epoch or --steps N", tf->epochs));
+      if (!tf->resume.empty() && !tf->checkpoint_dir.empty() && tf->resume != tf->checkpoint_dir)
+        throw UsageError(fmt::format("--resume {} and --checkpoint-dir {} differ; a resumed run keeps writing where it "
+                                     "resumed from",
+                                     tf->resume, tf->checkpoint_dir));
+      const WorkloadFlags wf = with_data_shape(*data, *flags);
+      if (!data->dataset) throw UsageError("--data: training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR)");
+      auto session = open_session(wf);
+      Workload& workload = *session->workload;
+      if (workload.built().input_kind == InputKind::kTokens)
+        throw UsageError(fmt::format("--model {}: takes token ids, but --data {} holds images; train an image model "
+                                     "(mlp, convnet, resnet18, resnet50)",
+                                     wf.model, data->data));
+      if (auto_batch) {
+        Probe probe(workload, *session->meter);
+        auto attached = attach_data(*data, probe, *session, 32, tf->quiet);
+        SearchOptions so;
+        if (tf->global_batch) so.max_batch = tf->global_batch;
+        if (!tf->quiet) so.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
+        const SearchResult sr = search_batch_size(probe, so);
+        if (!sr.error.empty()) throw RuntimeFailure("--batch auto: the search failed: " + sr.error);
+        if (sr.recommended_batch == 0)
+          throw RuntimeFailure("--batch auto: not even batch 1 fits the budget; raise --memory-budget");
+        micro = sr.recommended_batch;
+        if (!tf->quiet)
+          std::cerr << fmt::format("saturate: --batch auto: micro-batch {} (max {}, within {:.0f} % of {})\n", micro,
+                                   sr.max_batch, 100.0 * so.target_fraction, format_bytes(sr.budget_bytes));
+      }
+      int64_t accumulation = tf->accumulate ? tf->accumulate : 1;
+      int64_t global = micro * accumulation;
+      if (tf->global_batch) {
+        global = tf->global_batch;
+        micro = std::min(micro, global);
+        accumulation = (global + micro - 1) / micro;
+      }
+      o.micro_batch = micro;
+      o.accumulation = accumulation;
+      o.epochs = tf->epochs;
+      o.max_steps = tf->steps;
+      o.clip_grad_norm = tf->clip_grad_norm;
+      o.oom_backoff = !tf->no_backoff;
+      o.checkpoint_dir = tf->resume.empty() ? tf->checkpoint_dir : tf->resume;
+      o.checkpoint_every = tf->checkpoint_every;
+      o.resume = !tf->resume.empty();
+
+      LoaderOptions lo;
+      lo.batch_size = global;
+      lo.workers = data->workers == "auto" ? 2 : std::stoi(data->workers);
+      lo.prefetch = data->prefetch;
+      lo.skip_bad_samples = data->skip_bad_samples;
+      lo.augment_enabled = !data->no_augment;
+      lo.seed = wf.seed;
+      lo.device = session->device;
+      LoaderTrainData train_data(data->dataset, lo);
+      DatasetOptions test_options;
+      test_options.split = "test";
+      test_options.skip_bad_samples = data->skip_bad_samples;
+      std::unique_ptr<LoaderEvalData> eval;
+      try {
+        std::shared_ptr<const Dataset> test = open_dataset(data->data, test_options);
+        LoaderOptions eo = lo;
+        eo.batch_size = tf->eval_batch > 0 ? tf->eval_batch : 4 * micro;
+        eval = std::make_unique<LoaderEvalData>(test, eo);
+      } catch (const UsageError&) {
+        if (!tf->quiet) std::cerr << fmt::format("saturate: --data {}: no test split, skipping evaluation\n", data->data);
+      }
+      const double lr = workload.learning_rate();
+      o.schedule.peak_lr = scale_learning_rate(lr, global, tf->base_batch, scaling);
+      o.schedule.warmup_steps = tf->warmup_steps;
+      o.schedule.decay = decay;
+      const int64_t per_epoch = train_data.steps_per_epoch();
+      o.schedule.total_steps = tf->steps > 0 ? tf->steps : tf->epochs * per_epoch;
+      o.schedule.step_every = per_epoch;
+      const int64_t total = o.schedule.total_steps;
+      if (!tf->quiet) {
+        std::cerr << fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps "
+                                 "({} per epoch), {} {}, lr {:g}\n",
+                                 session->context.model_name, data->dataset->name(), session->context.device_info, micro,
+                                 accumulation, global, total, per_epoch, tf->precision, to_string(o.checkpointing),
+                                 o.schedule.peak_lr);
+        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every)](int64_t step, double loss, double lr_now) {
+          if ((step + 1) % every == 0 || step + 1 == total)
+            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}\n", step + 1, total, loss, lr_now);
+        };
+        o.on_eval = [](int64_t epoch, double loss, double acc) {
+          std::cerr << fmt::format("  epoch {} test loss {:.4f} accuracy {:.2f} %\n", epoch, loss, 100.0 * acc);
+        };
+        o.on_backoff = [](int64_t step, int64_t old_micro, int64_t new_micro) {
+          std::cerr << fmt::format("saturate: out of memory at step {}: micro-batch {} -> {}, accumulation doubled, "
+                                   "global batch unchanged; redoing the step\n",
+                                   step, old_micro, new_micro);
+        };
+      }
+      Trainer trainer(workload, *session->meter, train_data, eval.get(), o);
+      const TrainResult r = trainer.run();
+      if (!tf->save.empty()) save_model(workload.model(), tf->save);
+      const nlohmann::json j = summary_json(*session, *data, *tf, r);
+      if (flags->json == "-") {
+        write_json(j, "-", std::cout);
+      } else {
+        std::cout << fmt::format(
+            "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       micro {} x {} = global {}\n"
+            "train loss  {:.4f}\n",
+            session->context.model_name, data->dataset->name(), r.steps, r.samples_seen, r.epochs, r.micro_batch,
+            r.accumulation, r.global_batch, r.final_train_loss);
+        if (r.final_test_accuracy)
+          std::cout << fmt::format("test        loss {:.4f}, accuracy {:.2f} %\n", *r.final_test_loss,
+                                   100.0 * *r.final_test_accuracy);
+        std::cout << fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
+                                 r.oom_backoffs.size(), r.checkpoints_written,
+                                 r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "");
+        if (!flags->json.empty()) write_json(j, flags->json, std::cout);
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace saturate::cli

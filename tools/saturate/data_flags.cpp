@@ -1,0 +1,128 @@
+#include "data_flags.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+
+namespace saturate::cli {
+
+void add_data_flags(CLI::App& app, DataFlags& f) {
+  app.add_option("--data", f.data,
+                 "real inputs through the loader: fashion-mnist | idx:DIR | cifar10:DIR | cifar100:DIR | images:DIR | "
+                 "wds:DIR|GLOB | synthetic (default: none, synthetic batches made on the device)")
+      ->envname("SATURATE_DATA");
+  app.add_option("--workers", f.workers,
+                 "--data: loader threads, N or auto (add workers while the step waits on data)")
+      ->capture_default_str()->envname("SATURATE_WORKERS");
+  app.add_option("--prefetch", f.prefetch, "--data: batches each worker loads ahead")->capture_default_str();
+  app.add_flag("--drop-last", f.drop_last, "--data: drop each epoch's last partial batch");
+  app.add_flag("--skip-bad-samples", f.skip_bad_samples,
+               "--data: skip and count corrupt samples instead of stopping at the first");
+  app.add_flag("--no-augment", f.no_augment, "--data: no random crop and flip (normalization stays)");
+}
+
+WorkloadFlags with_data_shape(DataFlags& f, const WorkloadFlags& workload) {
+  WorkloadFlags w = workload;
+  if (f.data.empty()) return w;
+  if (f.workers != "auto") {
+    try {
+      size_t used = 0;
+      const int n = std::stoi(f.workers, &used);
+      if (used != f.workers.size() || n < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("--workers: '{}' is neither a count (0, 1, 2, ...) nor auto", f.workers));
+    }
+  }
+  if (f.prefetch < 1) throw UsageError(fmt::format("--prefetch: {} must be at least 1", f.prefetch));
+  if (w.tokens || w.model == "gpt")
+    throw UsageError("--data feeds image classifiers; '" + w.model + "' takes token ids (drop --data)");
+  DatasetOptions o;
+  o.skip_bad_samples = f.skip_bad_samples;
+  o.seed = w.seed;
+  if (f.data == "synthetic" && !w.input.empty()) {
+    // the model's shape, as the synthetic batches have
+    int64_t c = 0, h = 0, wd = 0;
+    if (std::sscanf(w.input.c_str(), "%ldx%ldx%ld", &c, &h, &wd) == 3) o.synthetic_shape = {c, h, wd};
+  }
+  if (f.data == "synthetic" && w.classes > 0) o.synthetic_classes = w.classes;
+  f.dataset = open_dataset(f.data, o);
+  const SampleShape s = f.dataset->shape();
+  if (w.input.empty()) w.input = to_string(s);
+  if (w.classes <= 0) w.classes = f.dataset->classes();
+  if (f.dataset->classes() > w.classes)
+    throw UsageError(fmt::format("--data {} has {} classes but --classes is {}; give --classes {} or more", f.data,
+                                 f.dataset->classes(), w.classes, f.dataset->classes()));
+  return w;
+}
+
+std::unique_ptr<DataAttachment> attach_data(DataFlags& f, Probe& probe, const Session& session, int64_t tune_batch,
+                                            bool quiet) {
+  if (f.data.empty()) return nullptr;
+  auto a = std::make_unique<DataAttachment>();
+  LoaderOptions o;
+  o.prefetch = f.prefetch;
+  o.drop_last = f.drop_last;
+  o.skip_bad_samples = f.skip_bad_samples;
+  o.augment_enabled = !f.no_augment;
+  o.seed = session.workload->built().spec.seed;
+  o.classes = session.workload->built().classes;
+  const auto& shape = session.workload->built().sample_shape;
+  if (shape.size() == 3) o.shape = {shape[0], shape[1], shape[2]};
+  else if (shape.size() == 2) o.shape = {1, shape[0], shape[1]};
+  else
+    throw UsageError(fmt::format("--data gives images [C, H, W]; the model's input {} is not one (use --input CxHxW)",
+                                 session.context.input));
+  const bool automatic = f.workers == "auto";
+  o.workers = automatic ? 1 : std::stoi(f.workers);
+  a->feed = std::make_unique<DataFeed>(f.dataset, o, session.device);
+  probe.set_batch_source(a->feed.get());
+  probe.add_observer(a->feed.get());
+  if (!quiet)
+    std::cerr << fmt::format("saturate: data {}: {} samples of {}, {} classes\n", f.dataset->name(), f.dataset->size(),
+                             to_string(f.dataset->shape()), f.dataset->classes());
+  if (automatic) {
+    WorkerTuningOptions t;
+    if (!quiet)
+      t.on_point = [](const WorkerCurvePoint& p) {
+        std::cerr << fmt::format("saturate: --workers auto: {} worker(s): {:.1f} samples/s, data wait {:.1f} % of the step\n",
+                                 p.workers, p.samples_per_s, 100 * p.data_wait_fraction);
+      };
+    const WorkerTuning tuning = tune_workers(probe, *a->feed, tune_batch, t);
+    a->workers_note = "auto: " + tuning.reason;
+    a->feed->add_once("workers_auto", tuning.to_json());
+    if (!quiet) std::cerr << fmt::format("saturate: --workers auto chose {} ({})\n", tuning.workers, tuning.reason);
+  }
+  return a;
+}
+
+std::string data_text(const DataAttachment* data, const Trial& t) {
+  if (!data || !t.extra.contains("data_wait_ms")) return "";
+  const DataFeed& feed = *data->feed;
+  std::string s = fmt::format("data       {}: {} samples, {} classes\n", feed.dataset().name(), feed.dataset().size(),
+                              feed.dataset().classes());
+  s += fmt::format("workers    {}{}, prefetch {}\n", feed.workers(),
+                   data->workers_note.empty() ? "" : " (" + data->workers_note + ")", feed.options().prefetch);
+  s += fmt::format("data wait  {:.2f} ms per step ({:.1f} % of the step)\n", t.extra["data_wait_ms"].get<double>(),
+                   100 * t.extra["data_wait_fraction"].get<double>());
+  const SkipReport skipped = feed.skipped();
+  if (skipped.count > 0 || !skipped.reasons.empty()) {
+    s += fmt::format("skipped    {} bad samples (--skip-bad-samples)\n", skipped.count);
+    for (const auto& r : skipped.reasons) s += "           " + r + "\n";
+  }
+  return s;
+}
+
+std::string data_search_text(const DataAttachment* data, const SearchResult& result) {
+  if (!data) return "";
+  for (const Trial& t : result.trials)
+    if (t.ok() && t.batch == result.throughput_batch) return "\n" + data_text(data, t);
+  return "";
+}
+
+void rethrow_data_error(const DataAttachment* data) {
+  if (data && data->feed->error()) std::rethrow_exception(data->feed->error());
+}
+
+}  // namespace saturate::cli

@@ -1,0 +1,48 @@
+// The input-pipeline flags on probe/search (--data, --workers, --prefetch, --drop-last,
+// --skip-bad-samples, --no-augment) and attaching the loader to a probe.
+#pragma once
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "saturate/data/data_feed.h"
+#include "saturate/probe/probe.h"
+
+namespace saturate::cli {
+
+struct DataFlags {
+  std::string data;  // empty: synthetic batches made on the device (no loader)
+  std::string workers = "auto";
+  int prefetch = 2;
+  bool drop_last = false;
+  bool skip_bad_samples = false;
+  bool no_augment = false;
+  std::shared_ptr<Dataset> dataset;  // opened by with_data_shape
+};
+void add_data_flags(CLI::App& app, DataFlags& f);
+
+/// Opens --data (usage errors before any device work) and returns the workload flags with
+/// --input and --classes taken from the data when they were not given.
+WorkloadFlags with_data_shape(DataFlags& f, const WorkloadFlags& workload);
+
+struct DataAttachment {
+  std::unique_ptr<DataFeed> feed;
+  std::string workers_note;  // "auto: ..." when --workers auto chose
+};
+/// The loader as `probe`'s batch source and observer (nullptr without --data). With
+/// --workers auto, tunes at `tune_batch` first, printing the curve on stderr unless `quiet`.
+std::unique_ptr<DataAttachment> attach_data(DataFlags& f, Probe& probe, const Session& session, int64_t tune_batch,
+                                            bool quiet);
+
+/// Lines for the probe's table ("data ...", "workers ...", "data wait ..."); empty without --data.
+std::string data_text(const DataAttachment* data, const Trial& t);
+
+/// The search's data lines: the loader, the workers, the wait at the throughput batch.
+std::string data_search_text(const DataAttachment* data, const SearchResult& result);
+
+/// A bad sample stops a trial as an error; rethrow it as the DataError it is (exit status 2).
+void rethrow_data_error(const DataAttachment* data);
+
+}  // namespace saturate::cli

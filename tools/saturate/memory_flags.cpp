@@ -1,0 +1,90 @@
+#include "memory_flags.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/memory/plan_runner.h"
+#include "saturate/memory/timeline.h"
+
+namespace saturate::cli {
+
+void add_memory_probe_flags(CLI::App& app, MemoryFlags& f) {
+  app.add_flag("--empty-cache", f.empty_cache,
+               "empty the device's allocator cache before each trial and report its cost (default: only after an "
+               "out-of-memory)");
+  app.add_option("--timeline", f.timeline,
+                 "write the memory timeline of the last step to FILE: FILE.svg a plot, anything else JSON");
+}
+
+void add_memory_plan_flags(CLI::App& app, MemoryFlags& f) {
+  app.add_option("--plan-for", f.plan_for,
+                 "predict the batch for another GPU from a run here: a size (24GiB) or rtx4090, a100-40gb, "
+                 "a100-80gb, h100-80gb, h200");
+  app.add_option("--plan-batches", f.plan_batches, "the two small batches recorded for --plan-for")
+      ->capture_default_str();
+  app.add_option("--plan-allocator", f.plan_allocator,
+                 "allocator of the planned device: cuda-caching (default) | exact (a CPU budget)");
+  app.add_flag("--plan-only", f.plan_only, "with --plan-for: only predict, skip the search here");
+}
+
+std::unique_ptr<MemoryObserver> attach_memory(const MemoryFlags& f, Probe& probe, Session& s) {
+  probe.set_empty_cache_before_trials(f.empty_cache);
+  auto observer = std::make_unique<MemoryObserver>(*s.workload);
+  probe.add_observer(observer.get());
+  return observer;
+}
+
+void write_memory_timeline(const MemoryFlags& f, const MemoryObserver& observer, const Session& s) {
+  if (f.timeline.empty()) return;
+  const Timeline t = build_timeline(observer.last_log());
+  write_timeline(t, f.timeline,
+                 fmt::format("{} batch {} on {}: allocated memory in step {}", s.context.model_name,
+                             observer.last_batch(), s.context.device, t.step));
+}
+
+void check_memory_plan_flags(const MemoryFlags& f) {
+  if (f.plan_for.empty()) {
+    if (f.plan_only) throw UsageError("--plan-only: needs --plan-for (a card such as h100-80gb, or a size such as 24GiB)");
+    return;
+  }
+  (void)parse_plan_target(f.plan_for);
+  if (!f.plan_allocator.empty()) (void)parse_allocator_kind(f.plan_allocator);
+  (void)parse_plan_batches(f.plan_batches);
+}
+
+std::optional<PlanResult> run_memory_plan(const MemoryFlags& f, Session& s, double target_fraction) {
+  check_memory_plan_flags(f);
+  if (f.plan_for.empty()) return std::nullopt;
+  PlanRunOptions o;
+  o.target = parse_plan_target(f.plan_for);
+  o.allocator = f.plan_allocator.empty() ? AllocatorKind::kCudaCaching : parse_allocator_kind(f.plan_allocator);
+  o.target_fraction = target_fraction;
+  std::tie(o.batch_a, o.batch_b) = parse_plan_batches(f.plan_batches);
+  return plan_from_run(*s.workload, *s.meter, o);
+}
+
+}  // namespace saturate::cli
+
+namespace saturate::cli {
+
+int run_plan_only(const MemoryFlags& f, Session& s, double target_fraction, const std::string& json_path) {
+  const PlanResult plan = *run_memory_plan(f, s, target_fraction);
+  nlohmann::json j = context_json(s.context);
+  j["plan"] = plan_json(plan);
+  if (json_path != "-") std::cout << plan_text(plan);
+  if (!json_path.empty()) write_json(j, json_path, std::cout);
+  return 0;
+}
+
+void add_memory_json(nlohmann::json& j, const SearchResult& result, const std::optional<PlanResult>& plan) {
+  if (plan) j["plan"] = plan_json(*plan);
+  for (const Trial& t : result.trials)
+    if (t.batch == result.recommended_batch && t.ok() && t.extra.contains("memory_breakdown")) {
+      j["memory_breakdown"] = t.extra["memory_breakdown"];
+      j["memory_breakdown"]["batch"] = t.batch;
+    }
+}
+
+}  // namespace saturate::cli
