@@ -28,6 +28,9 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
     throw UsageError("--drop-last with batch " + std::to_string(options_.batch_size) + " leaves no batch: rank " +
                      std::to_string(options_.shard.rank) + " has only " + std::to_string(samples_per_epoch_) +
                      " samples of " + dataset_->name());
+  if (options_.first_batch < 0)
+    throw UsageError("first batch " + std::to_string(options_.first_batch) + ": need 0 or more");
+  claimed_ = consumed_ = options_.first_batch;
   for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 

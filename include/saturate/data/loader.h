@@ -48,6 +48,9 @@ struct LoaderOptions {
   bool augment_enabled = true;
   /// Labels must lie in [0, classes); 0: the dataset's class count.
   int64_t classes = 0;
+  /// The stream's first batch: k starts a stream at batch k (epoch k / batches_per_epoch), the
+  /// same batch a stream from 0 would give there. Training resumes with it.
+  int64_t first_batch = 0;
   /// Where batches will be used: CUDA makes the host batches pinned (page-locked) memory.
   torch::Device device = torch::kCPU;
 };
