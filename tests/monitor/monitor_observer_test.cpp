@@ -100,7 +100,7 @@ TEST(MonitorObserverTest, TinyModelAtBatchOneIsLaunchBound) {
 
 TEST(MonitorObserverTest, LargeMatmulsAreComputeBound) {
   Rig rig(512, 3, {1, 32, 32});
-  const Trial t = rig.probe->run(256, {1, 3, 0});
+  const Trial t = rig.probe->run(128, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   EXPECT_EQ(verdict_of(t), "compute-bound") << t.extra.dump(1);
   EXPECT_LT(t.extra["bottleneck"]["evidence"]["launch_fraction"].get<double>(), 0.25);
