@@ -45,5 +45,6 @@ void add_probe_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);
 void add_monitor_command(CLI::App& app, Action& action);
 void add_memory_command(CLI::App& app, Action& action);
+void add_launch_command(CLI::App& app, Action& action);
 
 }  // namespace saturate::cli
