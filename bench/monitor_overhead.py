@@ -16,7 +16,7 @@ import sys
 WORKLOADS = [
     ("mlp w8 batch 1 (launch-bound)", ["--model", "mlp", "--width", "8", "--layers", "1", "--input", "1x4x4", "--batch", "1"]),
     ("mlp w256 batch 64", ["--model", "mlp", "--width", "256", "--batch", "64"]),
-    ("mlp w1024 batch 256 (compute-bound)", ["--model", "mlp", "--width", "1024", "--batch", "256"]),
+    ("mlp w1024 batch 64 (compute-bound)", ["--model", "mlp", "--width", "1024", "--batch", "64"]),
 ]
 
 
