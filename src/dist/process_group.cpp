@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -219,15 +220,21 @@ void DistGroup::barrier() {
 std::string DistGroup::describe_missing_ranks() const {
   const std::string me = host_name();
   std::vector<std::string> gone;
-  bool others_elsewhere = false;
-  for (size_t r = 0; r < peers_.size(); ++r) {
-    if (static_cast<int>(r) == rank()) continue;
-    if (peers_[r].host != me) {
-      others_elsewhere = true;
-      continue;
+  bool others_elsewhere = false, local_peers = false;
+  // the peer's socket closes while it is still exiting: give it a moment to leave /proc
+  for (int attempt = 0; attempt < 30 && gone.empty(); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (size_t r = 0; r < peers_.size(); ++r) {
+      if (static_cast<int>(r) == rank()) continue;
+      if (peers_[r].host != me) {
+        others_elsewhere = true;
+        continue;
+      }
+      local_peers = true;
+      if (process_gone(peers_[r].pid))
+        gone.push_back(fmt::format("rank {} (pid {} on {})", r, peers_[r].pid, peers_[r].host));
     }
-    if (process_gone(peers_[r].pid))
-      gone.push_back(fmt::format("rank {} (pid {} on {})", r, peers_[r].pid, peers_[r].host));
+    if (!local_peers) break;
   }
   if (!gone.empty()) {
     std::string list;
