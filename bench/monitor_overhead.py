@@ -16,7 +16,7 @@ import sys
 WORKLOADS = [
     ("mlp w8 batch 1 (launch-bound)", ["--model", "mlp", "--width", "8", "--layers", "1", "--input", "1x4x4", "--batch", "1"]),
     ("mlp w256 batch 64", ["--model", "mlp", "--width", "256", "--batch", "64"]),
-    ("mlp w1024 batch 256 (compute-bound)", ["--model", "mlp", "--width", "1024", "--batch", "256"]),
+    ("mlp w1024 batch 64 (compute-bound)", ["--model", "mlp", "--width", "1024", "--batch", "64"]),
 ]
 
 
@@ -34,20 +34,27 @@ def main():
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--sample-hz", default="10")
     a = ap.parse_args()
-    print("| workload | step ms without | step ms with | difference | hooks µs/step | hooks % | sampler CPU % |")
+    print("| workload | step ms without | step ms with | paired difference (median, IQR) | hooks µs/step | hooks % of step | sampler CPU % of trial |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, args in WORKLOADS:
-        off, on, hooks, sampler = [], [], [], []
-        for _ in range(a.rounds):
-            off.append(probe(a.binary, args, a.steps, ["--no-monitor"])["step_time_ms"])
-            j = probe(a.binary, args, a.steps, ["--sample-hz", a.sample_hz])
-            on.append(j["step_time_ms"])
-            hooks.append(j["monitor_overhead"]["hooks_us_per_step"])
-            sampler.append(j["monitor_overhead"]["sampler_cpu_share"])
+        off, on, diffs, hooks, sampler = [], [], [], [], []
+        for r in range(a.rounds):
+            # ABBA order: a drift in the machine's load hits both sides alike
+            first_off = r % 2 == 0
+            runs = {}
+            for side in (["off", "on"] if first_off else ["on", "off"]):
+                extra = ["--no-monitor"] if side == "off" else ["--sample-hz", a.sample_hz]
+                runs[side] = probe(a.binary, args, a.steps, extra)
+            off.append(runs["off"]["step_time_ms"])
+            on.append(runs["on"]["step_time_ms"])
+            diffs.append(100 * (on[-1] - off[-1]) / off[-1])
+            hooks.append(runs["on"]["monitor_overhead"]["hooks_us_per_step"])
+            sampler.append(runs["on"]["monitor_overhead"]["sampler_cpu_share"])
         m_off, m_on = statistics.median(off), statistics.median(on)
+        q = statistics.quantiles(diffs, n=4) if len(diffs) >= 2 else [diffs[0]] * 3
         h = statistics.median(hooks)
-        print(f"| {name} | {m_off:.3f} | {m_on:.3f} | {100 * (m_on - m_off) / m_off:+.2f} % | {h:.2f} "
-              f"| {100 * h / 1000 / m_on:.3f} % | {100 * statistics.median(sampler):.3f} % |")
+        print(f"| {name} | {m_off:.3f} | {m_on:.3f} | {statistics.median(diffs):+.2f} % ({q[0]:+.1f} .. {q[2]:+.1f}) "
+              f"| {h:.2f} | {100 * h / 1000 / m_on:.3f} % | {100 * statistics.median(sampler):.3f} % |")
         sys.stdout.flush()
 
 

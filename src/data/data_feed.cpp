@@ -174,7 +174,12 @@ WorkerTuning tune_workers(TrialRunner& runner, DataFeed& feed, int64_t batch, co
       throw RuntimeFailure(fmt::format("--workers auto: the trial at batch {} with {} worker(s) failed ({}: {})", batch,
                                        w, to_string(t.status), t.error));
     }
-    return WorkerCurvePoint{w, t.samples_per_s, t.step_time_ms, feed.last().data_wait_fraction};
+    // the mean step, not the probe's median: with several workers, batches arrive in bursts
+    // (waits alternate with none), and a median picks one side.
+    const DataTrialStats& d = feed.last();
+    const double step_ms = d.step_ms > 0 ? d.step_ms : t.step_time_ms;
+    return WorkerCurvePoint{w, step_ms > 0 ? 1000.0 * static_cast<double>(batch) / step_ms : 0, step_ms,
+                            d.data_wait_fraction};
   };
   WorkerTuning result = choose_workers(measure, o);
   feed.set_workers(result.workers);

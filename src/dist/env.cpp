@@ -168,6 +168,7 @@ DistEnv read_dist_env(const EnvLookup& env) {
           "export MASTER_PORT, or {}",
           e.world_size, kLaunchHint));
     read_master(r, e, false);
+    e.agent_store = r.raw("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
     return e;
   }
   if (r.has("OMPI_COMM_WORLD_RANK") || r.has("OMPI_COMM_WORLD_SIZE")) {

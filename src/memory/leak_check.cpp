@@ -2,11 +2,25 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
 #include <torch/cuda.h>
 
 #include "saturate/core/oom.h"
+#include "saturate/core/units.h"
 
 namespace saturate {
+
+LeakWatch::LeakWatch(MemoryMeter& meter, LeakOptions options) : meter_(meter), detector_(options) {}
+
+std::string LeakWatch::after_step(int64_t step) {
+  detector_.observe(step, meter_.stats().allocated_bytes);
+  if (!detector_.warn_once()) return "";
+  const LeakReport r = detector_.report();
+  return fmt::format("memory grows by {} per step since step {} ({} -> {}): something keeps tensors alive across "
+                     "steps (a kept loss with its graph, a list of outputs); see docs/memory.md",
+                     format_bytes(static_cast<int64_t>(r.bytes_per_step)), r.first_step, format_bytes(r.warm_bytes),
+                     format_bytes(r.last_bytes));
+}
 
 LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const LeakCheckOptions& o) {
   const auto start = std::chrono::steady_clock::now();

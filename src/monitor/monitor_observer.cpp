@@ -17,6 +17,13 @@ bool is_compute(Phase p) { return p == Phase::kForward || p == Phase::kBackward 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
+/// The verdict's statistic: a step preempted by other load on the machine moves a mean, not this.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
@@ -163,16 +170,16 @@ void MonitorObserver::trial_end(Trial& trial) {
   if (trial.ok() && !step_ms_.empty()) {
     StepProfile p;
     p.on_gpu = options_.cuda;
-    p.step_ms = mean(step_ms_);
-    p.data_wait_ms = mean(phase_ms_[static_cast<size_t>(Phase::kDataWait)]);
-    p.h2d_ms = mean(phase_ms_[static_cast<size_t>(Phase::kHostToDevice)]);
-    p.forward_ms = mean(phase_ms_[static_cast<size_t>(Phase::kForward)]);
-    p.backward_ms = mean(phase_ms_[static_cast<size_t>(Phase::kBackward)]);
-    p.optimizer_ms = mean(phase_ms_[static_cast<size_t>(Phase::kOptimizer)]);
-    p.allreduce_ms = mean(phase_ms_[static_cast<size_t>(Phase::kAllreduce)]);
+    p.step_ms = median(step_ms_);
+    p.data_wait_ms = median(phase_ms_[static_cast<size_t>(Phase::kDataWait)]);
+    p.h2d_ms = median(phase_ms_[static_cast<size_t>(Phase::kHostToDevice)]);
+    p.forward_ms = median(phase_ms_[static_cast<size_t>(Phase::kForward)]);
+    p.backward_ms = median(phase_ms_[static_cast<size_t>(Phase::kBackward)]);
+    p.optimizer_ms = median(phase_ms_[static_cast<size_t>(Phase::kOptimizer)]);
+    p.allreduce_ms = median(phase_ms_[static_cast<size_t>(Phase::kAllreduce)]);
     if (options_.measure_launch) {
       if (options_.cuda) {
-        const double device = mean(compute_ms_), host = mean(host_issue_ms_);
+        const double device = median(compute_ms_), host = median(host_issue_ms_);
         if (device > 0) p.launch_fraction = host / device;
         p.launch_evidence = {{"method", "host issue time / device time of the compute phases"},
                              {"host_issue_ms", r3(host)},

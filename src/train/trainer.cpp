@@ -55,10 +55,13 @@ Trainer::StepOutcome Trainer::global_step(const Batch& batch, torch::optim::Opti
     const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
     const torch::Tensor y = batch.targets.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
     // each micro-batch's mean loss weighted by its share: the sum is the global batch's mean.
+    const bool last = start + n >= global;
+    if (opt_.sync) opt_.sync->before_forward(last);
     torch::Tensor loss = workload_.loss(forward(x), y);
     if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
     loss = loss * (static_cast<double>(n) / static_cast<double>(global));
-    scaler.scale(loss).backward();
+    if (opt_.sync) opt_.sync->backward(scaler.scale(loss), last);
+    else scaler.scale(loss).backward();
     total += loss.detach().to(torch::kDouble);
   }
   if (opt_.clip_grad_norm > 0) {
@@ -198,6 +201,7 @@ TrainResult Trainer::run() {
     step = load_checkpoint(*optimizer, scaler, result);
     result.resumed_from = step;
   }
+  if (opt_.sync) opt_.sync->begin_run();
   const auto started = clock::now();
   int64_t samples_this_run = 0;
   int64_t global = 0;

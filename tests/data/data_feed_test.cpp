@@ -76,7 +76,8 @@ class SleepingProbe final : public TrialRunner {
     }
     std::sort(ms.begin(), ms.end());
     t.status = TrialStatus::kOk;
-    t.step_time_ms = ms[ms.size() / 2];
+    const size_t n = ms.size();
+    t.step_time_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     t.samples_per_s = 1000.0 * static_cast<double>(batch) / t.step_time_ms;
     feed_.trial_end(t);
     return t;

@@ -46,6 +46,14 @@ TEST(DistEnvTest, TorchrunVariablesAreReadAsTorchrunSetsThem) {
             std::string::npos);
 }
 
+TEST(DistEnvTest, TorchrunsAgentStoreIsUsedWhenItSaysSo) {
+  auto vars = std::map<std::string, std::string>{
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}};
+  EXPECT_FALSE(read_dist_env(env_of(vars)).agent_store);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  EXPECT_TRUE(read_dist_env(env_of(vars)).agent_store);
+}
+
 TEST(DistEnvTest, TorchrunWithoutLocalVariablesTreatsTheJobAsOneNode) {
   const DistEnv e = read_dist_env(
       env_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}}));

@@ -103,3 +103,22 @@ TEST(LeakCheckTest, GptDoesNotLeakOver50Steps) {
   s.vocab = 64;
   expect_no_leak_over_50_steps(s);
 }
+
+TEST(LeakCheckTest, LeakWatchWarnsOnceWhenAKeptTensorGrowsEachStep) {
+  auto meter = make_memory_meter(torch::kCPU);
+  LeakWatch watch(*meter);
+  std::vector<torch::Tensor> kept;
+  int warnings = 0;
+  std::string text;
+  for (int step = 0; step < 12; ++step) {
+    kept.push_back(torch::zeros({16384}, torch::kFloat));  // 64 KiB a step
+    const std::string w = watch.after_step(step);
+    if (!w.empty()) {
+      ++warnings;
+      text = w;
+    }
+  }
+  EXPECT_EQ(warnings, 1);
+  EXPECT_NE(text.find("64.0 KiB per step"), std::string::npos) << text;
+  EXPECT_NEAR(watch.report().bytes_per_step, 65536, 1);
+}

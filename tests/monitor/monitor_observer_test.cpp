@@ -81,12 +81,14 @@ TEST(MonitorObserverTest, TrialJsonHasPhasesUtilizationBottleneckAndOverhead) {
 
 TEST(MonitorObserverTest, SlowBatchSourceIsDataBound) {
   Rig rig(16, 1, {1, 8, 8});
-  SlowSource source(*rig.workload, std::chrono::milliseconds(40));
+  SlowSource source(*rig.workload, std::chrono::milliseconds(60));
   rig.probe->set_batch_source(&source);
-  const Trial t = rig.probe->run(8, {1, 3, 0});
+  // five timed steps: the verdict takes medians, so a step or two preempted by other load on
+  // a small shared machine cannot turn it
+  const Trial t = rig.probe->run(8, {1, 5, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   EXPECT_EQ(verdict_of(t), "data-bound") << t.extra.dump(1);
-  EXPECT_GE(t.extra["phases_ms"]["data_wait"].get<double>(), 35);
+  EXPECT_GE(t.extra["phases_ms"]["data_wait"].get<double>(), 55);
 }
 
 TEST(MonitorObserverTest, TinyModelAtBatchOneIsLaunchBound) {
@@ -98,7 +100,7 @@ TEST(MonitorObserverTest, TinyModelAtBatchOneIsLaunchBound) {
 
 TEST(MonitorObserverTest, LargeMatmulsAreComputeBound) {
   Rig rig(512, 3, {1, 32, 32});
-  const Trial t = rig.probe->run(256, {1, 2, 0});
+  const Trial t = rig.probe->run(128, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   EXPECT_EQ(verdict_of(t), "compute-bound") << t.extra.dump(1);
   EXPECT_LT(t.extra["bottleneck"]["evidence"]["launch_fraction"].get<double>(), 0.25);

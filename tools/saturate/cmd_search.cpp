@@ -7,6 +7,7 @@
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "data_flags.h"
+#include "dist_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/probe/probe.h"
@@ -47,6 +48,8 @@ void add_search_command(CLI::App& app, Action& action) {
   add_monitor_flags(*cmd, *mflags);
   auto dflags = std::make_shared<DataFlags>();
   add_data_flags(*cmd, *dflags);
+  auto distflags = std::make_shared<DistFlags>();
+  add_dist_flags(*cmd, *distflags, /*search=*/true);
   cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
       ->capture_default_str();
   cmd->add_option("--target-memory", sf->target_memory,
@@ -71,11 +74,12 @@ void add_search_command(CLI::App& app, Action& action) {
       if (sf->max_batch < 0) throw UsageError(fmt::format("--max-batch: {} is negative; use 0 for no cap", sf->max_batch));
       opt.start_batch = sf->start_batch;
       opt.measure_steps = sf->steps;
-      if (!sf->quiet) opt.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
+      const DistEnv denv = prepare_dist(*distflags, *flags);  // one rank of several: rank 0 reports
+      if (!sf->quiet && denv.rank == 0) opt.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
       check_memory_plan_flags(*memflags);
       auto session = open_session(with_data_shape(*dflags, *flags));
       if (memflags->plan_only) return run_plan_only(*memflags, *session, sf->target_memory, flags->json);
-      if (!sf->quiet)
+      if (!sf->quiet && denv.rank == 0)
         std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
                                  session->context.device_info, format_bytes(session->context.budget_bytes),
                                  to_string(opt.strategy));
@@ -86,16 +90,22 @@ void add_search_command(CLI::App& app, Action& action) {
       auto data = attach_data(*dflags, probe, *session, sf->max_batch > 0 ? std::min<int64_t>(32, sf->max_batch) : 32,
                               sf->quiet);
       auto monitor = attach_monitor(*mflags, probe, session->device);
-      const SearchResult result = search_batch_size(probe, opt);
+      auto dist = open_dist(*distflags, denv, session->device);  // nullptr for one process
+      const DistSearchResult dres = run_dist_search(probe, opt, dist.get(), distflags->rank_max_exact);
+      const SearchResult& result = dres.result;
+      if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
       if (monitor) monitor->finish();
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       nlohmann::json j = search_json(session->context, result);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
+      if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
+      if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {
         print_search(std::cout, session->context, result);
+        if (dist) std::cout << rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
         if (plan) std::cout << plan_text(*plan);
         std::cout << data_search_text(data.get(), result);
         if (!flags->json.empty()) write_json(j, flags->json, std::cout);

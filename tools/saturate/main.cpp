@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   saturate::cli::add_train_command(app, action);
   saturate::cli::add_monitor_command(app, action);
   saturate::cli::add_memory_command(app, action);
+  saturate::cli::add_launch_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

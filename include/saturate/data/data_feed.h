@@ -96,7 +96,7 @@ struct WorkerTuningOptions {
   double wait_fraction = 0.02;    ///< stop when the step waits less than this
   double min_gain = 0.03;         ///< a worker must add this much samples/s to count as helping
   int warmup_steps = 2;
-  int measure_steps = 4;
+  int measure_steps = 6;
   /// Called after each count is measured (progress); may be empty.
   std::function<void(const WorkerCurvePoint&)> on_point;
 };

@@ -33,6 +33,9 @@ struct DistEnv {
   /// Rendezvous host (the TCPStore's); "127.0.0.1" unless the environment names another.
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  /// torchrun's agent already hosts the TCPStore on MASTER_ADDR:MASTER_PORT
+  /// (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 connects to it instead of serving one.
+  bool agent_store = false;
   /// More than one process: a process group is needed.
   bool distributed() const { return world_size > 1; }
   /// "rank 1/4 (local 1/2, node 0) via torchrun, rendezvous 127.0.0.1:29500".

@@ -28,6 +28,20 @@ struct LeakCheckResult {
   double seconds = 0;
 };
 
+/// For a training loop (saturate train's TrainOptions::on_step): after each step, the meter's
+/// allocated bytes go to a LeakDetector; the first time a leak is seen, a one-line warning comes
+/// back (once per run), else an empty string.
+class LeakWatch {
+ public:
+  explicit LeakWatch(MemoryMeter& meter, LeakOptions options = {});
+  std::string after_step(int64_t step);
+  LeakReport report() const { return detector_.report(); }
+
+ private:
+  MemoryMeter& meter_;
+  LeakDetector detector_;
+};
+
 /// Runs the steps; an out-of-memory ends the run early and is reported, not thrown. Everything
 /// the run made is released before it returns.
 LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const LeakCheckOptions& options);

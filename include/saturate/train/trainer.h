@@ -57,6 +57,18 @@ class TensorTrainData final : public TrainData {
   std::string name_;
 };
 
+/// Data parallelism's hook points in a step (dist/ddp_sync.h implements them with DDP).
+class StepSync {
+ public:
+  virtual ~StepSync() = default;
+  /// After the model and optimizer exist (and a resume loaded): make every rank's model equal.
+  virtual void begin_run() {}
+  /// Before a micro-batch's forward; `last`: the last micro-batch of the optimizer step.
+  virtual void before_forward(bool last) {}
+  /// Runs `loss.backward()`; only the last micro-batch's backward communicates (no_sync before).
+  virtual void backward(const torch::Tensor& loss, bool last) = 0;
+};
+
 struct TrainOptions {
   int64_t micro_batch = 32;      ///< samples per forward/backward
   int64_t accumulation = 1;      ///< micro-batches per optimizer step
@@ -70,6 +82,8 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  ///< steps; 0: only at epoch ends
   bool resume = false;           ///< continue from checkpoint_dir
   bool oom_backoff = true;
+  /// Data parallelism (not owned; nullptr: one process). The data gives this rank's share.
+  StepSync* sync = nullptr;
   /// Called after every optimizer step (progress, leak checks); may be empty.
   std::function<void(int64_t step, double loss, double lr)> on_step;
   /// Called after each evaluation.
