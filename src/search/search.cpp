@@ -158,7 +158,7 @@ class SearchRun {
       } else {
         const double used = std::max<double>(1.0, static_cast<double>(last.peak_reserved_bytes - last.baseline_bytes));
         const double room = static_cast<double>(budget - last.baseline_bytes);
-        next = static_cast<int64_t>(static_cast<double>(last.batch) * std::max(16.0, 0.5 * room / used));
+        next = static_cast<int64_t>(static_cast<double>(last.batch) * std::max(8.0, 0.5 * room / used));
       }
       if (opt_.max_batch) next = std::min(next, opt_.max_batch);
       if (next <= br.lo + br.lo / 4) break;  // too close to be worth a probe: narrow from here
