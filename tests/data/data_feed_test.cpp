@@ -155,9 +155,11 @@ TEST(DataFeedTest, BadSampleFailsTheTrialAndIsKeptForTheCommandLine) {
 
 TEST(DataFeedTest, AutoWorkersAddWorkersWhileTheStepWaits) {
   auto ds = std::make_shared<StubDataset>(400);
-  ds->on_get = [](int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  // sleeps, not arithmetic: extra workers help even when the cores are busy (less flaky on a
+  // loaded machine than decoding would be)
+  ds->on_get = [](int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
   DataFeed feed(ds, stub_options(1), torch::kCPU);
-  SleepingProbe probe(feed, 2.0);
+  SleepingProbe probe(feed, 5.0);
   WorkerTuningOptions o;
   o.max_workers = 3;
   o.min_gain = 0.1;

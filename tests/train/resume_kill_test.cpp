@@ -2,6 +2,7 @@
 // checkpoint on disk is always a complete earlier one, and the resumed loss curve is identical
 // to the uninterrupted one.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,7 +19,7 @@
 namespace {
 
 const char* const kTrainArgs[] = {"train", "--model", "mlp", "--width", "128", "--data", "fashion-mnist",
-                                   "--device", "cpu", "--steps", "40", "--batch", "64", "--workers", "1",
+                                   "--device", "cpu", "--steps", "120", "--batch", "64", "--workers", "1",
                                    "--seed", "5", "--optimizer", "adam", "-q"};
 
 std::vector<std::string> train_args(const std::vector<std::string>& extra) {
@@ -60,7 +61,7 @@ TEST(ResumeKillTest, KilledRunsResumeFromACompleteCheckpointWithAnIdenticalLossC
   const std::string dir = saturate::testing::temp_dir("kill");
   ASSERT_EQ(wait_exit(spawn(train_args({"--json", dir + "/whole.json"}))), 0);
   const std::vector<double> whole = losses_of(dir + "/whole.json");
-  ASSERT_EQ(whole.size(), 40u);
+  ASSERT_EQ(whole.size(), 120u);
 
   const std::string ckpt = dir + "/ckpt";
   std::mt19937 rng(42);
@@ -70,7 +71,16 @@ TEST(ResumeKillTest, KilledRunsResumeFromACompleteCheckpointWithAnIdenticalLossC
     if (std::ifstream(saturate::checkpoint_path(ckpt)).good()) extra.insert(extra.end(), {"--resume", ckpt});
     else extra.insert(extra.end(), {"--checkpoint-dir", ckpt});
     const pid_t pid = spawn(train_args(extra));
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(400, 1600)(rng)));
+    // wait until this run has written a checkpoint of its own (start-up takes seconds on a
+    // loaded machine), then kill it a random moment later: sometimes mid-write.
+    const auto path = saturate::checkpoint_path(ckpt);
+    const auto written = [&] {
+      struct stat st {};
+      return ::stat(path.c_str(), &st) == 0 ? st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : 0LL;
+    };
+    const long long before = written();
+    for (int i = 0; i < 1200 && written() == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 300)(rng)));
     kill(pid, SIGKILL);
     const int status = wait_exit(pid);
     if (status == 128 + SIGKILL) ++kills;
