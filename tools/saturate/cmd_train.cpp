@@ -8,6 +8,7 @@
 #include "data_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
+#include "saturate/memory/leak_check.h"
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
 #include "saturate/train/loader_data.h"
@@ -39,7 +40,8 @@ struct TrainFlags {
   bool quiet = false;
 };
 
-nlohmann::json summary_json(const Session& s, const DataFlags& data, const TrainFlags& f, const TrainResult& r) {
+nlohmann::json summary_json(const Session& s, const DataFlags& data, const TrainFlags& f, const TrainResult& r,
+                            const LeakReport& leak) {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
@@ -61,6 +63,8 @@ nlohmann::json summary_json(const Session& s, const DataFlags& data, const Train
             {"skipped_steps", r.skipped_steps},
             {"checkpoints_written", r.checkpoints_written},
             {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
+            {"leak", {{"detected", leak.detected}, {"bytes_per_step", leak.bytes_per_step},
+                      {"first_step", leak.first_step}}},
             {"losses", r.losses}});
   return j;
 }
@@ -224,10 +228,18 @@ void add_train_command(CLI::App& app, Action& action) {
                                    step, old_micro, new_micro);
         };
       }
+      // memory after every step must stay flat once warm (seed M2): warn once if it grows.
+      LeakWatch leak_watch(*session->meter);
+      const auto progress = o.on_step;
+      o.on_step = [&leak_watch, progress](int64_t step, double loss, double lr_now) {
+        if (progress) progress(step, loss, lr_now);
+        const std::string warning = leak_watch.after_step(step);
+        if (!warning.empty()) std::cerr << "saturate: warning: " << warning << "\n";
+      };
       Trainer trainer(workload, *session->meter, train_data, eval.get(), o);
       const TrainResult r = trainer.run();
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
-      const nlohmann::json j = summary_json(*session, *data, *tf, r);
+      const nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report());
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {
