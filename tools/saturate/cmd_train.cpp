@@ -144,10 +144,6 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!data->dataset) throw UsageError("--data: training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR)");
       auto session = open_session(wf);
       Workload& workload = *session->workload;
-      if (workload.built().input_kind == InputKind::kTokens)
-        throw UsageError(fmt::format("--model {}: takes token ids, but --data {} holds images; train an image model "
-                                     "(mlp, convnet, resnet18, resnet50)",
-                                     wf.model, data->data));
       if (auto_batch) {
         Probe probe(workload, *session->meter);
         auto attached = attach_data(*data, probe, *session, 32, tf->quiet);
