@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <torch/nn/utils/clip_grad.h>
@@ -13,8 +14,15 @@
 #include "saturate/core/units.h"
 #include "saturate/train/checkpoint_file.h"
 #include "saturate/train/grad_scaler.h"
+#include "saturate/train/rng_state.h"
 
 namespace saturate {
+namespace {
+/// Another rank ran out of memory in this step (StepSync::agree): back off with it.
+struct PeerOutOfMemory final : std::runtime_error {
+  PeerOutOfMemory() : std::runtime_error("another rank ran out of memory") {}
+};
+}  // namespace
 
 TensorTrainData::TensorTrainData(torch::Tensor inputs, torch::Tensor targets, int64_t global_batch, std::string name)
     : inputs_(std::move(inputs)), targets_(std::move(targets)), global_batch_(global_batch), name_(std::move(name)) {
@@ -48,22 +56,43 @@ torch::Tensor Trainer::forward(const torch::Tensor& inputs) {
 
 Trainer::StepOutcome Trainer::global_step(const Batch& batch, torch::optim::Optimizer& optimizer, GradScaler& scaler) {
   const int64_t global = batch.inputs.size(0);
+  PhaseObserver* const obs = opt_.observer;
   optimizer.zero_grad(/*set_to_none=*/true);
   torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(workload_.device()));
   for (int64_t start = 0; start < global; start += micro_) {
     const int64_t n = std::min(micro_, global - start);
+    if (obs) obs->phase_begin(Phase::kHostToDevice);
     const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
     const torch::Tensor y = batch.targets.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
+    if (obs) obs->phase_end(Phase::kHostToDevice);
     // each micro-batch's mean loss weighted by its share: the sum is the global batch's mean.
     const bool last = start + n >= global;
     if (opt_.sync) opt_.sync->before_forward(last);
+    if (obs) obs->phase_begin(Phase::kForward);
     torch::Tensor loss = workload_.loss(forward(x), y);
     if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
     loss = loss * (static_cast<double>(n) / static_cast<double>(global));
+    if (obs) obs->phase_end(Phase::kForward);
+    total += loss.detach().to(torch::kDouble);
+    if (opt_.sync && last) {
+      // every rank got this far without running out of memory (else all back off together);
+      // the step's loss becomes the mean over the ranks, the loss of the whole global batch
+      double mean = total.item<double>();
+      if (opt_.sync->agree(false, mean)) throw PeerOutOfMemory();
+      step_agreed_ = true;
+      total.fill_(mean);
+    }
+    if (obs) obs->phase_begin(Phase::kBackward);
     if (opt_.sync) opt_.sync->backward(scaler.scale(loss), last);
     else scaler.scale(loss).backward();
-    total += loss.detach().to(torch::kDouble);
+    if (obs) obs->phase_end(Phase::kBackward);
+    // the all-reduce the backward waited for after computing the gradients is its own phase
+    if (obs && opt_.sync) {
+      const double exposed_ms = opt_.sync->exposed_allreduce_ms();
+      if (exposed_ms > 0) obs->phase_moved(Phase::kAllreduce, Phase::kBackward, exposed_ms);
+    }
   }
+  if (obs) obs->phase_begin(Phase::kOptimizer);
   if (opt_.clip_grad_norm > 0) {
     scaler.unscale(optimizer);
     std::vector<torch::Tensor> params;
@@ -73,6 +102,8 @@ Trainer::StepOutcome Trainer::global_step(const Batch& batch, torch::optim::Opti
   }
   const bool stepped = scaler.step(optimizer);
   scaler.update();
+  if (obs) obs->phase_end(Phase::kOptimizer);
+  // item() waits for the step's device work: the observer's step_end follows it, no extra sync
   return {total.item<double>(), stepped};
 }
 
@@ -116,6 +147,7 @@ void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optim
   archive.write("steps_done", torch::tensor(steps_done));
   archive.write("micro_batch", torch::tensor(micro_));
   archive.write("accumulation", torch::tensor(accumulation_));
+  archive.write("world_size", torch::tensor(static_cast<int64_t>(opt_.sync ? opt_.sync->world_size() : 1)));
   archive.write("checkpoints_written", torch::tensor(result.checkpoints_written + 1));
   archive.write("skipped_steps", torch::tensor(result.skipped_steps));
   archive.write("losses", torch::tensor(result.losses, torch::kDouble));
@@ -129,7 +161,10 @@ void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optim
   const auto scaler_state = scaler.state();
   archive.write("scaler.scale", scaler_state[0]);
   archive.write("scaler.growth", scaler_state[1]);
-  archive.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  // the CPU generator, and each CUDA device's when training on CUDA (dropout draws from them)
+  const RngStates rng = capture_rng_states(workload_.device());
+  archive.write("rng.cpu", rng.cpu);
+  for (size_t i = 0; i < rng.cuda.size(); ++i) archive.write(fmt::format("rng.cuda.{}", i), rng.cuda[i]);
   std::ostringstream out;
   archive.save_to(out);
   write_checkpoint_file(opt_.checkpoint_dir, out.str());
@@ -152,6 +187,15 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
                                  "resume with the same --model and flags, or use another --checkpoint-dir",
                                  opt_.checkpoint_dir));
   const auto read_int = [&](const char* key) { return read(key).item<int64_t>(); };
+  torch::Tensor saved_world;
+  const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
+  const int64_t written_world = archive.try_read("world_size", saved_world) ? saved_world.item<int64_t>() : 1;
+  if (written_world != world)
+    throw UsageError(fmt::format("--resume {}: the checkpoint was written by a run of {} rank(s) and this run has {}; "
+                                 "resume with the same world size ({}), or start a new --checkpoint-dir",
+                                 opt_.checkpoint_dir, written_world, world,
+                                 written_world == 1 ? std::string("one process, without saturate launch")
+                                                    : fmt::format("saturate launch --nproc-per-node {}", written_world)));
   const int64_t steps_done = read_int("steps_done");
   micro_ = read_int("micro_batch");
   accumulation_ = read_int("accumulation");
@@ -173,13 +217,18 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
   torch::serialize::InputArchive opt_archive;
   archive.read("optimizer", opt_archive);
   optimizer.load(opt_archive);
-  torch::Tensor scale, growth, rng;
+  torch::Tensor scale, growth;
   archive.read("scaler.scale", scale);
   archive.read("scaler.growth", growth);
   scaler.load_state({scale, growth});
-  archive.read("rng.cpu", rng);
-  at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global generator
-  gen.set_state(rng);
+  RngStates rng;
+  rng.cpu = read("rng.cpu");
+  for (size_t i = 0;; ++i) {  // CUDA states: only in checkpoints written by CUDA runs
+    torch::Tensor state;
+    if (!archive.try_read(fmt::format("rng.cuda.{}", i), state)) break;
+    rng.cuda.push_back(state);
+  }
+  restore_rng_states(rng);
   return steps_done;
 }
 
@@ -205,32 +254,60 @@ TrainResult Trainer::run() {
   const auto started = clock::now();
   int64_t samples_this_run = 0;
   int64_t global = 0;
+  const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
+  PhaseObserver* const obs = opt_.observer;
+  const int64_t first_step = step;
   for (; step < total_steps; ++step) {
+    // the run's first step warms up (allocator, caches, loader start): not measured
+    bool measured = step > first_step;
+    if (obs) {
+      obs->step_begin(static_cast<int>(step), measured);
+      obs->phase_begin(Phase::kDataWait);
+    }
     const Batch batch = data_.batch_for_step(step);
-    global = batch.inputs.size(0);
+    if (obs) obs->phase_end(Phase::kDataWait);
+    global = batch.inputs.size(0) * world;  // this rank's share times the ranks
     const double lr = opt_.schedule.lr_at(step);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     StepOutcome outcome;
     while (true) {
+      step_agreed_ = false;
       try {
         outcome = global_step(batch, *optimizer, scaler);
         break;
       } catch (const std::exception& e) {
-        if (!is_out_of_memory(e) || !opt_.oom_backoff) throw;
+        const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
+        if (!peer_oom && (!is_out_of_memory(e) || !opt_.oom_backoff)) throw;
+        if (opt_.sync && !peer_oom) {
+          // the backward that all-reduces had begun: the other ranks are inside the collective
+          if (step_agreed_)
+            throw RuntimeFailure(fmt::format("out of memory at step {} in the backward pass that all-reduces the "
+                                             "gradients (micro-batch {}); the ranks can only back off together "
+                                             "before it: rerun with --batch {} or more memory",
+                                             step, micro_, std::max<int64_t>(1, micro_ / 2)));
+          double unused = 0;
+          (void)opt_.sync->agree(true, unused);  // the other ranks back off with this one
+        }
         // the step's graph and activations died with the exception; drop its gradients too.
         optimizer->zero_grad(/*set_to_none=*/true);
         meter_.release_cache();
         if (micro_ == 1)
-          throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1; raise "
+          throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; raise "
                                            "--memory-budget or use --checkpointing blocks / --precision bf16",
-                                           step));
+                                           step, peer_oom ? " (on another rank)" : ""));
         const int64_t old_micro = micro_;
         micro_ = (micro_ + 1) / 2;
         accumulation_ *= 2;
         result.oom_backoffs.push_back({step, old_micro, micro_});
         if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
+        if (obs) {  // the failed attempt ends here; the redo is timed as a warm-up step
+          obs->step_end(static_cast<int>(step), false);
+          measured = false;
+          obs->step_begin(static_cast<int>(step), false);
+        }
       }
     }
+    if (obs) obs->step_end(static_cast<int>(step), measured);
     const double loss = outcome.loss;
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
     if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
@@ -249,13 +326,13 @@ TrainResult Trainer::run() {
     }
     const bool periodic = opt_.checkpoint_every > 0 && (step + 1) % opt_.checkpoint_every == 0;
     if (!opt_.checkpoint_dir.empty() && (periodic || epoch_end || step + 1 == total_steps)) {
-      save_checkpoint(step + 1, *optimizer, scaler, result);
+      if (opt_.write_checkpoints) save_checkpoint(step + 1, *optimizer, scaler, result);
       ++result.checkpoints_written;
     }
   }
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   result.steps = step;
-  if (global == 0) global = micro_ * accumulation_;
+  if (global == 0) global = micro_ * accumulation_ * world;
   result.global_batch = global;
   result.samples_seen = step * global;
   result.epochs = static_cast<double>(step) / static_cast<double>(per_epoch);

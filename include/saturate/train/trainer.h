@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "saturate/core/memory_meter.h"
+#include "saturate/probe/phase_observer.h"
 #include "saturate/probe/workload.h"
 #include "saturate/train/activation_checkpoint.h"
 #include "saturate/train/lr_schedule.h"
@@ -67,6 +68,17 @@ class StepSync {
   virtual void before_forward(bool last) {}
   /// Runs `loss.backward()`; only the last micro-batch's backward communicates (no_sync before).
   virtual void backward(const torch::Tensor& loss, bool last) = 0;
+  /// Of the last backward(), the milliseconds spent waiting for communication after the
+  /// gradients were computed (the all-reduce not hidden behind the backward; 0 when it did
+  /// not communicate). The monitor moves it from the backward phase to the allreduce phase.
+  virtual double exposed_allreduce_ms() { return 0; }
+  /// Number of ranks (the global batch is this rank's batch times it).
+  virtual int world_size() const { return 1; }
+  /// Once per attempt of a step, before the backward that communicates (or, after an OOM, from
+  /// the back-off): `oom` says this rank ran out of memory in the step; `loss` is this rank's
+  /// step loss, replaced by the mean over the ranks. Returns true when any rank ran out of
+  /// memory: every rank then halves its micro-batch and redoes the step, none hangs.
+  virtual bool agree(bool oom, double& loss) { return oom; }
 };
 
 struct TrainOptions {
@@ -82,8 +94,14 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  ///< steps; 0: only at epoch ends
   bool resume = false;           ///< continue from checkpoint_dir
   bool oom_backoff = true;
+  /// false on ranks other than 0: they read checkpoints (resume) but never write them.
+  bool write_checkpoints = true;
   /// Data parallelism (not owned; nullptr: one process). The data gives this rank's share.
   StepSync* sync = nullptr;
+  /// Told when each step and its phases (data_wait, h2d, forward, backward, optimizer,
+  /// allreduce) begin and end (not owned; nullptr: none). The first step of a run and a step
+  /// redone after an OOM are reported as not measured (warm-up).
+  PhaseObserver* observer = nullptr;
   /// Called after every optimizer step (progress, leak checks); may be empty.
   std::function<void(int64_t step, double loss, double lr)> on_step;
   /// Called after each evaluation.
@@ -143,6 +161,7 @@ class Trainer {
   TrainOptions opt_;
   int64_t micro_;
   int64_t accumulation_;
+  bool step_agreed_ = false;  ///< data-parallel: this step attempt passed StepSync::agree
 };
 
 /// Writes a trained model: TorchScript models with save(), built-in ones as a torch::save archive.
