@@ -9,24 +9,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/probe/phase_observer.h"
 #include "saturate/probe/workload.h"
 #include "saturate/search/trial.h"
 
 namespace saturate {
 
-enum class Phase { kDataWait, kHostToDevice, kForward, kBackward, kOptimizer, kAllreduce };
-/// "data_wait", "h2d", "forward", "backward", "optimizer", "allreduce" (the JSON names).
-std::string to_string(Phase p);
-
-class ProbeObserver {
+/// The step and phase hooks come from PhaseObserver (phase_observer.h), shared with the Trainer.
+class ProbeObserver : public PhaseObserver {
  public:
-  virtual ~ProbeObserver() = default;
   virtual void trial_begin(int64_t batch) {}
-  /// `measured` is false for warm-up steps.
-  virtual void step_begin(int step, bool measured) {}
-  virtual void phase_begin(Phase phase) {}
-  virtual void phase_end(Phase phase) {}
-  virtual void step_end(int step, bool measured) {}
   /// After the trial was cleaned up; write findings into `trial.extra` (a JSON object).
   /// After an OOM, a phase_begin may have no phase_end: the step ended with the exception.
   virtual void trial_end(Trial& trial) {}

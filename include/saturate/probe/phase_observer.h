@@ -1,0 +1,31 @@
+// Implements: the phases of a training step and the observer told when each begins and ends.
+// Shared by the probe (ProbeObserver adds trials) and the Trainer (a long run of steps), so
+// that one monitor times both. Calls come from the thread running the steps; an observer's
+// hooks must be cheap (no allocation in steady state, no device synchronization).
+#pragma once
+#include <string>
+
+namespace saturate {
+
+enum class Phase { kDataWait, kHostToDevice, kForward, kBackward, kOptimizer, kAllreduce };
+/// "data_wait", "h2d", "forward", "backward", "optimizer", "allreduce" (the JSON names).
+std::string to_string(Phase p);
+
+class PhaseObserver {
+ public:
+  virtual ~PhaseObserver() = default;
+  /// `measured` is false for warm-up steps (and, in training, for a step redone after an OOM).
+  virtual void step_begin(int step, bool measured) {}
+  /// Phases nest in steps and may repeat within one (micro-batches): their times add up.
+  virtual void phase_begin(Phase phase) {}
+  virtual void phase_end(Phase phase) {}
+  /// After the step's work completed (on CUDA: after the step's synchronizing read), so that
+  /// device timing events recorded in it are ready.
+  virtual void step_end(int step, bool measured) {}
+  /// Time a phase took that was measured elsewhere and is contained in phase `within` of the
+  /// current step (e.g. the all-reduce a DDP backward waited for): moves `ms` from `within`
+  /// to `phase`.
+  virtual void phase_moved(Phase phase, Phase within, double ms) {}
+};
+
+}  // namespace saturate
