@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include "saturate/core/errors.h"
 #include "saturate/core/oom.h"
 
 namespace saturate {
@@ -52,6 +53,14 @@ int64_t Probe::budget_bytes() const { return meter_.budget_bytes(); }
 
 int64_t Probe::granularity_bytes() const { return meter_.device().is_cuda() ? int64_t{2} << 20 : 0; }
 
+void Probe::set_checkpointing(const CheckpointPolicy& policy) {
+  if (policy.enabled() && !as_block_model(workload_.model()))
+    throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
+                                 "--checkpointing none, or a built-in model",
+                                 to_string(policy), workload_.model().name()));
+  checkpointing_ = policy;
+}
+
 void Probe::synchronize() const {
   if (workload_.device().is_cuda()) torch::cuda::synchronize(workload_.device().index());
 }
@@ -78,6 +87,10 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   const auto trial_start = clock::now();
   std::vector<double> step_ms;
   Model& model = workload_.model();
+  BlockModelImpl* blocks = checkpointing_.enabled() ? as_block_model(model) : nullptr;
+  const auto forward = [&](const torch::Tensor& x) {
+    return blocks ? forward_with_checkpointing(*blocks, x, checkpointing_) : model.forward(x);
+  };
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
   try {
     if (source_) source_->reset(batch);
@@ -98,7 +111,7 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
       if (source_) phase(Phase::kDataWait, [&] { data = source_->next(batch); });
       optimizer->zero_grad(/*set_to_none=*/true);
       torch::Tensor loss;
-      phase(Phase::kForward, [&] { loss = workload_.loss(model.forward(data.inputs), data.targets); });
+      phase(Phase::kForward, [&] { loss = workload_.loss(forward(data.inputs), data.targets); });
       phase(Phase::kBackward, [&] { loss.backward(); });
       phase(Phase::kOptimizer, [&] { optimizer->step(); });
       synchronize();
@@ -125,6 +138,7 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
     t.samples_per_s = t.step_time_ms > 0 ? 1000.0 * static_cast<double>(batch) / t.step_time_ms : 0;
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
+  if (checkpointing_.enabled()) t.extra["checkpointing"] = to_string(checkpointing_);
   if (empty_cache_calls > 0) {
     t.extra["empty_cache_ms"] = empty_cache_ms;
     t.extra["empty_cache_calls"] = empty_cache_calls;

@@ -1,5 +1,6 @@
 // saturate search: find the largest, the recommended and the saturating batch size.
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/probe/probe.h"
+#include "saturate/report/checkpointing_report.h"
 
 namespace saturate::cli {
 namespace {
@@ -22,13 +24,28 @@ struct SearchFlags {
   int64_t start_batch = 2;
   int steps = 2;
   bool quiet = false;
+  std::string checkpointing = "none";
+  int64_t required_batch = 0;
 };
 
+/// --checkpointing: none | blocks | every-N | auto (both searches, then the choice).
+CheckpointPolicy parse_search_checkpointing(const std::string& text) {
+  if (text == "auto") return {};
+  try {
+    return parse_checkpointing(text);
+  } catch (const UsageError&) {
+    throw UsageError(fmt::format("--checkpointing: unknown value '{}' (expected none, blocks, every-N with N >= 1 "
+                                 "such as every-2, or auto to compare none with blocks)",
+                                 text));
+  }
+}
+
 /// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
-std::string batch_one_need(Session& s) {
+std::string batch_one_need(Session& s, const CheckpointPolicy& checkpointing) {
   const int64_t budget = s.meter->budget_bytes();
   s.meter->set_budget_bytes(s.meter->capacity_bytes());
   Probe probe(*s.workload, *s.meter);
+  probe.set_checkpointing(checkpointing);
   const Trial t = probe.run(1, {1, 1, 0});
   s.meter->set_budget_bytes(budget);
   if (!t.ok()) return fmt::format("more than the device's {}", format_bytes(s.meter->capacity_bytes()));
@@ -58,6 +75,12 @@ void add_search_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->capture_default_str();
   cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->capture_default_str();
   cmd->add_option("--steps", sf->steps, "timed steps per trial, after one warm-up step")->capture_default_str();
+  cmd->add_option("--checkpointing", sf->checkpointing,
+                  "activation checkpointing in the trials: none | blocks | every-N | auto (search without and with "
+                  "blocks, report both curves, use checkpointing only when it wins)")
+      ->capture_default_str();
+  cmd->add_option("--required-batch", sf->required_batch,
+                  "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it");
   cmd->add_flag("--quiet,-q", sf->quiet, "no progress lines on stderr");
   cmd->callback([=, &action] {
     action = [=]() -> int {
@@ -72,6 +95,11 @@ void add_search_command(CLI::App& app, Action& action) {
         throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
                                      sf->target_memory));
       if (sf->max_batch < 0) throw UsageError(fmt::format("--max-batch: {} is negative; use 0 for no cap", sf->max_batch));
+      const bool auto_checkpointing = sf->checkpointing == "auto";
+      const CheckpointPolicy checkpointing = parse_search_checkpointing(sf->checkpointing);
+      if (sf->required_batch < 0 || (sf->required_batch > 0 && !auto_checkpointing))
+        throw UsageError(fmt::format("--required-batch {}: give a positive batch, together with --checkpointing auto",
+                                     sf->required_batch));
       opt.start_batch = sf->start_batch;
       opt.measure_steps = sf->steps;
       const DistEnv denv = prepare_dist(*distflags, *flags);  // one rank of several: rank 0 reports
@@ -84,6 +112,7 @@ void add_search_command(CLI::App& app, Action& action) {
                                  session->context.device_info, format_bytes(session->context.budget_bytes),
                                  to_string(opt.strategy));
       Probe probe(*session->workload, *session->meter);
+      probe.set_checkpointing(checkpointing);  // a model without blocks: usage error before any trial
       auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown per trial
       probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
       // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
@@ -91,12 +120,33 @@ void add_search_command(CLI::App& app, Action& action) {
                               sf->quiet);
       auto monitor = attach_monitor(*mflags, probe, session->device);
       auto dist = open_dist(*distflags, denv, session->device);  // nullptr for one process
-      const DistSearchResult dres = run_dist_search(probe, opt, dist.get(), distflags->rank_max_exact);
+      const bool compare = auto_checkpointing && as_block_model(session->workload->model()) != nullptr;
+      const CheckpointPolicy with_policy{1};  // auto compares none with blocks
+      if (compare && !sf->quiet && denv.rank == 0) std::cerr << "saturate: --checkpointing auto: 1/2 without checkpointing\n";
+      DistSearchResult dres = run_dist_search(probe, opt, dist.get(), distflags->rank_max_exact);
+      std::optional<CheckpointingChoice> choice;
+      nlohmann::json checkpointing_j = {{"policy", sf->checkpointing}, {"choice", to_string(checkpointing)}};
+      std::string checkpointing_text;
+      if (auto_checkpointing && !compare)
+        checkpointing_j["reason"] = fmt::format("{} has no blocks to checkpoint", session->context.model_name);
+      if (compare && dres.result.error.empty()) {
+        if (!sf->quiet && denv.rank == 0)
+          std::cerr << fmt::format("saturate: --checkpointing auto: 2/2 with checkpointing {}\n", to_string(with_policy));
+        probe.set_checkpointing(with_policy);
+        DistSearchResult with = run_dist_search(probe, opt, dist.get(), distflags->rank_max_exact);
+        choice = choose_checkpointing(dres.result, with.result, to_string(with_policy), sf->required_batch,
+                                      opt.throughput_tolerance);
+        checkpointing_j = checkpointing_auto_json(*choice, dres.result, with.result, to_string(with_policy));
+        checkpointing_text = checkpointing_auto_text(*choice, dres.result, with.result, to_string(with_policy));
+        if (choice->choice != "none") dres = std::move(with);  // the answer above is the chosen curve's
+        else probe.set_checkpointing({});
+      }
       const SearchResult& result = dres.result;
       if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
       if (monitor) monitor->finish();
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       nlohmann::json j = search_json(session->context, result);
+      j["checkpointing"] = checkpointing_j;
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
@@ -105,6 +155,8 @@ void add_search_command(CLI::App& app, Action& action) {
         write_json(j, "-", std::cout);
       } else {
         print_search(std::cout, session->context, result);
+        if (checkpointing.enabled()) std::cout << "checkpointing      " << to_string(checkpointing) << "\n";
+        std::cout << checkpointing_text;
         if (dist) std::cout << rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
         if (plan) std::cout << plan_text(*plan);
         std::cout << data_search_text(data.get(), result);
@@ -118,7 +170,7 @@ void add_search_command(CLI::App& app, Action& action) {
         std::cerr << fmt::format(
             "saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; raise the budget, "
             "or use a smaller model or input\n",
-            format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session));
+            format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session, probe.checkpointing()));
         return 1;
       }
       return 0;

@@ -11,6 +11,7 @@
 #include "saturate/probe/probe_hooks.h"
 #include "saturate/probe/workload.h"
 #include "saturate/search/trial.h"
+#include "saturate/train/activation_checkpoint.h"
 
 namespace saturate {
 
@@ -29,6 +30,11 @@ class Probe final : public TrialRunner {
   /// this asks for it before every trial too (--empty-cache). Each emptying is timed and shown
   /// in the trial's JSON (`empty_cache_ms`, `empty_cache_calls`).
   void set_empty_cache_before_trials(bool on) { empty_cache_before_trials_ = on; }
+  /// Activation checkpointing in every trial's forward pass (built-in models: their blocks);
+  /// trials then record `checkpointing` in their JSON. Throws UsageError for a model without
+  /// blocks (a TorchScript file) when the policy is enabled.
+  void set_checkpointing(const CheckpointPolicy& policy);
+  const CheckpointPolicy& checkpointing() const { return checkpointing_; }
   Workload& workload() { return workload_; }
   MemoryMeter& meter() { return meter_; }
 
@@ -43,6 +49,7 @@ class Probe final : public TrialRunner {
   std::vector<ProbeObserver*> observers_;
   BatchSource* source_ = nullptr;
   bool empty_cache_before_trials_ = false;
+  CheckpointPolicy checkpointing_;
 };
 
 }  // namespace saturate
