@@ -62,8 +62,10 @@ void MonitorObserver::trial_begin(int64_t batch) {
   in_step_ = false;
   open_.clear();
   closed_.clear();
-  ops_counted_ = -1;
-  ops_on_timed_step_ = false;
+  if (!options_.training) {  // a training run's op count holds for its later windows
+    ops_counted_ = -1;
+    ops_on_timed_step_ = false;
+  }
   hooks_s_ = 0;
   step_ms_.clear();
   compute_ms_.clear();
@@ -81,6 +83,7 @@ void MonitorObserver::step_begin(int step, bool measured) {
   in_step_ = true;
   open_.clear();
   closed_.clear();
+  moved_ms_.fill(0);
   clock_->clear();
   // count ops on every warm-up step (the last one is kept); on a timed step only when no
   // warm-up step was run, since counting slows the ops a little.
@@ -124,7 +127,15 @@ void MonitorObserver::step_end(int step, bool measured) {
         host_issue += ms(c.host_end - c.host_begin);
       }
     }
-    for (int i = 0; i < kPhaseCount; ++i) phase_ms_[static_cast<size_t>(i)].push_back(per_phase[static_cast<size_t>(i)]);
+    for (int i = 0; i < kPhaseCount; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      per_phase[k] += moved_ms_[k];
+      phase_ms_[k].push_back(per_phase[k]);
+      if (is_compute(kPhases[i])) {  // time moved out of a compute phase was neither compute nor issue
+        compute += moved_ms_[k];
+        host_issue += moved_ms_[k];
+      }
+    }
     compute_ms_.push_back(compute);
     host_issue_ms_.push_back(host_issue);
     step_ms_.push_back(ms(t_end - step_begin_));
@@ -135,6 +146,11 @@ void MonitorObserver::step_end(int step, bool measured) {
   }
   in_step_ = false;
   hooks_s_ += std::chrono::duration<double>(Clock::now() - t_end).count();
+}
+
+void MonitorObserver::phase_moved(Phase phase, Phase within, double ms) {
+  moved_ms_[static_cast<size_t>(phase)] += ms;
+  moved_ms_[static_cast<size_t>(within)] -= ms;
 }
 
 void MonitorObserver::close_trace_step(Clock::time_point end, bool aborted) {
@@ -158,8 +174,10 @@ void MonitorObserver::trial_end(Trial& trial) {
   }
   const Sample last = sampler_->sample_now();  // the window's last edge
   const nlohmann::json util =
-      summarize_samples(sampler_->samples(), sampler_->source(), sampler_->sample_hz(), window_begin_, last.at);
+      summarize_samples(sampler_->samples_since(window_begin_), sampler_->source(), sampler_->sample_hz(),
+                        window_begin_, last.at);
   trial.extra["utilization"] = util;
+  if (options_.training && !trace_) sampler_->discard_before(last.at);  // a long run's memory stays bounded
 
   if (!step_ms_.empty()) {
     nlohmann::json phases = nlohmann::json::object();
@@ -214,7 +232,10 @@ void MonitorObserver::trial_end(Trial& trial) {
   if (trace_) {
     nlohmann::json args = {{"batch", batch_}, {"status", to_string(trial.status)}};
     if (!verdict.is_null()) args["bottleneck"] = verdict["verdict"];
-    trace_->complete("trial batch " + std::to_string(batch_), "trial", trial_begin_, now, std::move(args));
+    if (options_.training)
+      trace_->complete("window", "window", trial_begin_, now, std::move(args));
+    else
+      trace_->complete("trial batch " + std::to_string(batch_), "trial", trial_begin_, now, std::move(args));
   }
 }
 

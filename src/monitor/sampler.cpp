@@ -148,6 +148,21 @@ std::vector<Sample> Sampler::samples() const {
   return samples_;
 }
 
+std::vector<Sample> Sampler::samples_since(SteadyClock::time_point from) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // samples are appended in time order (one reading at a time)
+  const auto first = std::lower_bound(samples_.begin(), samples_.end(), from,
+                                      [](const Sample& s, SteadyClock::time_point t) { return s.at < t; });
+  return {first, samples_.end()};
+}
+
+void Sampler::discard_before(SteadyClock::time_point before) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto first = std::lower_bound(samples_.begin(), samples_.end(), before,
+                                      [](const Sample& s, SteadyClock::time_point t) { return s.at < t; });
+  samples_.erase(samples_.begin(), first);
+}
+
 bool Sampler::latest(Sample* out) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (samples_.empty()) return false;

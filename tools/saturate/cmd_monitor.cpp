@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -49,17 +50,21 @@ struct WatchFlags {
 }  // namespace
 
 void add_monitor_flags(CLI::App& app, MonitorFlags& f) {
-  app.add_option("--sample-hz", f.sample_hz, "device samples per second during trials (0: only at each trial's edges)")
+  app.add_option("--sample-hz", f.sample_hz,
+                 "device samples per second during trials and training (0: only at each trial's or window's edges)")
       ->capture_default_str()
       ->envname("SATURATE_SAMPLE_HZ");
-  app.add_option("--trace", f.trace, "write a Chrome trace (Perfetto) of trials, steps, phases and samples to FILE.json");
+  app.add_option("--trace", f.trace,
+                 "write a Chrome trace (Perfetto) of trials or training windows, steps, phases and samples to FILE.json");
   app.add_flag("--no-monitor", f.off, "no phase timing, sampling or bottleneck verdict (to measure their overhead)");
 }
 
-std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& probe, const c10::Device& device) {
+namespace {
+/// The monitor's options from the flags, after checking them; nothing with --no-monitor.
+std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::Device& device) {
   if (f.off) {
     if (!f.trace.empty()) throw UsageError("--trace needs the monitor; drop --no-monitor");
-    return nullptr;
+    return std::nullopt;
   }
   if (f.sample_hz < 0) throw UsageError(fmt::format("--sample-hz: {} is negative (use e.g. 10, or 0)", f.sample_hz));
   if (!f.trace.empty()) {  // a bad path is bad input: say so before the work, not after
@@ -73,10 +78,30 @@ std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& pr
   o.cuda = device.is_cuda();
   o.device_index = device.has_index() ? device.index() : 0;
   o.trace_path = f.trace;
-  auto monitor = std::make_unique<MonitorObserver>(o);
+  return o;
+}
+}  // namespace
+
+std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& probe, const c10::Device& device) {
+  const std::optional<MonitorOptions> o = monitor_options(f, device);
+  if (!o) return nullptr;
+  auto monitor = std::make_unique<MonitorObserver>(*o);
   if (!monitor->nvml_note().empty())
     std::cerr << "saturate: warning: " << monitor->nvml_note() << "; utilization falls back to /proc\n";
   probe.add_observer(monitor.get());
+  return monitor;
+}
+
+std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c10::Device& device,
+                                                 int64_t global_batch) {
+  const std::optional<MonitorOptions> o = monitor_options(f, device);
+  if (!o) return nullptr;
+  TrainMonitorOptions to;
+  to.monitor = *o;
+  to.global_batch = global_batch;
+  auto monitor = std::make_unique<TrainMonitor>(to);
+  if (!monitor->nvml_note().empty())
+    std::cerr << "saturate: warning: " << monitor->nvml_note() << "; utilization falls back to /proc\n";
   return monitor;
 }
 

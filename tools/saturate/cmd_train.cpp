@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "data_flags.h"
+#include "monitor_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/leak_check.h"
@@ -77,8 +78,10 @@ void add_train_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<WorkloadFlags>();
   auto data = std::make_shared<DataFlags>();
   auto tf = std::make_shared<TrainFlags>();
+  auto mflags = std::make_shared<MonitorFlags>();
   add_workload_flags(*cmd, *flags);
   add_data_flags(*cmd, *data);
+  add_monitor_flags(*cmd, *mflags);
   data->data = "fashion-mnist";
   data->workers = "2";
   cmd->add_option("--batch,-b", tf->batch, "micro-batch (samples per forward/backward), or auto: the search's "
@@ -205,15 +208,20 @@ void add_train_command(CLI::App& app, Action& action) {
       o.schedule.total_steps = tf->steps > 0 ? tf->steps : tf->epochs * per_epoch;
       o.schedule.step_every = per_epoch;
       const int64_t total = o.schedule.total_steps;
+      // step phases, utilization and the bottleneck verdict (docs/monitor.md); --no-monitor: none
+      const std::unique_ptr<TrainMonitor> monitor = make_train_monitor(*mflags, session->device, global);
+      o.observer = monitor.get();
       if (!tf->quiet) {
         std::cerr << fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps "
                                  "({} per epoch), {} {}, lr {:g}\n",
                                  session->context.model_name, data->dataset->name(), session->context.device_info, micro,
                                  accumulation, global, total, per_epoch, tf->precision, to_string(o.checkpointing),
                                  o.schedule.peak_lr);
-        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every)](int64_t step, double loss, double lr_now) {
+        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get()](int64_t step, double loss,
+                                                                                              double lr_now) {
           if ((step + 1) % every == 0 || step + 1 == total)
-            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}\n", step + 1, total, loss, lr_now);
+            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}{}\n", step + 1, total, loss, lr_now,
+                                     mon ? "  " + mon->status_text() : std::string());
         };
         o.on_eval = [](int64_t epoch, double loss, double acc) {
           std::cerr << fmt::format("  epoch {} test loss {:.4f} accuracy {:.2f} %\n", epoch, loss, 100.0 * acc);
@@ -235,7 +243,8 @@ void add_train_command(CLI::App& app, Action& action) {
       Trainer trainer(workload, *session->meter, train_data, eval.get(), o);
       const TrainResult r = trainer.run();
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
-      const nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report());
+      nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report());
+      if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {
@@ -244,6 +253,9 @@ void add_train_command(CLI::App& app, Action& action) {
             "train loss  {:.4f}\n",
             session->context.model_name, data->dataset->name(), r.steps, r.samples_seen, r.epochs, r.micro_batch,
             r.accumulation, r.global_batch, r.final_train_loss);
+        if (j.contains("bottleneck"))
+          std::cout << fmt::format("bottleneck  {}: {}\nfix         {}\n", j["bottleneck"].value("verdict", ""),
+                                   j["bottleneck"].value("reason", ""), j["bottleneck"].value("fix", ""));
         if (r.final_test_accuracy)
           std::cout << fmt::format("test        loss {:.4f}, accuracy {:.2f} %\n", *r.final_test_loss,
                                    100.0 * *r.final_test_accuracy);

@@ -1,4 +1,4 @@
-// The monitor's flags on probe/search (--sample-hz, --trace, --no-monitor) and attaching it.
+// The monitor's flags on probe/search/train (--sample-hz, --trace, --no-monitor) and attaching it.
 #pragma once
 #include <memory>
 #include <ostream>
@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "saturate/monitor/monitor_observer.h"
+#include "saturate/monitor/train_monitor.h"
 #include "saturate/probe/probe.h"
 
 namespace saturate::cli {
@@ -21,6 +22,11 @@ void add_monitor_flags(CLI::App& app, MonitorFlags& f);
 /// The observer for `probe` (nullptr with --no-monitor); warns on stderr when a CUDA run
 /// has no NVML. Call finish() on it after the run (writes the trace).
 std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& probe, const c10::Device& device);
+
+/// The monitor for `train` (nullptr with --no-monitor): the same checks and warning; pass it
+/// as TrainOptions::observer and call finish() after the run (summary JSON, trace).
+std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c10::Device& device,
+                                                 int64_t global_batch);
 
 /// "bottleneck  launch-bound: ... \nfix         ..." for the probe's table; empty without one.
 std::string bottleneck_text(const Trial& t);

@@ -18,9 +18,18 @@ class DdpStepSync final : public StepSync {
     if (last) ddp_.prepare_for_forward();
   }
   void backward(const torch::Tensor& loss, bool last) override { ddp_.backward(loss, last); }
+  /// The all-reduce time not overlapped with the backward's computation, since the last call.
+  double exposed_allreduce_ms() override {
+    const DdpStats s = ddp_.stats();
+    const double exposed = s.allreduce_ms - s.overlapped_ms;
+    const double since_last = exposed - exposed_seen_ms_;
+    exposed_seen_ms_ = exposed;
+    return since_last;
+  }
 
  private:
   DistributedDataParallel& ddp_;
+  double exposed_seen_ms_ = 0;
 };
 
 }  // namespace saturate

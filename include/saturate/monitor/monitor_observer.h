@@ -7,6 +7,7 @@
 //   monitor_overhead {hooks_us_per_step, sampler_cpu_ms, sampler_cpu_share}
 // and, with a trace path, records trials, steps and phases for a Chrome trace.
 #pragma once
+#include <array>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -34,6 +35,11 @@ struct MonitorOptions {
   /// NVML library override ("" : $SATURATE_NVML_LIBRARY or libnvidia-ml.so.1).
   std::string nvml_path;
   BottleneckThresholds thresholds;
+  /// Windows of a training run rather than probe trials (TrainMonitor): the op count of a
+  /// warm-up step is kept across windows (only unmeasured steps are counted again), trace
+  /// events are named "window", and samples older than the last window are dropped when no
+  /// trace is written (a long run's memory stays bounded).
+  bool training = false;
 };
 
 class MonitorObserver final : public ProbeObserver {
@@ -46,6 +52,7 @@ class MonitorObserver final : public ProbeObserver {
   void phase_begin(Phase phase) override;
   void phase_end(Phase phase) override;
   void step_end(int step, bool measured) override;
+  void phase_moved(Phase phase, Phase within, double ms) override;
   void trial_end(Trial& trial) override;
 
   /// Stops the sampler and writes the trace when asked for (throws RuntimeFailure when the
@@ -89,6 +96,7 @@ class MonitorObserver final : public ProbeObserver {
   Clock::time_point step_begin_;
   std::vector<OpenPhase> open_;
   std::vector<ClosedPhase> closed_;
+  std::array<double, 6> moved_ms_{};  // phase_moved this step, by phase (added to the clock's)
   int64_t ops_counted_ = -1;
   bool ops_on_timed_step_ = false;
   // per timed step

@@ -82,6 +82,10 @@ class Sampler {
   Sample sample_now();
   /// Every sample so far, oldest first.
   std::vector<Sample> samples() const;
+  /// The samples taken at or after `from`, oldest first (a window's, without copying the rest).
+  std::vector<Sample> samples_since(SteadyClock::time_point from) const;
+  /// Forgets the samples taken before `before` (a long run that writes no trace).
+  void discard_before(SteadyClock::time_point before);
   /// The newest sample; false when there is none.
   bool latest(Sample* out) const;
   /// CPU time the sampling itself has cost, in seconds (its own overhead).

@@ -1,0 +1,78 @@
+// Implements: the monitor of a training run (`saturate train`). The Trainer calls its step and
+// phase hooks (a PhaseObserver); it times them with a MonitorObserver — the same timing,
+// launch estimate, sampling and verdict code as a probe's trial — over consecutive windows of
+// steps (a window closes after `window_s` seconds once it has `window_min_steps` timed steps,
+// or at `window_max_steps`), so that each window gets its own verdict from its own median
+// step, and a long run's verdict is the one that held for most of its time. finish() gives the
+// train JSON's `phases_ms`, `utilization`, `bottleneck` and `monitor_overhead`.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/monitor/monitor_observer.h"
+#include "saturate/probe/phase_observer.h"
+
+namespace saturate {
+
+struct TrainMonitorOptions {
+  MonitorOptions monitor;
+  double window_s = 5;
+  int window_min_steps = 5;
+  int window_max_steps = 2000;
+  /// Global batch per optimizer step (recorded in the trace's window events).
+  int64_t global_batch = 0;
+};
+
+/// One closed window of the run.
+struct MonitorWindow {
+  int64_t first_step = 0, last_step = 0;
+  int timed_steps = 0;
+  double seconds = 0;
+  /// MonitorObserver's findings for it: phases_ms, utilization, bottleneck, monitor_overhead.
+  nlohmann::json findings = nlohmann::json::object();
+  std::string verdict() const;  ///< "" without one
+};
+
+class TrainMonitor final : public PhaseObserver {
+ public:
+  explicit TrainMonitor(TrainMonitorOptions options);
+  ~TrainMonitor() override;
+
+  void step_begin(int step, bool measured) override;
+  void phase_begin(Phase phase) override { monitor_.phase_begin(phase); }
+  void phase_end(Phase phase) override { monitor_.phase_end(phase); }
+  void step_end(int step, bool measured) override;
+  void phase_moved(Phase phase, Phase within, double ms) override { monitor_.phase_moved(phase, within, ms); }
+
+  /// Closes the last window, stops the sampler, writes the trace (throws RuntimeFailure when
+  /// it cannot) and returns {phases_ms, utilization, bottleneck, monitor_overhead}: phases_ms
+  /// the mean per timed step of the run, bottleneck the verdict that held for the most time
+  /// (its evidence from that verdict's median window, plus `windows`: the count of each).
+  nlohmann::json finish();
+  /// For a progress line: "cpu 99 % rss 312 MiB, compute-bound" (GPU: "gpu 97 % mem 41 % 12.1/80 GiB,
+  /// ..."): the latest sample and the latest closed window's verdict.
+  std::string status_text() const;
+  const std::vector<MonitorWindow>& windows() const { return windows_; }
+  std::string nvml_note() const { return monitor_.nvml_note(); }
+
+ private:
+  void open_window(int64_t first_step);
+  void close_window();
+
+  TrainMonitorOptions options_;
+  MonitorObserver monitor_;
+  std::vector<MonitorWindow> windows_;
+  bool window_open_ = false;
+  bool finished_ = false;
+  int64_t first_step_ = 0, last_step_ = 0;
+  int timed_steps_ = 0, steps_ = 0;
+  std::chrono::steady_clock::time_point window_begin_, run_begin_;
+  nlohmann::json summary_;
+};
+
+}  // namespace saturate

@@ -1,0 +1,218 @@
+#include "saturate/monitor/train_monitor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace saturate {
+namespace {
+
+double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+/// The run's utilization from its windows' (which tile the run): sample counts add, min/max
+/// take the extremes, means are weighted by samples — except cpu_percent's, exact per window
+/// (CPU time over wall time), weighted by the window's time, which keeps it exact.
+nlohmann::json merge_utilization(const std::vector<MonitorWindow>& windows) {
+  nlohmann::json out;
+  int64_t samples = 0;
+  struct Acc {
+    double weighted = 0, weight = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  };
+  std::map<std::string, Acc> acc;
+  for (const MonitorWindow& w : windows) {
+    if (!w.findings.contains("utilization")) continue;
+    const auto& u = w.findings["utilization"];
+    if (out.is_null()) out = {{"source", u["source"]}, {"sample_hz", u["sample_hz"]}};
+    const int64_t n = u.value("samples", int64_t{0});
+    samples += n;
+    for (const SampleField& f : sample_fields()) {
+      if (!u.contains(f.name)) continue;
+      const auto& v = u[f.name];
+      Acc& a = acc[f.name];
+      const double weight = f.member == &Sample::cpu_percent ? w.seconds : static_cast<double>(n);
+      a.weighted += v["mean"].get<double>() * weight;
+      a.weight += weight;
+      a.lo = std::min(a.lo, v["min"].get<double>());
+      a.hi = std::max(a.hi, v["max"].get<double>());
+    }
+  }
+  if (out.is_null()) return out;
+  out["samples"] = samples;
+  for (const SampleField& f : sample_fields()) {
+    auto it = acc.find(f.name);
+    if (it == acc.end() || it->second.weight <= 0) continue;
+    out[f.name] = {{"mean", it->second.weighted / it->second.weight}, {"min", it->second.lo}, {"max", it->second.hi}};
+  }
+  return out;
+}
+
+double step_ms_of(const MonitorWindow& w) {
+  return w.findings["bottleneck"]["evidence"].value("step_ms", 0.0);
+}
+
+}  // namespace
+
+std::string MonitorWindow::verdict() const {
+  if (!findings.contains("bottleneck")) return "";
+  return findings["bottleneck"].value("verdict", "");
+}
+
+namespace {
+MonitorOptions for_training(MonitorOptions o) {
+  o.training = true;
+  return o;
+}
+}  // namespace
+
+TrainMonitor::TrainMonitor(TrainMonitorOptions options)
+    : options_(std::move(options)), monitor_(for_training(options_.monitor)) {
+  options_.window_min_steps = std::max(1, options_.window_min_steps);
+  options_.window_max_steps = std::max(options_.window_min_steps, options_.window_max_steps);
+  run_begin_ = std::chrono::steady_clock::now();
+}
+
+TrainMonitor::~TrainMonitor() = default;
+
+void TrainMonitor::open_window(int64_t first_step) {
+  monitor_.trial_begin(options_.global_batch);
+  window_open_ = true;
+  first_step_ = last_step_ = first_step;
+  timed_steps_ = steps_ = 0;
+  window_begin_ = std::chrono::steady_clock::now();
+}
+
+void TrainMonitor::close_window() {
+  Trial t;
+  t.batch = options_.global_batch;
+  t.status = TrialStatus::kOk;
+  t.steps = steps_;
+  monitor_.trial_end(t);
+  MonitorWindow w;
+  w.first_step = first_step_;
+  w.last_step = last_step_;
+  w.timed_steps = timed_steps_;
+  w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_begin_).count();
+  w.findings = std::move(t.extra);
+  windows_.push_back(std::move(w));
+  window_open_ = false;
+}
+
+void TrainMonitor::step_begin(int step, bool measured) {
+  if (!window_open_) open_window(step);
+  monitor_.step_begin(step, measured);
+}
+
+void TrainMonitor::step_end(int step, bool measured) {
+  monitor_.step_end(step, measured);
+  ++steps_;
+  if (measured) ++timed_steps_;
+  last_step_ = step;
+  if (timed_steps_ < options_.window_min_steps) return;
+  if (timed_steps_ >= options_.window_max_steps ||
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - window_begin_).count() >= options_.window_s)
+    close_window();
+}
+
+nlohmann::json TrainMonitor::finish() {
+  if (finished_) return summary_;
+  finished_ = true;
+  if (window_open_ && steps_ > 0) close_window();
+  monitor_.finish();
+
+  nlohmann::json out = nlohmann::json::object();
+  // phases: the mean per timed step of the whole run
+  int64_t timed = 0, steps = 0;
+  std::map<std::string, double> phase_sum;
+  double hooks_us = 0, sampler_ms = 0, seconds = 0;
+  for (const MonitorWindow& w : windows_) {
+    steps += w.last_step - w.first_step + 1;
+    seconds += w.seconds;
+    if (w.findings.contains("monitor_overhead")) {
+      const auto& o = w.findings["monitor_overhead"];
+      hooks_us += o.value("hooks_us_per_step", 0.0) * static_cast<double>(w.last_step - w.first_step + 1);
+      sampler_ms += o.value("sampler_cpu_ms", 0.0);
+    }
+    if (w.timed_steps == 0 || !w.findings.contains("phases_ms")) continue;
+    timed += w.timed_steps;
+    for (const auto& [name, v] : w.findings["phases_ms"].items())
+      phase_sum[name] += v.get<double>() * static_cast<double>(w.timed_steps);
+  }
+  if (timed > 0) {
+    nlohmann::json phases = nlohmann::json::object();
+    for (Phase p : {Phase::kDataWait, Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer,
+                    Phase::kAllreduce})
+      phases[to_string(p)] = r3(phase_sum[to_string(p)] / static_cast<double>(timed));
+    out["phases_ms"] = phases;
+  }
+  const nlohmann::json util = merge_utilization(windows_);
+  if (!util.is_null()) out["utilization"] = util;
+
+  // the verdict that held for the most time; its evidence from its median window by step time
+  std::map<std::string, double> time_of;
+  std::map<std::string, int> count_of;
+  for (const MonitorWindow& w : windows_) {
+    const std::string v = w.verdict();
+    if (v.empty()) continue;
+    time_of[v] += w.seconds;
+    ++count_of[v];
+  }
+  if (!time_of.empty()) {
+    const auto top = std::max_element(time_of.begin(), time_of.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::vector<const MonitorWindow*> held;
+    for (const MonitorWindow& w : windows_)
+      if (w.verdict() == top->first) held.push_back(&w);
+    std::sort(held.begin(), held.end(),
+              [](const MonitorWindow* a, const MonitorWindow* b) { return step_ms_of(*a) < step_ms_of(*b); });
+    const MonitorWindow& rep = *held[(held.size() - 1) / 2];
+    nlohmann::json b = rep.findings["bottleneck"];
+    const size_t with_verdict = static_cast<size_t>(std::count_if(
+        windows_.begin(), windows_.end(), [](const MonitorWindow& w) { return !w.verdict().empty(); }));
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& [v, n] : count_of) counts[v] = n;
+    b["evidence"]["windows"] = {{"count", with_verdict},
+                                {"verdicts", counts},
+                                {"time_share", seconds > 0 ? r3(top->second / seconds) : 0.0},
+                                {"representative_steps", {rep.first_step, rep.last_step}}};
+    if (with_verdict > 1)
+      b["reason"] = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.value("reason", ""),
+                                count_of[top->first], with_verdict, seconds > 0 ? 100.0 * top->second / seconds : 0.0);
+    out["bottleneck"] = b;
+  }
+  const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();
+  out["monitor_overhead"] = {{"hooks_us_per_step", steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0},
+                             {"sampler_cpu_ms", r3(sampler_ms)},
+                             {"sampler_cpu_share", run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0},
+                             {"windows", windows_.size()}};
+  summary_ = out;
+  return summary_;
+}
+
+std::string TrainMonitor::status_text() const {
+  std::string text;
+  Sample s;
+  if (monitor_.sampler().latest(&s)) {
+    const auto num = [](double v, const char* spec) {
+      return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(spec), v);
+    };
+    constexpr double kMiB = 1024.0 * 1024.0, kGiB = kMiB * 1024.0;
+    if (monitor_.sampler().source() == "nvml")
+      text = fmt::format("gpu {} % mem {} % {}/{} GiB", num(s.gpu_util_percent, "{:.0f}"),
+                         num(s.mem_util_percent, "{:.0f}"), num(s.mem_used_bytes / kGiB, "{:.1f}"),
+                         num(s.mem_total_bytes / kGiB, "{:.0f}"));
+    else
+      text = fmt::format("cpu {} % rss {} MiB", num(s.cpu_percent, "{:.0f}"), num(s.rss_bytes / kMiB, "{:.0f}"));
+  }
+  for (auto it = windows_.rbegin(); it != windows_.rend(); ++it) {
+    const std::string v = it->verdict();
+    if (v.empty()) continue;
+    text += (text.empty() ? "" : ", ") + v;
+    break;
+  }
+  return text;
+}
+
+}  // namespace saturate

@@ -1,0 +1,234 @@
+// The monitor on real CPU training runs: the Trainer's phase hooks (order, accumulation, the
+// warm-up step), the train JSON's phases_ms/utilization/bottleneck, a data-bound run (a slow
+// TrainData), a communication-bound one (a StepSync whose backward waits), windows, trace.
+// Margins are wide on purpose (the machine is small and shared).
+#include "saturate/monitor/train_monitor.h"
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "saturate/train/trainer.h"
+#include "support/support.h"
+
+namespace saturate {
+namespace {
+
+struct Rig {
+  explicit Rig(int64_t width = 32, int64_t samples = 256) {
+    ModelSpec s;
+    s.name = "mlp";
+    s.width = width;
+    s.layers = 1;
+    s.seed = 7;
+    s.input_shape = {1, 8, 8};
+    meter = make_memory_meter(torch::kCPU);
+    workload = std::make_unique<Workload>(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kAdam);
+    torch::manual_seed(123);
+    inputs = torch::randn({samples, 1, 8, 8});
+    targets = torch::randint(10, {samples});
+  }
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+  torch::Tensor inputs, targets;
+};
+
+/// A loader too slow for the model: every global batch takes `delay` to arrive.
+class SlowTrainData final : public TrainData {
+ public:
+  SlowTrainData(torch::Tensor x, torch::Tensor y, int64_t global, std::chrono::milliseconds delay)
+      : inner_(std::move(x), std::move(y), global), delay_(delay) {}
+  std::string name() const override { return "slow"; }
+  int64_t steps_per_epoch() const override { return inner_.steps_per_epoch(); }
+  Batch batch_for_step(int64_t step) override {
+    std::this_thread::sleep_for(delay_);
+    return inner_.batch_for_step(step);
+  }
+
+ private:
+  TensorTrainData inner_;
+  std::chrono::milliseconds delay_;
+};
+
+/// Data parallelism whose all-reduce is slow and not overlapped: the last micro-batch's
+/// backward waits `wait` after computing the gradients, and says so.
+class SlowAllreduceSync final : public StepSync {
+ public:
+  explicit SlowAllreduceSync(std::chrono::milliseconds wait) : wait_(wait) {}
+  void backward(const torch::Tensor& loss, bool last) override {
+    loss.backward();
+    exposed_ms_ = 0;
+    if (!last) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(wait_);
+    exposed_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  double exposed_allreduce_ms() override { return exposed_ms_; }
+
+ private:
+  std::chrono::milliseconds wait_;
+  double exposed_ms_ = 0;
+};
+
+/// Writes down every hook call, to check the Trainer's side of the contract.
+class Recorder final : public PhaseObserver {
+ public:
+  void step_begin(int step, bool measured) override { log.push_back(fmt("begin", step, measured)); }
+  void phase_begin(Phase p) override { log.push_back("(" + to_string(p)); }
+  void phase_end(Phase p) override { log.push_back(to_string(p) + ")"); }
+  void step_end(int step, bool measured) override { log.push_back(fmt("end", step, measured)); }
+  std::vector<std::string> log;
+
+ private:
+  static std::string fmt(const char* what, int step, bool measured) {
+    return std::string(what) + " " + std::to_string(step) + (measured ? " timed" : " warm-up");
+  }
+};
+
+TrainMonitorOptions quick_windows() {
+  TrainMonitorOptions o;
+  o.monitor.sample_hz = 20;
+  o.window_s = 0;  // every `window_min_steps` timed steps
+  o.window_min_steps = 3;
+  return o;
+}
+
+TEST(TrainMonitorTest, TrainerReportsEachPhaseOfEveryMicroBatchInsideItsStep) {
+  Rig rig;
+  TensorTrainData data(rig.inputs, rig.targets, 16);
+  Recorder rec;
+  TrainOptions o;
+  o.micro_batch = 8;
+  o.accumulation = 2;
+  o.max_steps = 2;
+  o.observer = &rec;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const std::vector<std::string> step = {"(data_wait", "data_wait)", "(h2d", "h2d)", "(forward", "forward)", "(backward",
+                                         "backward)", "(h2d", "h2d)", "(forward", "forward)", "(backward", "backward)",
+                                         "(optimizer", "optimizer)"};
+  std::vector<std::string> expected = {"begin 0 warm-up"};
+  expected.insert(expected.end(), step.begin(), step.end());
+  expected.insert(expected.end(), {"end 0 warm-up", "begin 1 timed"});
+  expected.insert(expected.end(), step.begin(), step.end());
+  expected.push_back("end 1 timed");
+  EXPECT_EQ(rec.log, expected);
+}
+
+TEST(TrainMonitorTest, TrainJsonHasPhasesUtilizationAndBottleneckWithSaneValues) {
+  Rig rig;
+  TensorTrainData data(rig.inputs, rig.targets, 16);
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 8;
+  o.accumulation = 2;
+  o.max_steps = 12;
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  const auto& phases = j["phases_ms"];
+  for (const char* name : {"data_wait", "h2d", "forward", "backward", "optimizer", "allreduce"}) {
+    ASSERT_TRUE(phases.contains(name)) << name;
+    EXPECT_GE(phases[name].get<double>(), 0) << name;
+  }
+  EXPECT_GT(phases["forward"].get<double>(), 0);
+  EXPECT_GT(phases["backward"].get<double>(), 0);
+  EXPECT_GT(phases["optimizer"].get<double>(), 0);
+  EXPECT_EQ(phases["allreduce"].get<double>(), 0);  // one process: nothing to all-reduce
+  const auto& util = j["utilization"];
+  EXPECT_EQ(util["source"], "proc");
+  EXPECT_GE(util["samples"].get<int>(), 2);
+  EXPECT_GT(util["rss_bytes"]["min"].get<double>(), 0);
+  EXPECT_LE(util["rss_bytes"]["min"].get<double>(), util["rss_bytes"]["mean"].get<double>());
+  EXPECT_LE(util["rss_bytes"]["mean"].get<double>(), util["rss_bytes"]["max"].get<double>());
+  const auto& b = j["bottleneck"];
+  EXPECT_NO_THROW(parse_bottleneck(b["verdict"].get<std::string>())) << b.dump(1);
+  EXPECT_FALSE(b["fix"].get<std::string>().empty());
+  // 11 timed steps in windows of 3: four windows (the first also holds the warm-up step)
+  EXPECT_EQ(monitor.windows().size(), 4u);
+  EXPECT_EQ(b["evidence"]["windows"]["count"].get<int>(), 4);
+  EXPECT_EQ(monitor.windows().front().first_step, 0);
+  EXPECT_EQ(monitor.windows().back().last_step, 11);
+  // the phases of the representative step lie within it
+  const auto& e = b["evidence"];
+  EXPECT_GT(e["step_ms"].get<double>(), 0);
+  EXPECT_EQ(j["monitor_overhead"]["windows"].get<int>(), 4);
+}
+
+TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
+  Rig rig(16);
+  SlowTrainData data(rig.inputs, rig.targets, 8, std::chrono::milliseconds(60));
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 8;
+  o.max_steps = 8;
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  EXPECT_EQ(j["bottleneck"]["verdict"], "data-bound") << j.dump(1);
+  EXPECT_GE(j["phases_ms"]["data_wait"].get<double>(), 55);
+  EXPECT_NE(j["bottleneck"]["fix"].get<std::string>().find("worker"), std::string::npos) << j["bottleneck"]["fix"];
+  for (const MonitorWindow& w : monitor.windows()) EXPECT_EQ(w.verdict(), "data-bound") << w.findings.dump(1);
+  EXPECT_NE(monitor.status_text().find("data-bound"), std::string::npos) << monitor.status_text();
+}
+
+TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound) {
+  Rig rig(16);
+  TensorTrainData data(rig.inputs, rig.targets, 16);
+  SlowAllreduceSync sync(std::chrono::milliseconds(60));
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 8;
+  o.accumulation = 2;  // only the last micro-batch's backward communicates
+  o.max_steps = 7;
+  o.sync = &sync;
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  EXPECT_EQ(j["bottleneck"]["verdict"], "communication-bound") << j.dump(1);
+  EXPECT_GE(j["phases_ms"]["allreduce"].get<double>(), 55);
+  // moved out of the backward phase, not counted twice
+  EXPECT_LT(j["phases_ms"]["backward"].get<double>(), 30) << j["phases_ms"];
+}
+
+TEST(TrainMonitorTest, TrainingTraceHasWindowsStepsAndPhases) {
+  const std::string path = saturate::testing::temp_dir("train_trace") + "/train.json";
+  Rig rig;
+  TensorTrainData data(rig.inputs, rig.targets, 16);
+  TrainMonitorOptions mo = quick_windows();
+  mo.monitor.trace_path = path;
+  TrainMonitor monitor(mo);
+  TrainOptions o;
+  o.micro_batch = 16;
+  o.max_steps = 7;
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  monitor.finish();
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<std::string, int> by_cat;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") ++by_cat[e["cat"].get<std::string>()];
+  EXPECT_EQ(by_cat["window"], 2);  // 6 timed steps in windows of 3
+  EXPECT_EQ(by_cat["step"], 7);
+  EXPECT_EQ(by_cat["phase"], 7 * 5);  // data_wait, h2d, forward, backward, optimizer
+}
+
+TEST(TrainMonitorTest, NoWindowWithoutTimedStepsMeansNoVerdict) {
+  Rig rig;
+  TensorTrainData data(rig.inputs, rig.targets, 16);
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 16;
+  o.max_steps = 1;  // only the warm-up step
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  EXPECT_FALSE(j.contains("bottleneck"));
+  EXPECT_FALSE(j.contains("phases_ms"));
+  EXPECT_TRUE(j.contains("utilization"));
+}
+
+}  // namespace
+}  // namespace saturate
