@@ -194,6 +194,7 @@ RuntimeFailure DistributedDataParallel::failure(const std::exception& e) const {
 }
 
 int DistributedDataParallel::world_size() const { return impl_->group.world_size(); }
+DistGroup& DistributedDataParallel::group() { return impl_->group; }
 
 DdpStats DistributedDataParallel::stats() {
   impl_->close_step();

@@ -205,6 +205,22 @@ std::vector<int64_t> DistGroup::all_reduce_max(const std::vector<int64_t>& value
   return std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel());
 }
 
+std::vector<double> DistGroup::all_reduce_sum(const std::vector<double>& values) {
+  torch::Tensor t = torch::tensor(values, torch::TensorOptions().dtype(torch::kDouble)).clone();
+  if (cuda_) t = t.to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_index_)));
+  std::vector<at::Tensor> ts{t};
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  o.timeout = timeout_;
+  try {
+    group_->allreduce(ts, o)->wait(timeout_);
+  } catch (const std::exception& e) {
+    throw failure("all_reduce", e.what());
+  }
+  torch::Tensor out = ts[0].cpu().contiguous();
+  return std::vector<double>(out.data_ptr<double>(), out.data_ptr<double>() + out.numel());
+}
+
 std::vector<int64_t> DistGroup::all_gather(const std::vector<int64_t>& values) {
   // as an all-reduce (MAX) of a zero-filled [world, n] table: one collective both backends do
   const int64_t n = static_cast<int64_t>(values.size());

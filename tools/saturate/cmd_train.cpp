@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "data_flags.h"
+#include "dist_flags.h"
 #include "monitor_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
@@ -42,7 +43,7 @@ struct TrainFlags {
 };
 
 nlohmann::json summary_json(const Session& s, const DataFlags& data, const TrainFlags& f, const TrainResult& r,
-                            const LeakReport& leak) {
+                            const LeakReport& leak, TrainRanks& ranks) {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
@@ -67,6 +68,7 @@ nlohmann::json summary_json(const Session& s, const DataFlags& data, const Train
             {"leak", {{"detected", leak.detected}, {"bytes_per_step", leak.bytes_per_step},
                       {"first_step", leak.first_step}}},
             {"losses", r.losses}});
+  add_train_rank_json(j, ranks);
   return j;
 }
 
@@ -81,6 +83,8 @@ void add_train_command(CLI::App& app, Action& action) {
   auto mflags = std::make_shared<MonitorFlags>();
   add_workload_flags(*cmd, *flags);
   add_data_flags(*cmd, *data);
+  auto distflags = std::make_shared<DistFlags>();
+  add_dist_flags(*cmd, *distflags, /*search=*/false);  // --backend, --dist-timeout, --bucket-mb, --parallel
   add_monitor_flags(*cmd, *mflags);
   data->data = "fashion-mnist";
   data->workers = "2";
@@ -130,13 +134,19 @@ void add_train_command(CLI::App& app, Action& action) {
       }
       if (tf->accumulate < 0) throw UsageError(fmt::format("--accumulate: {} is negative", tf->accumulate));
       if (tf->global_batch < 0) throw UsageError(fmt::format("--global-batch: {} is negative", tf->global_batch));
-      if (!auto_batch && tf->global_batch && tf->accumulate && micro * tf->accumulate != tf->global_batch)
-        throw UsageError(fmt::format("--global-batch {} is not --batch {} x --accumulate {} = {}; give two of the three",
-                                     tf->global_batch, micro, tf->accumulate, micro * tf->accumulate));
-      if (!auto_batch && tf->global_batch && tf->global_batch % micro != 0)
-        throw UsageError(fmt::format("--global-batch {} is not a multiple of --batch {}; pick a micro-batch that "
+      // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
+      TrainRanks ranks = prepare_train_ranks(*distflags, *flags);
+      const int world = ranks.world_size();
+      if (!ranks.writer()) tf->quiet = true;  // rank 0 reports
+      const int64_t share = tf->global_batch ? rank_share(tf->global_batch, world) : 0;  // per rank
+      const std::string of_ranks = world > 1 ? fmt::format(" ({} per rank of {})", share, world) : "";
+      if (!auto_batch && tf->global_batch && tf->accumulate && micro * tf->accumulate != share)
+        throw UsageError(fmt::format("--global-batch {}{} is not --batch {} x --accumulate {} = {}; give two of the three",
+                                     tf->global_batch, of_ranks, micro, tf->accumulate, micro * tf->accumulate));
+      if (!auto_batch && tf->global_batch && share % micro != 0)
+        throw UsageError(fmt::format("--global-batch {}{} is not a multiple of --batch {}; pick a micro-batch that "
                                      "divides it (or --batch auto)",
-                                     tf->global_batch, micro));
+                                     tf->global_batch, of_ranks, micro));
       if (tf->epochs <= 0 && tf->steps <= 0)
         throw UsageError(fmt::format("--epochs {}: give at least one epoch or --steps N", tf->epochs));
       if (!tf->resume.empty() && !tf->checkpoint_dir.empty() && tf->resume != tf->checkpoint_dir)
@@ -146,14 +156,16 @@ void add_train_command(CLI::App& app, Action& action) {
       const WorkloadFlags wf = with_data_shape(*data, *flags);
       if (!data->dataset) throw UsageError("--data: training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR)");
       auto session = open_session(wf);
+      connect_train_ranks(ranks, *distflags, session->device);  // several ranks: the process group
       Workload& workload = *session->workload;
       if (auto_batch) {
         Probe probe(workload, *session->meter);
         auto attached = attach_data(*data, probe, *session, 32, tf->quiet);
         SearchOptions so;
-        if (tf->global_batch) so.max_batch = tf->global_batch;
+        if (tf->global_batch) so.max_batch = share;
         if (!tf->quiet) so.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
-        const SearchResult sr = search_batch_size(probe, so);
+        // several ranks: every rank probes the same batch, an OOM on any is one for all
+        const SearchResult sr = run_dist_search(probe, so, ranks.group.get(), /*exact_ranks=*/false).result;
         if (!sr.error.empty()) throw RuntimeFailure("--batch auto: the search failed: " + sr.error);
         if (sr.recommended_batch == 0)
           throw RuntimeFailure("--batch auto: not even batch 1 fits the budget; raise --memory-budget");
@@ -165,7 +177,7 @@ void add_train_command(CLI::App& app, Action& action) {
       int64_t accumulation = tf->accumulate ? tf->accumulate : 1;
       int64_t global = micro * accumulation;
       if (tf->global_batch) {
-        global = tf->global_batch;
+        global = share;
         micro = std::min(micro, global);
         accumulation = (global + micro - 1) / micro;
       }
@@ -187,21 +199,23 @@ void add_train_command(CLI::App& app, Action& action) {
       lo.augment_enabled = !data->no_augment;
       lo.seed = wf.seed;
       lo.device = session->device;
+      setup_train_ranks(ranks, *distflags, workload.model(), lo, o);  // shard, DDP, rank-0 checkpoints
       LoaderTrainData train_data(data->dataset, lo);
       DatasetOptions test_options;
       test_options.split = "test";
       test_options.skip_bad_samples = data->skip_bad_samples;
       std::unique_ptr<LoaderEvalData> eval;
-      try {
+      if (ranks.writer()) try {  // rank 0 evaluates the whole test split
         std::shared_ptr<const Dataset> test = open_dataset(data->data, test_options);
         LoaderOptions eo = lo;
+        eo.shard = ShardOptions{};
         eo.batch_size = tf->eval_batch > 0 ? tf->eval_batch : 4 * micro;
         eval = std::make_unique<LoaderEvalData>(test, eo);
       } catch (const UsageError&) {
         if (!tf->quiet) std::cerr << fmt::format("saturate: --data {}: no test split, skipping evaluation\n", data->data);
       }
       const double lr = workload.learning_rate();
-      o.schedule.peak_lr = scale_learning_rate(lr, global, tf->base_batch, scaling);
+      o.schedule.peak_lr = scale_learning_rate(lr, global * world, tf->base_batch, scaling);
       o.schedule.warmup_steps = tf->warmup_steps;
       o.schedule.decay = decay;
       const int64_t per_epoch = train_data.steps_per_epoch();
@@ -215,7 +229,9 @@ void add_train_command(CLI::App& app, Action& action) {
         std::cerr << fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps "
                                  "({} per epoch), {} {}, lr {:g}\n",
                                  session->context.model_name, data->dataset->name(), session->context.device_info, micro,
-                                 accumulation, global, total, per_epoch, tf->precision, to_string(o.checkpointing),
+                                 world > 1 ? fmt::format("{} x {} ranks", accumulation, world)
+                                           : std::to_string(accumulation),
+                                 global * world, total, per_epoch, tf->precision, to_string(o.checkpointing),
                                  o.schedule.peak_lr);
         o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get()](int64_t step, double loss,
                                                                                               double lr_now) {
@@ -242,8 +258,9 @@ void add_train_command(CLI::App& app, Action& action) {
       };
       Trainer trainer(workload, *session->meter, train_data, eval.get(), o);
       const TrainResult r = trainer.run();
+      if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
-      nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report());
+      nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report(), ranks);
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
@@ -256,6 +273,7 @@ void add_train_command(CLI::App& app, Action& action) {
         if (j.contains("bottleneck"))
           std::cout << fmt::format("bottleneck  {}: {}\nfix         {}\n", j["bottleneck"].value("verdict", ""),
                                    j["bottleneck"].value("reason", ""), j["bottleneck"].value("fix", ""));
+        std::cout << train_rank_text(ranks);
         if (r.final_test_accuracy)
           std::cout << fmt::format("test        loss {:.4f}, accuracy {:.2f} %\n", *r.final_test_loss,
                                    100.0 * *r.final_test_accuracy);

@@ -1,6 +1,9 @@
 #include "dist_flags.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <torch/cuda.h>
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
@@ -21,6 +24,13 @@ void add_dist_flags(CLI::App& app, DistFlags& f, bool search) {
   if (search)
     app.add_flag("!--no-rank-max", f.rank_max_exact,
                  "with unequal ranks, skip the local search that finds each larger rank's own max exactly");
+  if (!search) {
+    app.add_option("--bucket-mb", f.bucket_mb, "DDP gradient bucket size in MiB (several ranks)")->capture_default_str();
+    app.add_option("--parallel", f.parallel,
+                   "ddp: several ranks (saturate launch, torchrun) train with DistributedDataParallel | dp: "
+                   "DataParallel in one process over the visible GPUs")
+        ->capture_default_str();
+  }
 }
 
 DistEnv prepare_dist(const DistFlags& f, WorkloadFlags& w) {
@@ -62,6 +72,105 @@ std::string rank_text(const std::vector<RankMax>& ranks, const std::string& back
                      format_bytes(r.budget_bytes));
   s += fmt::format(" every rank uses {}\n", used);
   return s;
+}
+
+}  // namespace saturate::cli
+
+// ---- train ----------------------------------------------------------------------------------
+
+namespace saturate::cli {
+
+TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w) {
+  if (!(f.bucket_mb > 0))
+    throw UsageError(fmt::format("--bucket-mb: {} is not a positive size in MiB (PyTorch's default is 25)", f.bucket_mb));
+  if (f.parallel != "ddp" && f.parallel != "dp")
+    throw UsageError(fmt::format("--parallel: unknown value '{}' (expected ddp or dp)", f.parallel));
+  TrainRanks ranks;
+  ranks.env = prepare_dist(f, w);
+  if (f.parallel == "dp") {
+    const int gpus = cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+    if (ranks.env.distributed())
+      throw UsageError(fmt::format("--parallel dp: DataParallel runs in one process over the visible GPUs, and this "
+                                   "process is rank {} of {}; start it without saturate launch/torchrun, or drop "
+                                   "--parallel dp (several ranks train with DDP)",
+                                   ranks.env.rank, ranks.env.world_size));
+    if (gpus == 0)
+      throw UsageError("--parallel dp: DataParallel replicates the model over the visible GPUs, and this machine has "
+                       "none (CUDA devices: 0); drop --parallel dp to train on one device, or start ranks with "
+                       "`saturate launch --nproc-per-node N -- saturate train ...` (DDP, Gloo on CPUs)");
+    if (w.device == "cpu")
+      throw UsageError("--parallel dp with --device cpu: DataParallel replicates over GPUs; use --device cuda");
+    // torch::nn::parallel::data_parallel replicates a model through torch::nn::Cloneable, which the
+    // built-in block models do not implement: say so rather than train on one GPU silently.
+    throw UsageError(fmt::format("--parallel dp: the built-in models cannot be replicated by "
+                                 "torch::nn::parallel::data_parallel yet (not torch::nn::Cloneable); on these {} GPU(s) "
+                                 "use DDP: saturate launch --nproc-per-node {} -- saturate train ...",
+                                 gpus, gpus));
+  }
+  return ranks;
+}
+
+void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Device& device) {
+  ranks.group = open_dist(f, ranks.env, device);
+}
+
+int64_t rank_share(int64_t global_batch, int world_size) {
+  if (world_size <= 1 || global_batch % world_size == 0) return global_batch / std::max(1, world_size);
+  const int64_t below = global_batch / world_size * world_size, above = below + world_size;
+  throw UsageError(fmt::format("--global-batch {} is not divisible by the world size {} (each of the {} ranks trains on "
+                               "an equal share); use a multiple of {}, e.g. {}{}, or start {} rank(s)",
+                               global_batch, world_size, world_size, world_size,
+                               below > 0 ? fmt::format("{} or ", below) : "", above,
+                               [&] {
+                                 std::string s;
+                                 for (int d = world_size - 1; d >= 1; --d)
+                                   if (global_batch % d == 0) return std::to_string(d);
+                                 return s;
+                               }()));
+}
+
+void setup_train_ranks(TrainRanks& ranks, const DistFlags& f, Model& model, LoaderOptions& loader, TrainOptions& o) {
+  if (!ranks.group) return;
+  // rank r reads positions r, r + world, ... of the same per-epoch permutation: together the
+  // ranks' step-k batches are exactly the one-process global batch k; padded so every rank
+  // has as many steps when the world size does not divide the dataset
+  loader.shard.rank = ranks.rank();
+  loader.shard.world_size = ranks.world_size();
+  loader.shard.pad = true;
+  std::vector<torch::Tensor> states;
+  for (auto& [name, t] : model.named_tensors()) states.push_back(t);
+  DdpOptions d;
+  d.bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1024 * 1024);
+  d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
+  ranks.ddp = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *ranks.group, d);
+  ranks.sync = std::make_unique<DdpStepSync>(*ranks.ddp);
+  o.sync = ranks.sync.get();
+  o.write_checkpoints = ranks.writer();
+}
+
+void add_train_rank_json(nlohmann::json& j, TrainRanks& ranks) {
+  j["world_size"] = ranks.world_size();
+  if (!ranks.ddp) {
+    j.update({{"backend", "none"}, {"allreduce_ms", 0.0}, {"allreduce_overlap_fraction", nullptr},
+              {"gradient_buckets", 0}, {"gradient_bytes", 0}});
+    return;
+  }
+  const DdpStats s = ranks.ddp->stats();
+  j.update({{"backend", to_string(ranks.group->backend())},
+            {"allreduce_ms", s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0},
+            {"allreduce_overlap_fraction", s.overlap_fraction()},
+            {"gradient_buckets", s.buckets},
+            {"gradient_bytes", s.gradient_bytes}});
+}
+
+std::string train_rank_text(TrainRanks& ranks) {
+  if (!ranks.ddp) return "";
+  const DdpStats s = ranks.ddp->stats();
+  return fmt::format("ranks       {} ({}): all-reduce {:.2f} ms per step, {:.0f} % overlapped with backward, {} "
+                     "bucket(s) of {} in all\n",
+                     ranks.world_size(), to_string(ranks.group->backend()),
+                     s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0,
+                     100.0 * s.overlap_fraction(), s.buckets, format_bytes(s.gradient_bytes));
 }
 
 }  // namespace saturate::cli

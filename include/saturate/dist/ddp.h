@@ -63,6 +63,7 @@ class DistributedDataParallel {
   RuntimeFailure failure(const std::exception& e) const;
 
   int world_size() const;
+  DistGroup& group();
   /// Timing so far (completes the last synced step's accounting).
   DdpStats stats();
 

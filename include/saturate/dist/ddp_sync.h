@@ -2,8 +2,9 @@
 // model is broadcast when the run begins (after a resume too), only the last micro-batch of a
 // step all-reduces (no_sync before it), and its backward returns with averaged gradients.
 // Each rank's TrainData must give its own share of every global batch (LoaderOptions.shard).
-// The Trainer's OOM back-off is per process: turn it off for data-parallel runs, or every rank
-// must back off together.
+// Once per step attempt, before the backward that all-reduces, one more all-reduce (two doubles:
+// an OOM flag and the step loss) makes an OOM on any rank an OOM for all, so every rank backs
+// off together, and gives every rank the loss of the whole global batch.
 #pragma once
 #include "saturate/dist/ddp.h"
 #include "saturate/train/trainer.h"
@@ -18,6 +19,12 @@ class DdpStepSync final : public StepSync {
     if (last) ddp_.prepare_for_forward();
   }
   void backward(const torch::Tensor& loss, bool last) override { ddp_.backward(loss, last); }
+  int world_size() const override { return ddp_.world_size(); }
+  bool agree(bool oom, double& loss) override {
+    const std::vector<double> sums = ddp_.group().all_reduce_sum({oom ? 1.0 : 0.0, oom ? 0.0 : loss});
+    loss = sums[1] / static_cast<double>(ddp_.world_size());
+    return sums[0] > 0;
+  }
   /// The all-reduce time not overlapped with the backward's computation, since the last call.
   double exposed_allreduce_ms() override {
     const DdpStats s = ddp_.stats();

@@ -53,6 +53,8 @@ class DistGroup final : public Collectives {
 
   std::vector<int64_t> all_reduce_max(const std::vector<int64_t>& values) override;
   std::vector<int64_t> all_gather(const std::vector<int64_t>& values) override;
+  /// Element-wise sum over all ranks, in double precision; every rank gets the result.
+  std::vector<double> all_reduce_sum(const std::vector<double>& values);
   void barrier();
 
   /// c10d's process group (for the Reducer and tensor collectives).
