@@ -191,7 +191,8 @@ nlohmann::json TrainMonitor::finish() {
   return summary_;
 }
 
-std::string TrainMonitor::status_text() const {
+std::string TrainMonitor::status_text() {
+  if (window_open_ && !finished_ && timed_steps_ >= options_.window_min_steps) close_window();
   std::string text;
   Sample s;
   if (monitor_.sampler().latest(&s)) {

@@ -18,6 +18,7 @@ namespace {
 
 struct Rig {
   explicit Rig(int64_t width = 32, int64_t samples = 256) {
+    at::set_num_threads(1);  // small tensors: threads only add waiting on a loaded machine
     ModelSpec s;
     s.name = "mlp";
     s.width = width;
@@ -176,7 +177,7 @@ TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
 TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound) {
   Rig rig(16);
   TensorTrainData data(rig.inputs, rig.targets, 16);
-  SlowAllreduceSync sync(std::chrono::milliseconds(60));
+  SlowAllreduceSync sync(std::chrono::milliseconds(120));
   TrainMonitor monitor(quick_windows());
   TrainOptions o;
   o.micro_batch = 8;
@@ -187,9 +188,9 @@ TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound)
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
   const nlohmann::json j = monitor.finish();
   EXPECT_EQ(j["bottleneck"]["verdict"], "communication-bound") << j.dump(1);
-  EXPECT_GE(j["phases_ms"]["allreduce"].get<double>(), 55);
+  EXPECT_GE(j["phases_ms"]["allreduce"].get<double>(), 115);
   // moved out of the backward phase, not counted twice
-  EXPECT_LT(j["phases_ms"]["backward"].get<double>(), 30) << j["phases_ms"];
+  EXPECT_LT(j["phases_ms"]["backward"].get<double>(), 60) << j["phases_ms"];
 }
 
 TEST(TrainMonitorTest, TrainingTraceHasWindowsStepsAndPhases) {

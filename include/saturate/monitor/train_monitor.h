@@ -1,10 +1,11 @@
 // Implements: the monitor of a training run (`saturate train`). The Trainer calls its step and
 // phase hooks (a PhaseObserver); it times them with a MonitorObserver — the same timing,
 // launch estimate, sampling and verdict code as a probe's trial — over consecutive windows of
-// steps (a window closes after `window_s` seconds once it has `window_min_steps` timed steps,
-// or at `window_max_steps`), so that each window gets its own verdict from its own median
-// step, and a long run's verdict is the one that held for most of its time. finish() gives the
-// train JSON's `phases_ms`, `utilization`, `bottleneck` and `monitor_overhead`.
+// steps (a window closes once it has `window_min_steps` timed steps and lasted `window_s`
+// seconds or a progress line asks, or at `window_max_steps`), so that each window gets its own
+// verdict from its own median step, and a long run's verdict is the one that held for most of
+// its time. finish() gives the train JSON's `phases_ms`, `utilization`, `bottleneck` and
+// `monitor_overhead`.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -55,8 +56,9 @@ class TrainMonitor final : public PhaseObserver {
   /// (its evidence from that verdict's median window, plus `windows`: the count of each).
   nlohmann::json finish();
   /// For a progress line: "cpu 99 % rss 312 MiB, compute-bound" (GPU: "gpu 97 % mem 41 % 12.1/80 GiB,
-  /// ..."): the latest sample and the latest closed window's verdict.
-  std::string status_text() const;
+  /// ..."): the latest sample and the latest window's verdict. Closes the current window first
+  /// when it has `window_min_steps` timed steps (so a line speaks for the steps since the last).
+  std::string status_text();
   const std::vector<MonitorWindow>& windows() const { return windows_; }
   std::string nvml_note() const { return monitor_.nvml_note(); }
 
