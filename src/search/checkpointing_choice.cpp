@@ -75,9 +75,12 @@ CheckpointingChoice choose_checkpointing(const SearchResult& without, const Sear
     return c;
   }
   c.choice = "none";
-  c.reason = fmt::format("{}{} does not pay: {}; its larger batches are not more than {:.0f} % faster than the "
-                         "best without it",
-                         required_note, with_policy, figures, 100 * tolerance);
+  c.reason = larger ? fmt::format("{}{} does not pay: {}; its larger batches are not more than {:.0f} % faster "
+                                  "than the best without it",
+                                  required_note, with_policy, figures, 100 * tolerance)
+                    : fmt::format("{}{} does not pay: {}; its fastest batch also fits without it, where nothing is "
+                                  "recomputed",
+                                  required_note, with_policy, figures);
   if (with.max_batch <= without.max_batch)
     c.reason = fmt::format("{}{} does not raise the max batch ({})", required_note, with_policy, figures);
   return c;
