@@ -205,7 +205,7 @@ void add_train_command(CLI::App& app, Action& action) {
       test_options.split = "test";
       test_options.skip_bad_samples = data->skip_bad_samples;
       std::unique_ptr<LoaderEvalData> eval;
-      if (ranks.writer()) try {  // rank 0 evaluates the whole test split
+      try {  // every rank evaluates the whole test split (none waits for rank 0 in a collective)
         std::shared_ptr<const Dataset> test = open_dataset(data->data, test_options);
         LoaderOptions eo = lo;
         eo.shard = ShardOptions{};
