@@ -85,6 +85,7 @@ void TrainMonitor::open_window(int64_t first_step) {
 }
 
 void TrainMonitor::close_window() {
+  const auto t0 = std::chrono::steady_clock::now();
   Trial t;
   t.batch = options_.global_batch;
   t.status = TrialStatus::kOk;
@@ -98,6 +99,7 @@ void TrainMonitor::close_window() {
   w.findings = std::move(t.extra);
   windows_.push_back(std::move(w));
   window_open_ = false;
+  close_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void TrainMonitor::step_begin(int step, bool measured) {
@@ -111,8 +113,9 @@ void TrainMonitor::step_end(int step, bool measured) {
   if (measured) ++timed_steps_;
   last_step_ = step;
   if (timed_steps_ < options_.window_min_steps) return;
+  // the step's own end time: no clock read here
   if (timed_steps_ >= options_.window_max_steps ||
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - window_begin_).count() >= options_.window_s)
+      std::chrono::duration<double>(monitor_.last_step_end() - window_begin_).count() >= options_.window_s)
     close_window();
 }
 
@@ -186,7 +189,8 @@ nlohmann::json TrainMonitor::finish() {
   out["monitor_overhead"] = {{"hooks_us_per_step", steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0},
                              {"sampler_cpu_ms", r3(sampler_ms)},
                              {"sampler_cpu_share", run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0},
-                             {"windows", windows_.size()}};
+                             {"windows", windows_.size()},
+                             {"window_close_ms", r3(1000.0 * close_s_)}};
   summary_ = out;
   return summary_;
 }

@@ -62,6 +62,8 @@ class MonitorObserver final : public ProbeObserver {
   /// Why NVML is not used on a CUDA run (for a warning); empty otherwise.
   std::string nvml_note() const;
   TraceWriter* trace() { return trace_.get(); }
+  /// When the last step_end was called (its own clock reading; TrainMonitor's windows use it).
+  std::chrono::steady_clock::time_point last_step_end() const { return last_step_end_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -90,6 +92,11 @@ class MonitorObserver final : public ProbeObserver {
   Clock::time_point trial_begin_, window_begin_;
   double sampler_cpu_at_begin_ = 0;
   double hooks_s_ = 0;
+  static constexpr int64_t kAccountEvery = 16;
+  bool account_ = true;          // this step's hooks time themselves
+  int64_t accounted_steps_ = 0;  // steps whose hooks timed themselves, this trial/window
+  int64_t steps_seen_ = 0;
+  Clock::time_point last_step_end_;
   int step_ = -1;
   bool measured_ = false;
   bool in_step_ = false;

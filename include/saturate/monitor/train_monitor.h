@@ -75,6 +75,7 @@ class TrainMonitor final : public PhaseObserver {
   int timed_steps_ = 0, steps_ = 0;
   std::chrono::steady_clock::time_point window_begin_, run_begin_;
   nlohmann::json summary_;
+  double close_s_ = 0;  // time spent closing windows (summaries, verdicts): the monitor's cost too
 };
 
 }  // namespace saturate
