@@ -160,6 +160,8 @@ void add_train_command(CLI::App& app, Action& action) {
       Workload& workload = *session->workload;
       if (auto_batch) {
         Probe probe(workload, *session->meter);
+        // the search measures the step training will run (checkpointed blocks; a TorchScript model has none)
+        if (as_block_model(workload.model())) probe.set_checkpointing(o.checkpointing);
         auto attached = attach_data(*data, probe, *session, 32, tf->quiet);
         SearchOptions so;
         if (tf->global_batch) so.max_batch = share;
