@@ -24,6 +24,13 @@ double median(std::vector<double> v) {
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+/// The index of the median element (the lower one of an even count).
+size_t median_index(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  return order[(order.size() - 1) / 2];
+}
 double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
@@ -198,13 +205,18 @@ void MonitorObserver::trial_end(Trial& trial) {
   if (trial.ok() && !step_ms_.empty()) {
     StepProfile p;
     p.on_gpu = options_.cuda;
-    p.step_ms = median(step_ms_);
-    p.data_wait_ms = median(phase_ms_[static_cast<size_t>(Phase::kDataWait)]);
-    p.h2d_ms = median(phase_ms_[static_cast<size_t>(Phase::kHostToDevice)]);
-    p.forward_ms = median(phase_ms_[static_cast<size_t>(Phase::kForward)]);
-    p.backward_ms = median(phase_ms_[static_cast<size_t>(Phase::kBackward)]);
-    p.optimizer_ms = median(phase_ms_[static_cast<size_t>(Phase::kOptimizer)]);
-    p.allreduce_ms = median(phase_ms_[static_cast<size_t>(Phase::kAllreduce)]);
+    // one representative step, the median by step time, with its own phases: per-phase medians
+    // taken across different steps need not add up to any step (one step preempted in its
+    // forward, another in its optimizer), and a step preempted by other load moves a mean.
+    const size_t rep = median_index(step_ms_);
+    const auto phase_of = [&](Phase ph) { return phase_ms_[static_cast<size_t>(ph)][rep]; };
+    p.step_ms = step_ms_[rep];
+    p.data_wait_ms = phase_of(Phase::kDataWait);
+    p.h2d_ms = phase_of(Phase::kHostToDevice);
+    p.forward_ms = phase_of(Phase::kForward);
+    p.backward_ms = phase_of(Phase::kBackward);
+    p.optimizer_ms = phase_of(Phase::kOptimizer);
+    p.allreduce_ms = phase_of(Phase::kAllreduce);
     if (options_.measure_launch) {
       if (options_.cuda) {
         const double device = median(compute_ms_), host = median(host_issue_ms_);
