@@ -14,6 +14,8 @@
 namespace saturate {
 namespace {
 
+thread_local const char* t_allocation_site = nullptr;
+
 class BudgetAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
@@ -126,7 +128,8 @@ class BudgetAllocator final : public c10::Allocator {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())
                             .count();
-    log_.events.push_back({kind, bytes, reinterpret_cast<uintptr_t>(ptr), now});
+    log_.events.push_back(
+        {kind, bytes, reinterpret_cast<uintptr_t>(ptr), now, kind == CpuAllocationEvent::kAlloc ? t_allocation_site : nullptr});
   }
 
   std::mutex mutex_;
@@ -159,5 +162,6 @@ void start_cpu_event_log(size_t max_events) { BudgetAllocator::instance().start_
 CpuEventLog stop_cpu_event_log() { return BudgetAllocator::instance().stop_log(); }
 size_t cpu_event_log_size() { return BudgetAllocator::instance().log_size(); }
 bool cpu_event_log_active() { return BudgetAllocator::instance().log_active(); }
+void set_cpu_allocation_site(const char* site) { t_allocation_site = site; }
 
 }  // namespace saturate

@@ -54,6 +54,48 @@ TEST(LeakCheckTest, KeepingEachLossWithItsGraphIsFlaggedAtAboutTheGraphsSize) {
   EXPECT_EQ(r.report.first_step, o.leak.warmup_steps);  // the first step checked after warm-up
   EXPECT_EQ(r.oom_step, -1);
   EXPECT_EQ(rig.meter->stats().allocated_bytes, before);  // the run cleaned up after itself
+  // the sites: together about the graph's size, all made by the forward pass (the kept graph
+  // holds forward activations such as the ReLU outputs; backward's and the optimizer's buffers
+  // are freed each step)
+  ASSERT_FALSE(r.sites.empty()) << r.sites_method;
+  double sites_bytes = 0;
+  bool relu = false;
+  for (const LeakSite& site : r.sites) {
+    sites_bytes += site.bytes_per_step;
+    EXPECT_EQ(site.site.rfind("backward", 0), std::string::npos) << site.site;
+    EXPECT_NE(site.site, "(unknown)");
+    relu = relu || site.site.find("aten::relu") != std::string::npos;
+  }
+  EXPECT_NEAR(sites_bytes, static_cast<double>(graph), 0.05 * static_cast<double>(graph));
+  EXPECT_TRUE(relu) << leak_sites_json(r.sites).dump();  // ReLU saves its output for backward
+  EXPECT_EQ(r.sites_method.rfind("CPU allocator event log", 0), 0u) << r.sites_method;
+}
+
+TEST(LeakSitesTest, OnlyAllocationsOutlivingTheirStepCountAndTheLastStepIsLeftOut) {
+  CpuEventLog log;
+  const char* kept = "aten::linear > aten::addmm";
+  const char* temp = "aten::relu";
+  using E = CpuAllocationEvent;
+  // step 0: a kept 100 B allocation, a freed temporary, a free of memory from before the window
+  log.events.push_back({E::kAlloc, 100, 0x10, 0, kept});
+  log.events.push_back({E::kAlloc, 50, 0x20, 0, temp});
+  log.events.push_back({E::kFree, 50, 0x20, 0, nullptr});
+  log.events.push_back({E::kFree, 999, 0x99, 0, nullptr});
+  // step 1: another kept 300 B, a 40 B one with no site, a temporary freed in step 2
+  log.events.push_back({E::kAlloc, 300, 0x30, 0, kept});
+  log.events.push_back({E::kAlloc, 40, 0x40, 0, nullptr});
+  log.events.push_back({E::kAlloc, 70, 0x50, 0, temp});
+  // step 2 (the last): frees step 1's temporary, allocates what the next step would free
+  log.events.push_back({E::kFree, 70, 0x50, 0, nullptr});
+  log.events.push_back({E::kAlloc, 5000, 0x60, 0, temp});
+  const std::vector<LeakSite> sites = leaked_sites(log, {4, 7, 9});
+  ASSERT_EQ(sites.size(), 2u) << leak_sites_json(sites).dump();
+  EXPECT_EQ(sites[0].site, kept);
+  EXPECT_DOUBLE_EQ(sites[0].bytes_per_step, 200.0);  // (100 + 300) over the two counted steps
+  EXPECT_DOUBLE_EQ(sites[0].allocations_per_step, 1.0);
+  EXPECT_EQ(sites[1].site, "(unknown)");
+  EXPECT_DOUBLE_EQ(sites[1].bytes_per_step, 20.0);
+  EXPECT_TRUE(leaked_sites(log, {9}).empty());  // one step: nothing can be told apart
 }
 
 namespace {
@@ -68,6 +110,11 @@ void expect_no_leak_over_50_steps(const ModelSpec& s) {
                                   << r.report.first_step;
   EXPECT_EQ(r.report.steps, 50) << s.name;
   EXPECT_EQ(r.oom_step, -1) << s.name << ": " << r.error;
+  // and the site steps find nothing left alive
+  double sites_bytes = 0;
+  for (const LeakSite& site : r.sites) sites_bytes += site.bytes_per_step;
+  EXPECT_LT(sites_bytes, 1024.0) << s.name << ": " << leak_sites_json(r.sites).dump();
+  EXPECT_EQ(r.sites_method.rfind("CPU allocator event log", 0), 0u) << r.sites_method;
 }
 
 }  // namespace
@@ -104,21 +151,22 @@ TEST(LeakCheckTest, GptDoesNotLeakOver50Steps) {
   expect_no_leak_over_50_steps(s);
 }
 
-TEST(LeakCheckTest, LeakWatchWarnsOnceWhenAKeptTensorGrowsEachStep) {
+TEST(LeakCheckTest, LeakWatchWarnsOnceWhenAKeptTensorGrowsEachStepThenNamesItsSite) {
   auto meter = make_memory_meter(torch::kCPU);
   LeakWatch watch(*meter);
   std::vector<torch::Tensor> kept;
-  int warnings = 0;
-  std::string text;
-  for (int step = 0; step < 12; ++step) {
+  std::vector<std::string> lines;
+  for (int step = 0; step < 16; ++step) {
     kept.push_back(torch::zeros({16384}, torch::kFloat));  // 64 KiB a step
     const std::string w = watch.after_step(step);
-    if (!w.empty()) {
-      ++warnings;
-      text = w;
-    }
+    if (!w.empty()) lines.push_back(w);
   }
-  EXPECT_EQ(warnings, 1);
-  EXPECT_NE(text.find("64.0 KiB per step"), std::string::npos) << text;
+  ASSERT_EQ(lines.size(), 2u);  // the warning, once; then, five steps later, the site
+  EXPECT_NE(lines[0].find("64.0 KiB per step"), std::string::npos) << lines[0];
   EXPECT_NEAR(watch.report().bytes_per_step, 65536, 1);
+  EXPECT_NE(lines[1].find("aten::zeros 64.0 KiB/step"), std::string::npos) << lines[1];
+  ASSERT_EQ(watch.sites().size(), 1u);
+  EXPECT_EQ(watch.sites()[0].site, "aten::zeros");
+  EXPECT_DOUBLE_EQ(watch.sites()[0].bytes_per_step, 65536.0);
+  EXPECT_FALSE(cpu_event_log_active());  // the site steps are over: the log is free again
 }

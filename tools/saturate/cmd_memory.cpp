@@ -42,6 +42,10 @@ std::string leak_text(const LeakCheckResult& r, int steps) {
   else
     s = fmt::format("leak       none: allocated after each step flat once warm ({} over {} steps)\n",
                     format_bytes(l.last_bytes), l.steps);
+  if (l.detected && !r.sites.empty())
+    s += fmt::format("           left alive per step by: {}\n", leak_sites_text(r.sites, 5));
+  else if (l.detected && !r.sites_method.empty() && r.sites_method.rfind("not ", 0) == 0)
+    s += fmt::format("           allocation sites {}\n", r.sites_method);
   if (r.oom_step >= 0) s += fmt::format("           the run ran out of memory at step {} of {}\n", r.oom_step, steps);
   return s;
 }
@@ -96,6 +100,8 @@ void add_memory_command(CLI::App& app, Action& action) {
         j["leak"]["oom_step"] = leak->oom_step;
         j["leak"]["keep_loss"] = cf->keep_loss;
         j["leak"]["allocated_after_step_bytes"] = leak->allocated_after_step_bytes;
+        j["leak"]["sites"] = leak_sites_json(leak->sites);
+        j["leak"]["sites_method"] = leak->sites_method;
       }
       if (flags->json != "-") {
         print_trial(std::cout, session->context, t);

@@ -263,6 +263,7 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
       nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report(), ranks);
+      j["leak"]["sites"] = leak_sites_json(leak_watch.sites());  // filled a few steps after a detection
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       if (flags->json == "-") {
         write_json(j, "-", std::cout);

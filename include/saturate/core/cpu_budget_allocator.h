@@ -36,6 +36,8 @@ struct CpuAllocationEvent {
   int64_t bytes = 0;
   uintptr_t address = 0;  ///< 0 for kFailed
   int64_t time_ns = 0;    ///< steady clock
+  /// kAlloc: what was running on the allocating thread (set_cpu_allocation_site); nullptr: unknown.
+  const char* site = nullptr;
 };
 
 struct CpuEventLog {
@@ -52,5 +54,9 @@ CpuEventLog stop_cpu_event_log();
 /// Events recorded so far (a position in the log, for phase marks); 0 when the log is off.
 size_t cpu_event_log_size();
 bool cpu_event_log_active();
+
+/// Names what this thread is running, for the event log's kAlloc events (memory/allocation_sites.h
+/// sets it from the operator being run). The string must outlive the log; nullptr: unknown.
+void set_cpu_allocation_site(const char* site);
 
 }  // namespace saturate

@@ -4,11 +4,13 @@
 // does: each step's graph, with the tensors it saved for backward, stays alive.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "saturate/core/memory_meter.h"
 #include "saturate/memory/leak_detector.h"
+#include "saturate/memory/leak_sites.h"
 #include "saturate/probe/workload.h"
 
 namespace saturate {
@@ -18,15 +20,24 @@ struct LeakCheckOptions {
   int steps = 50;
   bool keep_loss_graph = false;  ///< the deliberate leak
   LeakOptions leak;
+  /// The last this-many steps run with allocation sites recorded (CPU only; 0: none), to name
+  /// what the steps leave behind.
+  int site_steps = 5;
 };
 
 struct LeakCheckResult {
   LeakReport report;
   std::vector<int64_t> allocated_after_step_bytes;
+  /// What the site steps left alive, by allocation site (empty: nothing; see sites_method).
+  std::vector<LeakSite> sites;
+  /// How the sites were found, or why they were not ("" when site_steps was 0).
+  std::string sites_method;
   int oom_step = -1;  ///< the step that ran out of memory (the run stops there); -1: none
   std::string error;
   double seconds = 0;
 };
+
+class AllocationSiteTracking;
 
 /// For a training loop (saturate train's TrainOptions::on_step): after each step, the meter's
 /// allocated bytes go to a LeakDetector; the first time a leak is seen, a one-line warning comes
@@ -34,13 +45,25 @@ struct LeakCheckResult {
 class LeakWatch {
  public:
   explicit LeakWatch(MemoryMeter& meter, LeakOptions options = {});
+  /// After a leak is seen on a CPU run, the next `site_steps` steps record allocation sites; at
+  /// their end a second line names the sites that grew.
   std::string after_step(int64_t step);
   LeakReport report() const { return detector_.report(); }
+  /// The sites that grew (empty until the site steps after a detection have run).
+  const std::vector<LeakSite>& sites() const { return sites_; }
+  ~LeakWatch();
 
  private:
   MemoryMeter& meter_;
   LeakDetector detector_;
+  int site_steps_ = 5;
+  std::unique_ptr<AllocationSiteTracking> tracking_;
+  std::vector<size_t> step_end_events_;
+  std::vector<LeakSite> sites_;
 };
+
+/// "aten::linear > aten::addmm 1.2 MiB/step, ..." (the first `top`).
+std::string leak_sites_text(const std::vector<LeakSite>& sites, size_t top = 3);
 
 /// Runs the steps; an out-of-memory ends the run early and is reported, not thrown. Everything
 /// the run made is released before it returns.
