@@ -1,0 +1,227 @@
+// `saturate train` as real ranks started by `saturate launch` (Gloo on loopback): the loss curve of
+// two ranks equals one process with the same global batch, only rank 0 writes, an OOM on one rank
+// makes every rank back off together, and a rank killed mid-training stops the launch naming it
+// while the last checkpoint stays usable for a resume with the same world size.
+// Run by ctest's `dist` label (SATURATE_DIST_TESTS=1).
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/dist/launch.h"
+#include "support/support.h"
+
+namespace saturate {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define SKIP_OUTSIDE_DIST_LABEL()                                                      \
+  do {                                                                                 \
+    if (!std::getenv("SATURATE_DIST_TESTS")) GTEST_SKIP() << "multi-process: ctest -L dist"; \
+  } while (0)
+
+const std::string kBin = SATURATE_BINARY;
+// a small model on Fashion-MNIST, data in a fixed order (no augmentation), one thread per rank
+const std::string kTrain = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --threads 1 "
+                           "--workers 0 --no-augment --optimizer sgd --lr 0.05 ";
+
+int free_port_for_test() { return free_port("127.0.0.1"); }
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+/// `saturate launch --nproc-per-node n -- sh -c '<rank_command>'`; $RANK is expanded per rank.
+std::string launch(int n, const std::string& rank_command) {
+  return "timeout 300 " + kBin + " launch --nproc-per-node " + std::to_string(n) + " -- sh -c '" + rank_command + "'";
+}
+
+TEST(DistProcessTest, TrainOnTwoRanksFollowsTheOneProcessLossCurveAndOnlyRankZeroWrites) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train");
+  // 2 ranks x micro-batch 16 x accumulation 2 = global batch 64; every rank gets its own output
+  // paths, so that anything a rank other than 0 wrote would show
+  const std::string flags = "--steps 40 --global-batch 64 --batch 16 --bucket-mb 0.01 ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist_$RANK.json --save " +
+                                               dir + "/model_$RANK.pt --checkpoint-dir " + dir + "/ckpt_$RANK"),
+                                 &out),
+            0)
+      << out;
+  // one process, the same global batch in micro-batches of 32
+  std::string single_out;
+  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 40 --global-batch 64 --batch 32 --json " +
+                                     dir + "/single.json -q",
+                                 &single_out),
+            0)
+      << single_out;
+
+  EXPECT_TRUE(fs::exists(dir + "/dist_0.json"));
+  EXPECT_TRUE(fs::exists(dir + "/model_0.pt"));
+  EXPECT_FALSE(fs::exists(dir + "/dist_1.json")) << "rank 1 wrote a summary";
+  EXPECT_FALSE(fs::exists(dir + "/model_1.pt")) << "rank 1 wrote a model";
+  EXPECT_FALSE(fs::exists(dir + "/ckpt_1") && !fs::is_empty(dir + "/ckpt_1")) << "rank 1 wrote a checkpoint";
+  EXPECT_TRUE(fs::exists(dir + "/ckpt_0") && !fs::is_empty(dir + "/ckpt_0"));
+
+  const auto dist = read_json(dir + "/dist_0.json");
+  const auto single = read_json(dir + "/single.json");
+  EXPECT_EQ(dist["world_size"].get<int>(), 2);
+  EXPECT_EQ(dist["backend"].get<std::string>(), "gloo");
+  EXPECT_EQ(single["world_size"].get<int>(), 1);
+  EXPECT_EQ(dist["global_batch"].get<int64_t>(), 64);
+  EXPECT_EQ(dist["micro_batch"].get<int64_t>(), 16);
+  EXPECT_EQ(dist["samples_seen"].get<int64_t>(), single["samples_seen"].get<int64_t>());
+  EXPECT_GT(dist["allreduce_ms"].get<double>(), 0);
+  EXPECT_GT(dist["gradient_buckets"].get<int64_t>(), 1);  // 10 KiB buckets: several per backward
+  const double overlap = dist["allreduce_overlap_fraction"].get<double>();
+  EXPECT_GE(overlap, 0);
+  EXPECT_LE(overlap, 1);
+
+  const auto a = dist["losses"].get<std::vector<double>>();
+  const auto b = single["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), 40u);
+  ASSERT_EQ(b.size(), 40u);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(b[i])) << "step " << i;
+  EXPECT_LT(a.back(), a.front());  // it learned something
+}
+
+TEST(DistProcessTest, AnOomOnOneRankMakesEveryRankBackOffTogether) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_oom");
+  // rank 1 gets 96 MiB, where micro-batch 128 of the convnet does not fit (a search there finds
+  // 85); rank 0 has room
+  const std::string model = " train --model convnet --data fashion-mnist --device cpu --threads 1 --workers 0 "
+                            "--no-augment --optimizer sgd --lr 0.01 --steps 3 --batch 128 ";
+  std::string out;
+  const int status = testing::run_command(
+      launch(2, "exec " + kBin + model + "--memory-budget $([ \"$RANK\" = 0 ] && echo 4GiB || echo " +
+                    "96MiB" + ") --json " + dir + "/oom.json"),
+      &out);
+  ASSERT_EQ(status, 0) << out;
+  const auto j = read_json(dir + "/oom.json");  // rank 0's: it had room, but backed off with rank 1
+  ASSERT_GE(j["oom_backoffs"].size(), 1u) << j.dump(1);
+  EXPECT_EQ(j["oom_backoffs"][0]["step"].get<int64_t>(), 0);
+  EXPECT_EQ(j["oom_backoffs"][0]["old_micro_batch"].get<int64_t>(), 128);
+  EXPECT_EQ(j["micro_batch"].get<int64_t>(), j["oom_backoffs"].back()["new_micro_batch"].get<int64_t>());
+  EXPECT_EQ(j["global_batch"].get<int64_t>(), 256);  // 2 ranks x 128, unchanged by the back-off
+  EXPECT_EQ(j["steps"].get<int64_t>(), 3);
+}
+
+TEST(DistProcessTest, KillingATrainingRankStopsTheLaunchNamingItAndTheCheckpointResumes) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_kill");
+  const std::string ckpt = dir + "/ckpt";
+  const std::string flags = "--steps 1000 --global-batch 64 --batch 32 --checkpoint-every 10 --dist-timeout 20 ";
+  // each rank records its pid (exec keeps it); the launch runs in the background
+  const std::string cmd = launch(2, "echo $$ > " + dir + "/pid_$RANK; exec " + kBin + kTrain + flags +
+                                        "--checkpoint-dir " + ckpt + " -q");
+  ASSERT_EQ(std::system(("(" + cmd + " > " + dir + "/log 2>&1; echo $? > " + dir + "/status) &").c_str()), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!(fs::exists(ckpt) && !fs::is_empty(ckpt) && fs::exists(dir + "/pid_1")) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_FALSE(fs::exists(dir + "/status")) << "the run ended before the kill; make it longer";
+  int pid = 0;
+  std::ifstream(dir + "/pid_1") >> pid;
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  while (!fs::exists(dir + "/status") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int status = -1;
+  std::ifstream(dir + "/status") >> status;
+  std::string log;
+  testing::run_command("cat " + dir + "/log", &log);
+  EXPECT_NE(status, 0) << log;
+  EXPECT_NE(log.find("rank 1 (pid " + std::to_string(pid) + ") was killed by signal 9"), std::string::npos) << log;
+
+  // another world size cannot resume it: the message names both sizes
+  std::string wrong;
+  EXPECT_EQ(testing::run_command("timeout 120 " + kBin + kTrain + flags + "--resume " + ckpt + " -q", &wrong), 2);
+  EXPECT_NE(wrong.find("written by a run of 2 rank(s) and this run has 1"), std::string::npos) << wrong;
+
+  // the same world size resumes it to the end
+  std::string resumed;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--resume " + ckpt + " --json " + dir +
+                                               "/resumed.json -q"),
+                                 &resumed),
+            0)
+      << resumed;
+  const auto j = read_json(dir + "/resumed.json");
+  EXPECT_GT(j["resumed_from"].get<int64_t>(), 0);
+  EXPECT_EQ(j["steps"].get<int64_t>(), 1000);
+  EXPECT_EQ(j["losses"].size(), 1000u);
+}
+
+TEST(DistProcessTest, KillingARankOfATrainingMakesTheOtherFailNamingItWithinTheTimeout) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  // ranks started directly (as mpirun or srun would, no launcher to stop them): rank 0 must find
+  // out by itself, through the failed collective, and say which rank is gone
+  const std::string dir = testing::temp_dir("dist_train_kill_direct");
+  const std::string port = std::to_string(free_port_for_test());
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string r = std::to_string(rank);
+    // exec keeps the pid that the test kills
+    const std::string cmd = "RANK=" + r + " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " exec " + kBin +
+                            kTrain + "--steps 20000 --global-batch 64 --batch 32 --dist-timeout 20 -q > " + dir +
+                            "/log_" + r + " 2>&1";
+    ASSERT_EQ(std::system(("(sh -c 'echo $$ > " + dir + "/pid_" + r + "; " + cmd + "'; echo $? > " + dir +
+                           "/status_" + r + ") &")
+                              .c_str()),
+              0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+  // running: rank 0's log stays empty (-q) until it fails; give the ranks time to connect
+  while (!fs::exists(dir + "/pid_1") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  int pid = 0;
+  std::ifstream(dir + "/pid_1") >> pid;
+  ASSERT_GT(pid, 0);
+  ASSERT_FALSE(fs::exists(dir + "/status_0")) << "rank 0 ended before the kill";
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  while (!fs::exists(dir + "/status_0") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int status = -1;
+  std::ifstream(dir + "/status_0") >> status;
+  std::string log;
+  testing::run_command("cat " + dir + "/log_0", &log);
+  EXPECT_EQ(status, 1) << log;  // a RuntimeFailure, not the timeout's 124
+  EXPECT_NE(log.find("rank 1 (pid " + std::to_string(pid) + " on "), std::string::npos) << log;
+  EXPECT_NE(log.find("has exited"), std::string::npos) << log;
+}
+
+TEST(DistProcessTest, TrainBatchAutoOnRanksWithUnequalBudgetsUsesTheSmallerRanksBatch) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_auto");
+  const std::string flags = "--steps 2 --batch auto -q ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags +
+                                               "--memory-budget $([ \"$RANK\" = 0 ] && echo 40MiB || echo 24MiB) "
+                                               "--json " + dir + "/dist.json"),
+                                 &out),
+            0)
+      << out;
+  std::string single;
+  ASSERT_EQ(testing::run_command("timeout 120 " + kBin + kTrain + flags + "--memory-budget 24MiB --json " + dir +
+                                     "/single.json",
+                                 &single),
+            0)
+      << single;
+  const auto d = read_json(dir + "/dist.json");
+  const auto s = read_json(dir + "/single.json");
+  EXPECT_EQ(d["micro_batch"].get<int64_t>(), s["micro_batch"].get<int64_t>());  // rank 1's 24 MiB decides
+  EXPECT_EQ(d["global_batch"].get<int64_t>(), 2 * s["micro_batch"].get<int64_t>());
+}
+
+}  // namespace
+}  // namespace saturate
