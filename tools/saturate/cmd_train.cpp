@@ -201,6 +201,12 @@ void add_train_command(CLI::App& app, Action& action) {
       lo.augment_enabled = !data->no_augment;
       lo.seed = wf.seed;
       lo.device = session->device;
+      // the model's sample shape, as the search's loader gets it (data_flags.cpp): --input 3x32x32
+      // on Fashion-MNIST converts its 1x28x28 images the same way in the search and in training
+      const auto& sample = workload.built().sample_shape;
+      if (sample.size() == 3) lo.shape = {sample[0], sample[1], sample[2]};
+      else if (sample.size() == 2) lo.shape = {1, sample[0], sample[1]};
+      lo.classes = workload.built().classes;
       setup_train_ranks(ranks, *distflags, workload.model(), lo, o);  // shard, DDP, rank-0 checkpoints
       LoaderTrainData train_data(data->dataset, lo);
       DatasetOptions test_options;
