@@ -73,8 +73,8 @@ void MonitorObserver::trial_begin(int64_t batch) {
     ops_counted_ = -1;
     ops_on_timed_step_ = false;
   }
-  hooks_s_ = 0;
-  accounted_steps_ = 0;
+  hooks_s_ = hooks_timed_s_ = 0;
+  accounted_timed_ = steps_this_trial_ = timed_this_trial_ = 0;
   step_ms_.clear();
   compute_ms_.clear();
   host_issue_ms_.clear();
@@ -89,7 +89,9 @@ void MonitorObserver::step_begin(int step, bool measured) {
   // the hooks time themselves on every probe step, and in training on warm-up steps and every
   // 16th timed step: the clock reads that measure the hooks are half of their cost
   account_ = !options_.training || !measured || (steps_seen_++ % kAccountEvery) == 0;
-  if (account_) ++accounted_steps_;
+  hooks_at_step_begin_ = hooks_s_;
+  ++steps_this_trial_;
+  if (measured) ++timed_this_trial_;
   step_ = step;
   measured_ = measured;
   in_step_ = true;
@@ -162,7 +164,13 @@ void MonitorObserver::step_end(int step, bool measured) {
     close_trace_step(t_end, false);
   }
   in_step_ = false;
-  if (account_) hooks_s_ += std::chrono::duration<double>(Clock::now() - t_end).count();
+  if (account_) {
+    hooks_s_ += std::chrono::duration<double>(Clock::now() - t_end).count();
+    if (measured) {  // the sample of timed steps; warm-up steps (op counting) are all in hooks_s_
+      hooks_timed_s_ += hooks_s_ - hooks_at_step_begin_;
+      ++accounted_timed_;
+    }
+  }
 }
 
 void MonitorObserver::phase_moved(Phase phase, Phase within, double ms) {
@@ -247,9 +255,14 @@ void MonitorObserver::trial_end(Trial& trial) {
   }
   const double trial_s = std::chrono::duration<double>(now - trial_begin_).count();
   const double sampler_s = sampler_->own_cpu_s() - sampler_cpu_at_begin_;
+  // every warm-up step's hook time plus the timed steps' estimated from those that timed themselves
+  const double hooks_total_s =
+      hooks_s_ - hooks_timed_s_ +
+      (accounted_timed_ > 0 ? hooks_timed_s_ / static_cast<double>(accounted_timed_) * static_cast<double>(timed_this_trial_)
+                            : 0.0);
   trial.extra["monitor_overhead"] = {
       {"hooks_us_per_step",
-       accounted_steps_ > 0 ? r3(1e6 * hooks_s_ / static_cast<double>(accounted_steps_)) : 0.0},
+       steps_this_trial_ > 0 ? r3(1e6 * hooks_total_s / static_cast<double>(steps_this_trial_)) : 0.0},
       {"sampler_cpu_ms", r3(1000.0 * sampler_s)},
       {"sampler_cpu_share", trial_s > 0 ? sampler_s / trial_s : 0.0}};
   if (trace_) {

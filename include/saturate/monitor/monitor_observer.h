@@ -93,8 +93,10 @@ class MonitorObserver final : public ProbeObserver {
   double sampler_cpu_at_begin_ = 0;
   double hooks_s_ = 0;
   static constexpr int64_t kAccountEvery = 16;
-  bool account_ = true;          // this step's hooks time themselves
-  int64_t accounted_steps_ = 0;  // steps whose hooks timed themselves, this trial/window
+  bool account_ = true;  // this step's hooks time themselves
+  // this trial/window: hook time of the timed steps that timed themselves, and counts
+  double hooks_timed_s_ = 0, hooks_at_step_begin_ = 0;
+  int64_t accounted_timed_ = 0, steps_this_trial_ = 0, timed_this_trial_ = 0;
   int64_t steps_seen_ = 0;
   Clock::time_point last_step_end_;
   int step_ = -1;
