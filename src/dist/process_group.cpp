@@ -36,6 +36,12 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10
 
 namespace {
 
+/// An exception's message without c10's C++ backtrace (users get one line).
+std::string error_text(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  return c10 ? c10->what_without_backtrace() : e.what();
+}
+
 std::string host_name() {
   char buf[256] = {0};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "?";
@@ -143,7 +149,7 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   } catch (const std::exception& e) {
     throw RuntimeFailure(fmt::format("rendezvous at {}:{} failed for rank {}/{} within {} s: {}", env.master_addr,
                                      env.master_port, env.rank, env.world_size, options.timeout.count() / 1000.0,
-                                     e.what()));
+                                     error_text(e)));
   }
   g->store_ = c10::make_intrusive<c10d::PrefixStore>("saturate", tcp);
 
@@ -172,7 +178,7 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
     try {
       b = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, env.rank, env.world_size, o);
     } catch (const std::exception& e) {
-      throw g->failure("connecting the Gloo process group", e.what());
+      throw g->failure("connecting the Gloo process group", error_text(e));
     }
     group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, b);
     group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
@@ -199,7 +205,7 @@ std::vector<int64_t> DistGroup::all_reduce_max(const std::vector<int64_t>& value
   try {
     group_->allreduce(ts, o)->wait(timeout_);
   } catch (const std::exception& e) {
-    throw failure("all_reduce", e.what());
+    throw failure("all_reduce", error_text(e));
   }
   torch::Tensor out = ts[0].cpu().contiguous();
   return std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel());
@@ -215,7 +221,7 @@ std::vector<double> DistGroup::all_reduce_sum(const std::vector<double>& values)
   try {
     group_->allreduce(ts, o)->wait(timeout_);
   } catch (const std::exception& e) {
-    throw failure("all_reduce", e.what());
+    throw failure("all_reduce", error_text(e));
   }
   torch::Tensor out = ts[0].cpu().contiguous();
   return std::vector<double>(out.data_ptr<double>(), out.data_ptr<double>() + out.numel());
