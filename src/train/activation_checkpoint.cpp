@@ -9,6 +9,7 @@
 #include <torch/autograd.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/train/rng_state.h"
 
 namespace saturate {
 
@@ -41,7 +42,10 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
   static variable_list forward(AutogradContext* ctx, const SegmentFn* fn, torch::Tensor input, at::TensorList params) {
     // `fn` must outlive backward: callers pass a model's own module (see below).
     ctx->saved_data["fn"] = reinterpret_cast<int64_t>(fn);
-    ctx->saved_data["cpu_rng"] = at::detail::getDefaultCPUGenerator().get_state();
+    // the generators dropout draws from: the CPU's, and the CUDA devices' for CUDA inputs
+    const RngStates rng = capture_rng_states(input.device());
+    ctx->saved_data["cpu_rng"] = rng.cpu;
+    ctx->saved_data["cuda_rng"] = rng.cuda;
     const auto dev = input.device().type();
     ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(dev);
     ctx->saved_data["autocast_dtype"] = static_cast<int64_t>(at::autocast::get_autocast_dtype(dev));
@@ -57,10 +61,9 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     variable_list saved = ctx->get_saved_variables();
     torch::Tensor input = saved[0].detach().requires_grad_(saved[0].requires_grad());
     variable_list params(saved.begin() + 1, saved.end());
-    // the same random numbers as the first run (dropout), then the generator is put back.
-    auto gen = at::detail::getDefaultCPUGenerator();
-    const torch::Tensor now = gen.get_state();
-    gen.set_state(ctx->saved_data["cpu_rng"].toTensor());
+    // the same random numbers as the first run (dropout), then the generators are put back.
+    const RngStates now = capture_rng_states(input.device());
+    restore_rng_states({ctx->saved_data["cpu_rng"].toTensor(), ctx->saved_data["cuda_rng"].toTensorVector()});
     const auto dev = input.device().type();
     const bool autocast_was = at::autocast::is_autocast_enabled(dev);
     const auto dtype_was = at::autocast::get_autocast_dtype(dev);
@@ -73,7 +76,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     }
     at::autocast::set_autocast_enabled(dev, autocast_was);
     at::autocast::set_autocast_dtype(dev, dtype_was);
-    gen.set_state(now);
+    restore_rng_states(now);
     variable_list wrt;
     if (input.requires_grad()) wrt.push_back(input);
     for (auto& p : params) wrt.push_back(p);

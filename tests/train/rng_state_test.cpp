@@ -6,10 +6,27 @@
 #include <torch/torch.h>
 
 #include "saturate/core/memory_meter.h"
+#include "saturate/train/activation_checkpoint.h"
 #include "saturate/train/trainer.h"
 #include "support/support.h"
 
 using namespace saturate;
+
+namespace {
+
+// A checkpointed segment that is only dropout: on ones, the output is the kept mask x 2 and so is
+// the input's gradient, if and only if the recomputation in backward drew the same mask.
+void expect_recomputed_dropout_mask_matches(const torch::Device& device) {
+  const SegmentFn dropout = [](const torch::Tensor& x) { return torch::dropout(x, 0.5, /*train=*/true); };
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::ones({4096}, torch::TensorOptions().device(device).requires_grad(true));
+  const torch::Tensor out = checkpoint(dropout, x, {});
+  out.sum().backward();
+  EXPECT_GT(out.eq(0).sum().item<int64_t>(), 0);  // dropout did drop something
+  EXPECT_TRUE(torch::equal(x.grad().cpu(), out.detach().cpu()));
+}
+
+}  // namespace
 
 TEST(RngStateTest, RestoredCpuStateRepeatsTheSameDraws) {
   torch::manual_seed(11);
@@ -61,4 +78,11 @@ TEST(RngStateTest, ResumedCudaRunContinuesTheCudaGenerator_CUDA) {
   const torch::Tensor next_draw = torch::rand({16}, cuda).cpu();
   train(true);   // resumes at step 2 of 2: restores the generators and runs no step
   EXPECT_TRUE(torch::equal(torch::rand({16}, cuda).cpu(), next_draw));
+}
+
+TEST(RngStateTest, CheckpointedDropoutRecomputesTheSameMask) { expect_recomputed_dropout_mask_matches(torch::kCPU); }
+
+TEST(RngStateTest, CheckpointedDropoutRecomputesTheSameMask_CUDA) {
+  SKIP_WITHOUT_CUDA();
+  expect_recomputed_dropout_mask_matches(torch::Device(torch::kCUDA, 0));
 }
