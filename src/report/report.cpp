@@ -47,6 +47,8 @@ nlohmann::json search_json(const RunContext& c, const SearchResult& r) {
   j["max_batch"] = r.max_batch;
   j["max_batch_exact"] = r.max_batch_exact;
   j["capped"] = r.capped;
+  if (r.confirm_runs > 0)
+    j["boundary"] = {{"confirm_runs", r.confirm_runs}, {"confirmed", r.boundary_confirmed}, {"spread", r.boundary_spread}};
   j["recommended_batch"] = r.recommended_batch;
   j["recommended_exact"] = r.recommended_exact;
   j["throughput_batch"] = r.throughput_batch;
@@ -105,6 +107,12 @@ void print_search(std::ostream& out, const RunContext& c, const SearchResult& r)
                      r.capped ? " (capped by --max-batch)"
                               : (r.max_batch_exact ? fmt::format(" (exact: {} does not fit)", r.max_batch + 1)
                                                    : " (not exact: the strategy stops at a power of two)"));
+  if (r.confirm_runs > 0)
+    out << (r.boundary_confirmed
+                ? fmt::format("boundary           confirmed: {} fit and {} failed again ({} re-probe(s))\n", r.max_batch,
+                              r.max_batch + 1, r.confirm_runs)
+                : fmt::format("boundary           moves between runs by {} batch(es): {} fit in every probe\n",
+                              r.boundary_spread, r.max_batch));
   out << fmt::format("recommended_batch  {} (measured peak within {:.0f} % of the budget = {}{})\n",
                      r.recommended_batch, pct, format_bytes(r.target_bytes), r.recommended_exact ? ", exact" : "");
   out << fmt::format("throughput_batch   {} (smallest measured batch within 3 % of the best samples/s)\n",

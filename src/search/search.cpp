@@ -179,6 +179,7 @@ class SearchRun {
     res_.max_batch_exact = br.closed();
     res_.capped = capped;
     if (res_.max_batch == 0) return;
+    if (!confirm_boundary(passes)) return;
     // 3. the recommended batch: the same narrowing against the target, with trials run under a
     // budget lowered to the target so that those over it stop at their first step.
     Bracket rb = target_bracket();
@@ -195,6 +196,57 @@ class SearchRun {
     if (!narrow(rb, res_.target_bytes, under_target, nullptr)) return;
     res_.recommended_batch = rb.lo;
     res_.recommended_exact = rb.closed();
+  }
+
+  /// Re-probes max_batch and max_batch+1 (SearchOptions::confirm_runs times each). Where the
+  /// max fails on a re-probe, narrows again below it (a batch must pass again to count); where
+  /// max+1 passes, the max stays (it passed every time) and the spread says how far the
+  /// boundary moves. False when a trial errored.
+  template <class Passes>
+  bool confirm_boundary(const Passes& passes) {
+    if (opt_.confirm_runs <= 0 || !res_.max_batch_exact || res_.capped) return true;
+    int64_t highest_pass = res_.max_batch;
+    bool agreed = true;
+    for (int i = 0; i < opt_.confirm_runs && res_.max_batch > 0; ++i) {
+      const auto next_passes = passes(res_.max_batch + 1);
+      if (!next_passes) return false;
+      if (*next_passes) {
+        agreed = false;
+        highest_pass = std::max(highest_pass, res_.max_batch + 1);
+      }
+      const auto max_passes = passes(res_.max_batch);
+      if (!max_passes) return false;
+      if (*max_passes) continue;
+      agreed = false;
+      // the boundary is lower this time: narrow between 0 and the max that failed, with fresh
+      // trials (an earlier pass does not count, it might not hold again)
+      Bracket lower{0, res_.max_batch};
+      int64_t step = 1;
+      while (true) {  // step down 1, 2, 4, ... until a batch passes: the spread is usually small
+        const int64_t b = std::max<int64_t>(0, res_.max_batch - step);
+        if (b == 0) break;
+        const auto ok = passes(b);
+        if (!ok) return false;
+        if (*ok) {
+          lower.lo = b;
+          break;
+        }
+        lower.hi = b;
+        step *= 2;
+      }
+      while (lower.lo > 0 && !lower.closed()) {
+        const int64_t mid = lower.lo + (lower.hi - lower.lo) / 2;
+        const auto ok = passes(mid);
+        if (!ok) return false;
+        (*ok ? lower.lo : lower.hi) = mid;
+      }
+      res_.max_batch = lower.lo;
+      res_.max_batch_exact = lower.closed();
+    }
+    res_.confirm_runs = opt_.confirm_runs;
+    res_.boundary_confirmed = agreed;
+    res_.boundary_spread = highest_pass - res_.max_batch;
+    return true;
   }
 
   /// From the trials so far: largest batch measured within the target, smallest seen over it.
@@ -243,6 +295,14 @@ class SearchRun {
     }
     res_.max_batch = br.lo;
     res_.max_batch_exact = br.closed();
+    if (bisect) {
+      const auto passes = [&](int64_t b) -> std::optional<bool> {
+        auto t = run(b, timed());
+        if (!t) return std::nullopt;
+        return t->ok();
+      };
+      if (!confirm_boundary(passes)) return;
+    }
     const Bracket rb = target_bracket();
     res_.recommended_batch = rb.lo;
     res_.recommended_exact = rb.closed();

@@ -18,6 +18,10 @@ struct FakeLaw {
   double launch_ms = 5.0;
   double per_sample_ms = 0.05;
   double quadratic_bytes = 0;  ///< convexity: + quadratic * b^2 (workspaces that grow faster)
+  /// Run-to-run variation: every trial after the first `shift_after_calls` peaks `shift_bytes`
+  /// higher (or lower), as a CPU process whose kernels pick other buffers later on (-1: never).
+  int shift_after_calls = -1;
+  int64_t shift_bytes = 0;
 };
 
 class FakeRunner final : public TrialRunner {
@@ -46,7 +50,8 @@ class FakeRunner final : public TrialRunner {
     Trial t;
     t.batch = batch;
     t.budget_bytes = request.budget_bytes ? request.budget_bytes : law_.budget_bytes;
-    const int64_t peak = peak_bytes(batch);
+    const bool shifted = law_.shift_after_calls >= 0 && calls > law_.shift_after_calls;
+    const int64_t peak = peak_bytes(batch) + (shifted ? law_.shift_bytes : 0);
     if (peak > t.budget_bytes) {
       t.status = TrialStatus::kOom;
       t.steps = 1;

@@ -1,5 +1,7 @@
 #include "saturate/search/search.h"
 
+#include <memory>
+
 #include "saturate/core/errors.h"
 #include "search/fake_runner.h"
 #include "support/support.h"
@@ -146,6 +148,77 @@ TEST(SearchTest, ThroughputBatchIsTheSmallestWithinThreePercentOfTheBest) {
       EXPECT_LT(t.samples_per_s, 0.97 * best) << t.batch;
     }
   EXPECT_LT(r.throughput_batch, r.max_batch);  // saturation comes before the memory limit here
+}
+
+TEST(SearchTest, ConfirmingAStableBoundaryCostsTwoTrialsAndChangesNothing) {
+  FakeLaw law;
+  law.noise_bytes = 200 << 10;
+  FakeRunner plain(law), confirmed(law);
+  SearchOptions o;
+  const SearchResult a = search_batch_size(plain, o);
+  o.confirm_runs = 1;
+  const SearchResult b = search_batch_size(confirmed, o);
+  EXPECT_EQ(b.max_batch, confirmed.true_max(law.budget_bytes));
+  EXPECT_EQ(b.max_batch, a.max_batch);
+  EXPECT_TRUE(b.boundary_confirmed);
+  EXPECT_EQ(b.boundary_spread, 0);
+  EXPECT_EQ(b.confirm_runs, 1);
+  EXPECT_EQ(b.trials.size(), a.trials.size() + 2);  // max+1 and max once more
+  EXPECT_EQ(b.recommended_batch, a.recommended_batch);
+}
+
+namespace {
+
+/// Searches once on the unshifted law to find where the re-probes begin (the last full-budget
+/// trial of max+1), then again with every trial from there on shifted: the boundary the first
+/// pass found moves when it is probed again.
+SearchResult search_with_later_shift(FakeLaw law, int64_t shift_bytes, Strategy strategy, FakeRunner** runner_out,
+                                     std::unique_ptr<FakeRunner>& keep) {
+  SearchOptions o;
+  o.strategy = strategy;
+  o.confirm_runs = 1;
+  FakeRunner counting(law);
+  const SearchResult stable = search_batch_size(counting, o);
+  int reprobe = -1;
+  for (size_t i = 0; i < stable.trials.size(); ++i)
+    if (stable.trials[i].batch == stable.max_batch + 1 && stable.trials[i].budget_bytes == law.budget_bytes)
+      reprobe = static_cast<int>(i);
+  EXPECT_GT(reprobe, 0);
+  law.shift_after_calls = reprobe;
+  law.shift_bytes = shift_bytes;
+  keep = std::make_unique<FakeRunner>(law);
+  *runner_out = keep.get();
+  return search_batch_size(*keep, o);
+}
+
+}  // namespace
+
+TEST(SearchTest, ABoundaryThatDropsOnAReprobeIsNarrowedToWhatFitsEveryTime) {
+  for (Strategy strategy : {Strategy::kFit, Strategy::kBinsearch}) {
+    FakeLaw law;
+    const int64_t shift = 5 * law.per_sample_bytes + law.per_sample_bytes / 3;  // ~1 % of the max's peak
+    FakeRunner* runner = nullptr;
+    std::unique_ptr<FakeRunner> keep;
+    const SearchResult r = search_with_later_shift(law, shift, strategy, &runner, keep);
+    const int64_t first = runner->true_max(law.budget_bytes);
+    const int64_t heavier = runner->true_max(law.budget_bytes - shift);
+    ASSERT_LT(heavier, first);
+    EXPECT_EQ(r.max_batch, heavier) << to_string(strategy);
+    EXPECT_TRUE(r.max_batch_exact) << to_string(strategy);
+    EXPECT_FALSE(r.boundary_confirmed) << to_string(strategy);
+    EXPECT_EQ(r.boundary_spread, first - heavier) << to_string(strategy);
+  }
+}
+
+TEST(SearchTest, ABoundaryThatRisesOnAReprobeKeepsTheMaxAndReportsTheSpread) {
+  FakeLaw law;
+  FakeRunner* runner = nullptr;
+  std::unique_ptr<FakeRunner> keep;
+  const SearchResult r = search_with_later_shift(law, -2 * law.per_sample_bytes, Strategy::kFit, &runner, keep);
+  const int64_t first = runner->true_max(law.budget_bytes);
+  EXPECT_EQ(r.max_batch, first);  // it fit every time it was probed; max+1 fit only later
+  EXPECT_FALSE(r.boundary_confirmed);
+  EXPECT_EQ(r.boundary_spread, 1);  // one batch above the max was seen to fit
 }
 
 TEST(SearchTest, RejectsATargetOutsideZeroToOne) {

@@ -19,6 +19,7 @@ namespace {
 
 struct SearchFlags {
   std::string strategy = "fit";
+  int confirm_runs = 0;
   double target_memory = 0.9;
   int64_t max_batch = 0;
   int64_t start_batch = 2;
@@ -81,6 +82,10 @@ void add_search_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--required-batch", sf->required_batch,
                   "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it");
+  cmd->add_option("--confirm", sf->confirm_runs,
+                  "re-probe the found boundary (max and max+1) this many more times; where memory varies from run to "
+                  "run, max_batch becomes the largest batch that fit every time and the spread is reported")
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", sf->quiet, "no progress lines on stderr");
   cmd->callback([=, &action] {
     action = [=]() -> int {
@@ -88,6 +93,10 @@ void add_search_command(CLI::App& app, Action& action) {
       opt.strategy = parse_strategy(sf->strategy);
       opt.target_fraction = sf->target_memory;
       opt.max_batch = sf->max_batch;
+      if (sf->confirm_runs < 0 || sf->confirm_runs > 10)
+        throw UsageError(fmt::format("--confirm: {} is outside 0..10; give the number of re-probes, e.g. --confirm 1",
+                                     sf->confirm_runs));
+      opt.confirm_runs = sf->confirm_runs;
       if (sf->start_batch <= 0)
         throw UsageError(fmt::format("--start-batch: {} is not a positive integer", sf->start_batch));
       if (sf->steps < 1) throw UsageError(fmt::format("--steps: {} must be at least 1", sf->steps));

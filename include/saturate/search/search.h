@@ -33,6 +33,11 @@ struct SearchOptions {
   int measure_steps = 2;
   /// Safety net against a runaway search.
   int max_trials = 64;
+  /// Re-probe the found boundary (max_batch and max_batch+1) this many more times (fit and
+  /// binsearch; 0: no re-probes). Memory that varies from run to run (CPU kernels choosing other
+  /// algorithms and buffers) moves the boundary: the answer becomes the largest batch that
+  /// passed every probe, and the spread is reported.
+  int confirm_runs = 0;
   /// samples/s within this fraction of the best count as saturated (seed B1).
   double throughput_tolerance = 0.03;
   /// Called after every trial (progress reporting); may be empty.
@@ -47,6 +52,12 @@ struct SearchResult {
   int64_t max_batch = 0;           ///< 0 when batch 1 does not fit
   bool max_batch_exact = false;    ///< max_batch fits and max_batch+1 was seen not to
   bool capped = false;             ///< the search stopped at SearchOptions::max_batch
+  int confirm_runs = 0;             ///< re-probes of the boundary that ran (0: not checked)
+  /// With confirm_runs: every re-probe agreed (max_batch fit again, max_batch+1 failed again).
+  bool boundary_confirmed = false;
+  /// With confirm_runs: batches between the largest batch that fit in every probe (max_batch)
+  /// and the largest that fit in any; 0 when the boundary held.
+  int64_t boundary_spread = 0;
   int64_t recommended_batch = 0;   ///< largest batch whose measured peak <= target
   bool recommended_exact = false;  ///< recommended+1 was seen over the target
   int64_t throughput_batch = 0;    ///< smallest measured batch within tolerance of the best samples/s
