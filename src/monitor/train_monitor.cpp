@@ -196,7 +196,10 @@ nlohmann::json TrainMonitor::finish() {
 }
 
 std::string TrainMonitor::status_text() {
-  if (window_open_ && !finished_ && timed_steps_ >= options_.window_min_steps) close_window();
+  if (window_open_ && !finished_ && timed_steps_ >= options_.window_min_steps &&
+      (windows_.empty() ||
+       std::chrono::duration<double>(monitor_.last_step_end() - window_begin_).count() >= options_.progress_window_s))
+    close_window();
   std::string text;
   Sample s;
   if (monitor_.sampler().latest(&s)) {

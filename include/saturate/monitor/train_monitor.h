@@ -24,7 +24,11 @@ struct TrainMonitorOptions {
   MonitorOptions monitor;
   double window_s = 5;
   int window_min_steps = 5;
-  int window_max_steps = 2000;
+  /// Bounds a window's per-step arrays (9 doubles a step) when steps are very short.
+  int window_max_steps = 20000;
+  /// A progress line closes a window only after this long (closing costs a few samples and a
+  /// verdict, up to milliseconds on a loaded machine), except the run's first window.
+  double progress_window_s = 1;
   /// Global batch per optimizer step (recorded in the trace's window events).
   int64_t global_batch = 0;
 };
@@ -57,7 +61,8 @@ class TrainMonitor final : public PhaseObserver {
   nlohmann::json finish();
   /// For a progress line: "cpu 99 % rss 312 MiB, compute-bound" (GPU: "gpu 97 % mem 41 % 12.1/80 GiB,
   /// ..."): the latest sample and the latest window's verdict. Closes the current window first
-  /// when it has `window_min_steps` timed steps (so a line speaks for the steps since the last).
+  /// when it has `window_min_steps` timed steps and is the first or has lasted
+  /// `progress_window_s` (so a line speaks for the steps since an earlier line).
   std::string status_text();
   const std::vector<MonitorWindow>& windows() const { return windows_; }
   std::string nvml_note() const { return monitor_.nvml_note(); }
