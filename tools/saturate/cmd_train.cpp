@@ -158,6 +158,9 @@ void add_train_command(CLI::App& app, Action& action) {
       auto session = open_session(wf);
       connect_train_ranks(ranks, *distflags, session->device);  // several ranks: the process group
       Workload& workload = *session->workload;
+      if (auto_batch && !ranks.dp_devices.empty())
+        throw UsageError("--parallel dp with --batch auto: the search probes one GPU, not the replicas together; give "
+                         "--batch N (the whole batch, split over the GPUs)");
       if (auto_batch) {
         Probe probe(workload, *session->meter);
         // the search measures the step training will run (checkpointed blocks; a TorchScript model has none)
@@ -208,6 +211,7 @@ void add_train_command(CLI::App& app, Action& action) {
       else if (sample.size() == 2) lo.shape = {1, sample[0], sample[1]};
       lo.classes = workload.built().classes;
       setup_train_ranks(ranks, *distflags, workload.model(), lo, o);  // shard, DDP, rank-0 checkpoints
+      setup_data_parallel(ranks, workload, o);  // --parallel dp: replicas over the visible GPUs
       LoaderTrainData train_data(data->dataset, lo);
       DatasetOptions test_options;
       test_options.split = "test";

@@ -8,6 +8,7 @@
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
+#include "saturate/models/zoo.h"
 
 namespace saturate::cli {
 
@@ -100,14 +101,26 @@ TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w) {
                        "`saturate launch --nproc-per-node N -- saturate train ...` (DDP, Gloo on CPUs)");
     if (w.device == "cpu")
       throw UsageError("--parallel dp with --device cpu: DataParallel replicates over GPUs; use --device cuda");
-    // torch::nn::parallel::data_parallel replicates a model through torch::nn::Cloneable, which the
-    // built-in block models do not implement: say so rather than train on one GPU silently.
-    throw UsageError(fmt::format("--parallel dp: the built-in models cannot be replicated by "
-                                 "torch::nn::parallel::data_parallel yet (not torch::nn::Cloneable); on these {} GPU(s) "
-                                 "use DDP: saturate launch --nproc-per-node {} -- saturate train ...",
-                                 gpus, gpus));
+    for (int i = 0; i < gpus; ++i) ranks.dp_devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
   }
   return ranks;
+}
+
+void setup_data_parallel(TrainRanks& ranks, Workload& workload, TrainOptions& o) {
+  if (ranks.dp_devices.empty()) return;
+  if (o.checkpointing.enabled())
+    throw UsageError("--parallel dp with --checkpointing: DataParallel runs the replicas whole; use --checkpointing "
+                     "none, or DDP (saturate launch --nproc-per-node N) with checkpointing");
+  DataParallelModel* dp = nullptr;
+  workload.wrap_model([&](std::unique_ptr<Model> master) {
+    std::vector<std::unique_ptr<Model>> replicas;
+    for (size_t i = 1; i < ranks.dp_devices.size(); ++i) replicas.push_back(build_model(workload.built().spec).model);
+    auto m = std::make_unique<DataParallelModel>(std::move(master), std::move(replicas), ranks.dp_devices);
+    dp = m.get();
+    return m;
+  });
+  ranks.dp_sync = std::make_unique<DataParallelSync>(*dp);
+  o.sync = ranks.dp_sync.get();
 }
 
 void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Device& device) {
@@ -150,6 +163,8 @@ void setup_train_ranks(TrainRanks& ranks, const DistFlags& f, Model& model, Load
 
 void add_train_rank_json(nlohmann::json& j, TrainRanks& ranks) {
   j["world_size"] = ranks.world_size();
+  j["parallel"] = ranks.dp_devices.empty() ? (ranks.ddp ? "ddp" : "none") : "dp";
+  j["data_parallel_devices"] = ranks.dp_devices.size();
   if (!ranks.ddp) {
     j.update({{"backend", "none"}, {"allreduce_ms", 0.0}, {"allreduce_overlap_fraction", nullptr},
               {"gradient_buckets", 0}, {"gradient_bytes", 0}});

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "saturate/data/loader.h"
 #include "saturate/dist/ddp.h"
+#include "saturate/dist/data_parallel.h"
 #include "saturate/dist/ddp_sync.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/dist/rank_synced.h"
@@ -50,6 +51,9 @@ struct TrainRanks {
   std::unique_ptr<DistGroup> group;
   std::unique_ptr<DistributedDataParallel> ddp;
   std::unique_ptr<DdpStepSync> sync;
+  /// --parallel dp: the devices DataParallel replicates over (empty: none), and its hook.
+  std::vector<c10::Device> dp_devices;
+  std::unique_ptr<DataParallelSync> dp_sync;
   int rank() const { return env.rank; }
   int world_size() const { return env.world_size; }
   /// Rank 0 (or the only process) prints, writes the summary, the model and checkpoints.
@@ -59,6 +63,9 @@ struct TrainRanks {
 /// Before open_session: reads the rendezvous, checks --backend, --dist-timeout, --bucket-mb and
 /// --parallel (dp needs CUDA devices and one process), and picks the local rank's GPU.
 TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w);
+/// --parallel dp: replicates the workload's model over ranks.dp_devices (DataParallelModel) and
+/// sets the Trainer's hook; nothing without dp devices.
+void setup_data_parallel(TrainRanks& ranks, Workload& workload, TrainOptions& o);
 /// After open_session: joins the process group (several ranks; a collective).
 void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Device& device);
 /// This rank's share of `--global-batch G`: G / world size; a usage error naming both and the

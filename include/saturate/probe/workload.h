@@ -1,6 +1,7 @@
 // Implements: a trainable configuration: a model on a device, its loss (cross-entropy), its
 // optimizer (sgd | adam | adamw) and synthetic batches of the right shape and type.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,10 @@ class Workload {
   Workload(BuiltModel model, const torch::Device& device, OptimizerKind optimizer, double lr = 0, uint64_t seed = 0);
 
   Model& model() { return *built_.model; }
+  /// Replaces the model by what `wrap` makes of it (DataParallel wraps it in replicas).
+  void wrap_model(const std::function<std::unique_ptr<Model>(std::unique_ptr<Model>)>& wrap) {
+    built_.model = wrap(std::move(built_.model));
+  }
   const BuiltModel& built() const { return built_; }
   const torch::Device& device() const { return device_; }
   OptimizerKind optimizer_kind() const { return optimizer_; }
