@@ -194,36 +194,29 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   return g;
 }
 
-std::vector<int64_t> DistGroup::all_reduce_max(const std::vector<int64_t>& values) {
-  auto opts = torch::TensorOptions().dtype(torch::kInt64);
-  torch::Tensor t = torch::tensor(values, opts).clone();
-  if (cuda_) t = t.to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_index_)));
+torch::Tensor DistGroup::all_reduce_on_host(torch::Tensor host, bool maximum) {
+  torch::Tensor t = cuda_ ? host.to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_index_))) : host;
   std::vector<at::Tensor> ts{t};
   c10d::AllreduceOptions o;
-  o.reduceOp = c10d::ReduceOp::MAX;
+  o.reduceOp = maximum ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
   o.timeout = timeout_;
   try {
     group_->allreduce(ts, o)->wait(timeout_);
   } catch (const std::exception& e) {
     throw failure("all_reduce", error_text(e));
   }
-  torch::Tensor out = ts[0].cpu().contiguous();
+  return ts[0].cpu().contiguous();
+}
+
+std::vector<int64_t> DistGroup::all_reduce_max(const std::vector<int64_t>& values) {
+  const torch::Tensor out =
+      all_reduce_on_host(torch::tensor(values, torch::TensorOptions().dtype(torch::kInt64)).clone(), /*maximum=*/true);
   return std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel());
 }
 
 std::vector<double> DistGroup::all_reduce_sum(const std::vector<double>& values) {
-  torch::Tensor t = torch::tensor(values, torch::TensorOptions().dtype(torch::kDouble)).clone();
-  if (cuda_) t = t.to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_index_)));
-  std::vector<at::Tensor> ts{t};
-  c10d::AllreduceOptions o;
-  o.reduceOp = c10d::ReduceOp::SUM;
-  o.timeout = timeout_;
-  try {
-    group_->allreduce(ts, o)->wait(timeout_);
-  } catch (const std::exception& e) {
-    throw failure("all_reduce", error_text(e));
-  }
-  torch::Tensor out = ts[0].cpu().contiguous();
+  const torch::Tensor out =
+      all_reduce_on_host(torch::tensor(values, torch::TensorOptions().dtype(torch::kDouble)).clone(), /*maximum=*/false);
   return std::vector<double>(out.data_ptr<double>(), out.data_ptr<double>() + out.numel());
 }
 

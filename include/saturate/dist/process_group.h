@@ -68,6 +68,8 @@ class DistGroup final : public Collectives {
 
  private:
   DistGroup(DistEnv env, DistBackend backend, std::chrono::milliseconds timeout);
+  /// All-reduces `host` (a CPU tensor) on the group's device, by maximum or sum; the result on the CPU.
+  torch::Tensor all_reduce_on_host(torch::Tensor host, bool maximum);
   DistEnv env_;
   DistBackend backend_;
   std::chrono::milliseconds timeout_;
