@@ -74,7 +74,7 @@ Trainer::StepOutcome Trainer::global_step(const Batch& batch, torch::optim::Opti
     loss = loss * (static_cast<double>(n) / static_cast<double>(global));
     if (obs) obs->phase_end(Phase::kForward);
     total += loss.detach().to(torch::kDouble);
-    if (opt_.sync && last) {
+    if (has_peers() && last) {
       // every rank got this far without running out of memory (else all back off together);
       // the step's loss becomes the mean over the ranks, the loss of the whole global batch
       double mean = total.item<double>();
@@ -278,7 +278,7 @@ TrainResult Trainer::run() {
       } catch (const std::exception& e) {
         const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
         if (!peer_oom && (!is_out_of_memory(e) || !opt_.oom_backoff)) throw;
-        if (opt_.sync && !peer_oom) {
+        if (has_peers() && !peer_oom) {
           // the backward that all-reduces had begun: the other ranks are inside the collective
           if (step_agreed_)
             throw RuntimeFailure(fmt::format("out of memory at step {} in the backward pass that all-reduces the "

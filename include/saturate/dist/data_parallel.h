@@ -55,6 +55,7 @@ class DataParallelSync final : public StepSync {
     loss.backward();
     model_.reduce_gradients();
   }
+  bool communicates() const override { return false; }
 
  private:
   DataParallelModel& model_;

@@ -72,6 +72,9 @@ class StepSync {
   /// gradients were computed (the all-reduce not hidden behind the backward; 0 when it did
   /// not communicate). The monitor moves it from the backward phase to the allreduce phase.
   virtual double exposed_allreduce_ms() { return 0; }
+  /// False for a sync within one process (DataParallel): no collective, nothing to agree on, and
+  /// an OOM anywhere in the step backs off like a plain run.
+  virtual bool communicates() const { return true; }
   /// Number of ranks (the global batch is this rank's batch times it).
   virtual int world_size() const { return 1; }
   /// Once per attempt of a step, before the backward that communicates (or, after an OOM, from
@@ -153,6 +156,9 @@ class Trainer {
                        const TrainResult& result);
   int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result);
   std::string model_signature();
+  /// Other processes take part in each step (DDP): OOMs and losses are agreed on with them. A
+  /// sync within one process (DataParallel) backs off alone, at any point of the step.
+  bool has_peers() const { return opt_.sync && opt_.sync->communicates(); }
 
   Workload& workload_;
   MemoryMeter& meter_;
