@@ -43,7 +43,7 @@ struct TrainFlags {
 };
 
 nlohmann::json summary_json(const Session& s, const DataFlags& data, const TrainFlags& f, const TrainResult& r,
-                            const LeakReport& leak, TrainRanks& ranks) {
+                            const LeakWatch& leak, TrainRanks& ranks) {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
@@ -65,9 +65,9 @@ nlohmann::json summary_json(const Session& s, const DataFlags& data, const Train
             {"skipped_steps", r.skipped_steps},
             {"checkpoints_written", r.checkpoints_written},
             {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
-            {"leak", {{"detected", leak.detected}, {"bytes_per_step", leak.bytes_per_step},
-                      {"first_step", leak.first_step}}},
+            {"leak", leak_json(leak.report())},
             {"losses", r.losses}});
+  j["leak"]["sites"] = leak_sites_json(leak.sites());  // filled a few steps after a detection
   add_train_rank_json(j, ranks);
   return j;
 }
@@ -137,6 +137,9 @@ void add_train_command(CLI::App& app, Action& action) {
       // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
       TrainRanks ranks = prepare_train_ranks(*distflags, *flags);
       const int world = ranks.world_size();
+      if (auto_batch && !ranks.dp_devices.empty())
+        throw UsageError("--parallel dp with --batch auto: the search probes one GPU, not the replicas together; give "
+                         "--batch N (the whole batch, split over the GPUs)");
       if (!ranks.writer()) tf->quiet = true;  // rank 0 reports
       const int64_t share = tf->global_batch ? rank_share(tf->global_batch, world) : 0;  // per rank
       const std::string of_ranks = world > 1 ? fmt::format(" ({} per rank of {})", share, world) : "";
@@ -158,9 +161,6 @@ void add_train_command(CLI::App& app, Action& action) {
       auto session = open_session(wf);
       connect_train_ranks(ranks, *distflags, session->device);  // several ranks: the process group
       Workload& workload = *session->workload;
-      if (auto_batch && !ranks.dp_devices.empty())
-        throw UsageError("--parallel dp with --batch auto: the search probes one GPU, not the replicas together; give "
-                         "--batch N (the whole batch, split over the GPUs)");
       if (auto_batch) {
         Probe probe(workload, *session->meter);
         // the search measures the step training will run (checkpointed blocks; a TorchScript model has none)
@@ -272,8 +272,7 @@ void add_train_command(CLI::App& app, Action& action) {
       const TrainResult r = trainer.run();
       if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
-      nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch.report(), ranks);
-      j["leak"]["sites"] = leak_sites_json(leak_watch.sites());  // filled a few steps after a detection
+      nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch, ranks);
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
