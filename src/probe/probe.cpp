@@ -35,18 +35,6 @@ class BudgetOverride {
 
 }  // namespace
 
-std::string to_string(Phase p) {
-  switch (p) {
-    case Phase::kDataWait: return "data_wait";
-    case Phase::kHostToDevice: return "h2d";
-    case Phase::kForward: return "forward";
-    case Phase::kBackward: return "backward";
-    case Phase::kOptimizer: return "optimizer";
-    case Phase::kAllreduce: return "allreduce";
-  }
-  return "forward";
-}
-
 Probe::Probe(Workload& workload, MemoryMeter& meter) : workload_(workload), meter_(meter) {}
 
 int64_t Probe::budget_bytes() const { return meter_.budget_bytes(); }

@@ -13,8 +13,8 @@
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
 #include "saturate/train/checkpoint_file.h"
-#include "saturate/train/grad_scaler.h"
-#include "saturate/train/rng_state.h"
+#include "saturate/step/grad_scaler.h"
+#include "saturate/step/rng_state.h"
 
 namespace saturate {
 namespace {

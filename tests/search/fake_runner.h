@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "saturate/search/trial.h"
+#include "saturate/probe/trial.h"
 
 namespace saturate::testing {
 

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "saturate/core/memory_meter.h"
-#include "saturate/probe/workload.h"
+#include "saturate/step/workload.h"
 #include "saturate/report/report.h"
 
 namespace saturate::cli {

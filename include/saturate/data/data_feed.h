@@ -17,7 +17,7 @@
 
 #include "saturate/data/loader.h"
 #include "saturate/probe/probe_hooks.h"
-#include "saturate/search/trial.h"
+#include "saturate/probe/trial.h"
 
 namespace saturate {
 

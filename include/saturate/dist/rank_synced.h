@@ -14,7 +14,7 @@
 
 #include "saturate/dist/collectives.h"
 #include "saturate/search/search.h"
-#include "saturate/search/trial.h"
+#include "saturate/probe/trial.h"
 
 namespace saturate {
 

@@ -11,7 +11,7 @@
 #include "saturate/core/memory_meter.h"
 #include "saturate/memory/leak_detector.h"
 #include "saturate/memory/leak_sites.h"
-#include "saturate/probe/workload.h"
+#include "saturate/step/workload.h"
 
 namespace saturate {
 

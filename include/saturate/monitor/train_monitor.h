@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saturate/monitor/monitor_observer.h"
-#include "saturate/probe/phase_observer.h"
+#include "saturate/step/phase_observer.h"
 
 namespace saturate {
 

@@ -9,9 +9,9 @@
 
 #include "saturate/core/memory_meter.h"
 #include "saturate/probe/probe_hooks.h"
-#include "saturate/probe/workload.h"
-#include "saturate/search/trial.h"
-#include "saturate/train/activation_checkpoint.h"
+#include "saturate/step/workload.h"
+#include "saturate/probe/trial.h"
+#include "saturate/step/activation_checkpoint.h"
 
 namespace saturate {
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "saturate/probe/phase_observer.h"
-#include "saturate/probe/workload.h"
-#include "saturate/search/trial.h"
+#include "saturate/step/phase_observer.h"
+#include "saturate/step/workload.h"
+#include "saturate/probe/trial.h"
 
 namespace saturate {
 

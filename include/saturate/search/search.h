@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "saturate/search/memory_law.h"
-#include "saturate/search/trial.h"
+#include "saturate/probe/trial.h"
 
 namespace saturate {
 

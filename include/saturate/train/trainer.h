@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "saturate/core/memory_meter.h"
-#include "saturate/probe/phase_observer.h"
-#include "saturate/probe/workload.h"
-#include "saturate/train/activation_checkpoint.h"
+#include "saturate/step/phase_observer.h"
+#include "saturate/step/workload.h"
+#include "saturate/step/activation_checkpoint.h"
 #include "saturate/train/lr_schedule.h"
-#include "saturate/train/precision.h"
+#include "saturate/step/precision.h"
 
 namespace saturate {
 

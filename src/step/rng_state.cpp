@@ -1,4 +1,4 @@
-#include "saturate/train/rng_state.h"
+#include "saturate/step/rng_state.h"
 
 #include <mutex>
 

@@ -1,4 +1,4 @@
-#include "saturate/train/activation_checkpoint.h"
+#include "saturate/step/activation_checkpoint.h"
 
 #include <map>
 #include <memory>
@@ -9,7 +9,7 @@
 #include <torch/autograd.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/train/rng_state.h"
+#include "saturate/step/rng_state.h"
 
 namespace saturate {
 

@@ -1,4 +1,4 @@
-#include "saturate/train/grad_scaler.h"
+#include "saturate/step/grad_scaler.h"
 
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale.h>
 #include <ATen/ops/_amp_update_scale.h>

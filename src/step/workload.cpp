@@ -1,4 +1,4 @@
-#include "saturate/probe/workload.h"
+#include "saturate/step/workload.h"
 
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>

@@ -1,4 +1,4 @@
-#include "saturate/search/trial.h"
+#include "saturate/probe/trial.h"
 
 namespace saturate {
 

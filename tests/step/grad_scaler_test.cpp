@@ -1,4 +1,4 @@
-#include "saturate/train/grad_scaler.h"
+#include "saturate/step/grad_scaler.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "saturate/train/precision.h"
+#include "saturate/step/precision.h"
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>

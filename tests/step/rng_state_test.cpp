@@ -1,12 +1,12 @@
 // The generators' states a checkpoint carries: the CPU generator always, every CUDA device's
 // default generator when training on CUDA (dropout on a GPU draws from it), as
 // torch.cuda.get_rng_state_all() / set_rng_state_all() do in Python.
-#include "saturate/train/rng_state.h"
+#include "saturate/step/rng_state.h"
 
 #include <torch/torch.h>
 
 #include "saturate/core/memory_meter.h"
-#include "saturate/train/activation_checkpoint.h"
+#include "saturate/step/activation_checkpoint.h"
 #include "saturate/train/trainer.h"
 #include "support/support.h"
 
