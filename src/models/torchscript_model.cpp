@@ -1,8 +1,18 @@
 // A model exported from Python with torch.jit.script or torch.jit.trace, trained for real
 // through its parameters().
+// Its forward runs with the graph executor's optimizer off (GraphOptimizerEnabledGuard; the
+// setting is per thread): the default profiling executor profiles the first run of a method,
+// compiles an optimised plan with differentiable graphs in the second and may re-profile after
+// a guard fails, so a trial's first steps cost seconds more than the steady step and hold other
+// tensors than later steps. Unoptimised, every step runs the same plan (eager autograd, no
+// compile); steady steps were no slower on CPU (bench/results/torchscript_timing.md).
+// SATURATE_TORCHSCRIPT_OPTIMIZE=1 keeps LibTorch's default (e.g. for fusion on CUDA).
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <fmt/format.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
 #include "models/builders.h"
@@ -11,10 +21,19 @@
 namespace saturate {
 namespace {
 
+bool graph_executor_optimize() {
+  static const bool on = [] {
+    const char* v = std::getenv("SATURATE_TORCHSCRIPT_OPTIMIZE");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 class TorchScriptModel final : public Model {
  public:
   TorchScriptModel(std::string path, torch::jit::Module m) : path_(std::move(path)), module_(std::move(m)) {}
   torch::Tensor forward(const torch::Tensor& input) override {
+    torch::jit::GraphOptimizerEnabledGuard optimize(graph_executor_optimize());
     c10::IValue out = module_.forward({input});
     if (out.isTuple()) out = out.toTupleRef().elements().at(0);
     if (!out.isTensor())

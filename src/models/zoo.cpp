@@ -41,12 +41,35 @@ ModelSpec resolve_model_spec(ModelSpec s) {
                          {s.heads, "--heads"}, {s.seq_len, "--seq-len"}, {s.vocab, "--vocab"}})
     positive(v, flag);
   const bool gpt = s.name == "gpt";
+  const char* const token_flag = s.seq_len ? "--seq-len" : "--vocab";
+  if (!gpt && !file && (s.tokens || s.seq_len || s.vocab))
+    throw UsageError(fmt::format("{}: {} takes images, not token ids; --tokens, --seq-len and --vocab are for gpt "
+                                 "and TorchScript files (drop {})",
+                                 s.tokens ? "--tokens" : token_flag, s.name, s.tokens ? "--tokens" : token_flag));
+  if (file && !s.tokens && (s.seq_len || s.vocab)) {
+    // --seq-len or --vocab on a TorchScript file says it takes token ids, as --tokens does.
+    if (!s.input_shape.empty())
+      throw UsageError(fmt::format("{} {}: token models take [batch, seq-len] ids, but {} was also given the "
+                                   "sample shape {} (--input or --data); drop {} and --vocab for an image model, "
+                                   "or drop --input/--data for a token model",
+                                   token_flag, s.seq_len ? s.seq_len : s.vocab, s.name,
+                                   format_shape(s.input_shape), token_flag));
+    s.tokens = true;
+  }
   if (gpt || (file && s.tokens)) {
     if (!s.input_shape.empty())
       throw UsageError(fmt::format("--input {}: {} takes token ids, set their number with --seq-len instead",
                                    format_shape(s.input_shape), s.name));
     if (!s.seq_len) s.seq_len = 128;
     if (!s.vocab) s.vocab = 8192;
+  }
+  if (file && s.tokens) {
+    // the vocabulary is the number of classes of a token model; nothing else to fill in, so that
+    // resolving twice (the CLI checks flags before loading, build_model resolves again) is a no-op.
+    if (s.classes)
+      throw UsageError(fmt::format("--classes {}: {} predicts tokens; set the vocabulary with --vocab", s.classes,
+                                   s.name));
+    return s;
   }
   if (gpt) {
     if (!s.layers) s.layers = 4;

@@ -68,3 +68,83 @@ TEST(TorchScriptTest, MissingAndCorruptFilesAreUsageErrors) {
   fclose(f);
   ASSERT_THROWS_WITH(build_model(s), UsageError, "not a readable TorchScript file");
 }
+
+TEST(TorchScriptTest, ATokenModelsSpecResolvesToTheSameSpecTwice) {
+  // the CLI resolves the flags before it loads anything, build_model resolves again
+  ModelSpec s;
+  s.name = "lm.pt";
+  s.tokens = true;
+  s.seq_len = 256;
+  s.vocab = 8192;
+  const ModelSpec once = resolve_model_spec(s);
+  const ModelSpec twice = resolve_model_spec(once);
+  EXPECT_TRUE(once.input_shape.empty());
+  EXPECT_TRUE(twice.input_shape.empty());
+  EXPECT_EQ(twice.seq_len, 256);
+  EXPECT_EQ(twice.vocab, 8192);
+  EXPECT_EQ(twice.classes, 0);
+  // an image model's spec too
+  ModelSpec img;
+  img.name = "net.pt";
+  const ModelSpec a = resolve_model_spec(img), b = resolve_model_spec(a);
+  EXPECT_EQ(a.input_shape, b.input_shape);
+  EXPECT_EQ(a.classes, b.classes);
+}
+
+TEST(TorchScriptTest, SeqLenOrVocabOnAScriptedFileImpliesTokensWithTheDefaults) {
+  ModelSpec s;
+  s.name = "lm.pt";
+  s.seq_len = 64;
+  const ModelSpec r = resolve_model_spec(resolve_model_spec(s));
+  EXPECT_TRUE(r.tokens);
+  EXPECT_EQ(r.seq_len, 64);
+  EXPECT_EQ(r.vocab, 8192);
+  EXPECT_TRUE(r.input_shape.empty());
+  ModelSpec v;
+  v.name = "lm.pt";
+  v.vocab = 500;
+  const ModelSpec rv = resolve_model_spec(v);
+  EXPECT_TRUE(rv.tokens);
+  EXPECT_EQ(rv.seq_len, 128);
+  EXPECT_EQ(rv.vocab, 500);
+}
+
+TEST(TorchScriptTest, TokenFlagsThatContradictTheModelAreUsageErrorsNamingTheFlag) {
+  ModelSpec s;
+  s.name = "lm.pt";
+  s.seq_len = 64;
+  s.input_shape = {1, 8, 8};
+  ASSERT_THROWS_WITH(resolve_model_spec(s), UsageError, "--seq-len 64: token models take [batch, seq-len] ids");
+  ModelSpec c;
+  c.name = "lm.pt";
+  c.tokens = true;
+  c.classes = 10;
+  ASSERT_THROWS_WITH(resolve_model_spec(c), UsageError, "--classes 10: lm.pt predicts tokens");
+  ModelSpec m;
+  m.name = "mlp";
+  m.vocab = 100;
+  ASSERT_THROWS_WITH(resolve_model_spec(m), UsageError, "--vocab: mlp takes images, not token ids");
+}
+
+TEST(TorchScriptTest, AScriptedTokenModelBuiltFromSeqLenAloneTakesTokenIdsOfTheDefaultVocabulary) {
+  const std::string dir = saturate::testing::temp_dir("torchscript_lm");
+  const std::string path = dir + "/lm.pt";
+  std::string out;
+  ASSERT_EQ(saturate::testing::run_command(std::string(SATURATE_PYTHON) + " " + SATURATE_SOURCE_DIR +
+                                               "/tests/cli/data/export_token_lm.py " + path,
+                                           &out),
+            0)
+      << out;
+  ModelSpec s;
+  s.name = path;
+  s.seq_len = 32;
+  BuiltModel b = build_model(resolve_model_spec(s));
+  EXPECT_EQ(b.input_kind, InputKind::kTokens);
+  EXPECT_EQ(b.sample_shape, std::vector<int64_t>{32});
+  EXPECT_EQ(b.classes, 8192);
+  Workload w(std::move(b), torch::kCPU, OptimizerKind::kAdam);
+  auto meter = make_memory_meter(torch::kCPU);
+  Probe probe(w, *meter);
+  const Trial t = probe.run(2, {1, 1, 0});
+  EXPECT_EQ(t.status, TrialStatus::kOk) << t.error;
+}

@@ -25,9 +25,9 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--layers", f.layers, "gpt: transformer blocks (4); mlp: hidden layers (3)");
   app.add_option("--width", f.width, "gpt: embedding width (256); mlp: hidden width (1024)");
   app.add_option("--heads", f.heads, "gpt: attention heads (4)");
-  app.add_option("--seq-len", f.seq_len, "gpt / --tokens: tokens per sample (128)");
-  app.add_option("--vocab", f.vocab, "gpt / --tokens: vocabulary size (8192)");
-  app.add_flag("--tokens", f.tokens, "the TorchScript model takes token ids [batch, seq-len]");
+  app.add_option("--seq-len", f.seq_len, "gpt / --tokens: tokens per sample (128); on a .pt it implies --tokens");
+  app.add_option("--vocab", f.vocab, "gpt / --tokens: vocabulary size (8192); on a .pt it implies --tokens");
+  app.add_flag("--tokens", f.tokens, "the TorchScript model takes token ids [batch, seq-len] (--seq-len, --vocab)");
   app.add_option("--optimizer", f.optimizer, "sgd | adam | adamw (Adam keeps two state tensors per parameter)")
       ->capture_default_str();
   app.add_option("--lr", f.lr, "learning rate (default 0.01 for sgd, 1e-3 for adam/adamw)");
