@@ -1,0 +1,137 @@
+// A user's own training step measured by saturate: a two-input model (a 1x28x28 image and 16
+// side features), a custom loss (cross-entropy plus a penalty on the logits), the user's own
+// Adam. saturate finds the largest batch that fits the memory budget, the recommended batch,
+// and where the step's memory goes; then the program trains a few steps at the recommended batch.
+//
+//   custom_step [budget MiB, default 64] [cpu|cuda, default cpu]
+//
+// Built against the installed package (see CMakeLists.txt); exit status 0 when the search found
+// an exact largest batch (max fits, max+1 does not).
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/memory_meter.h"
+#include "saturate/memory/breakdown.h"
+#include "saturate/memory/step_memory.h"
+#include "saturate/probe/probe.h"
+#include "saturate/probe/user_step.h"
+#include "saturate/search/search.h"
+#include "saturate/step/phase_observer.h"
+
+namespace {
+
+struct TwoInputNetImpl : torch::nn::Module {
+  TwoInputNetImpl()
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 16, 3).padding(1)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 32, 3).padding(1)))),
+        side(register_module("side", torch::nn::Linear(16, 32))),
+        head(register_module("head", torch::nn::Linear(32 * 7 * 7 + 32, 10))) {}
+
+  torch::Tensor forward(const torch::Tensor& image, const torch::Tensor& features) {
+    auto x = torch::max_pool2d(torch::relu(conv1(image)), 2);  // [N,16,14,14]
+    x = torch::max_pool2d(torch::relu(conv2(x)), 2);           // [N,32,7,7]
+    auto s = torch::relu(side(features));                      // [N,32]
+    return head(torch::cat({x.flatten(1), s}, 1));             // [N,10]
+  }
+
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::Linear side, head;
+};
+TORCH_MODULE(TwoInputNet);
+
+// The custom loss: cross-entropy plus a small penalty that keeps the logits near zero.
+torch::Tensor custom_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  return torch::nn::functional::cross_entropy(logits, labels) + 1e-3 * logits.pow(2).mean();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // First, before any tensor exists: on CPU the budget allocator must see every byte.
+  saturate::install_cpu_budget_allocator();
+
+  const int64_t budget_mib = argc > 1 ? std::atoll(argv[1]) : 64;
+  const torch::Device device(argc > 2 ? argv[2] : "cpu");
+  if (budget_mib <= 0) {
+    std::cerr << "custom_step: the budget must be a positive number of MiB\n";
+    return 2;
+  }
+  torch::manual_seed(0);
+
+  TwoInputNet model;
+  model->to(device);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+
+  // One whole training step at `n` samples: make the batch, forward, loss, backward, optimizer.
+  auto train_step = [&](int64_t n) -> torch::Tensor {
+    torch::Tensor image, features, labels;
+    {
+      saturate::PhaseScope data(saturate::Phase::kDataWait);
+      image = torch::randn({n, 1, 28, 28}, device);
+      features = torch::randn({n, 16}, device);
+      labels = torch::randint(0, 10, {n}, torch::TensorOptions(device).dtype(torch::kLong));
+    }
+    torch::Tensor loss;
+    {
+      saturate::PhaseScope forward(saturate::Phase::kForward);
+      loss = custom_loss(model->forward(image, features), labels);
+    }
+    {
+      saturate::PhaseScope backward(saturate::Phase::kBackward);
+      optimizer.zero_grad();
+      loss.backward();
+    }
+    {
+      saturate::PhaseScope step(saturate::Phase::kOptimizer);
+      optimizer.step();
+    }
+    return loss.detach();
+  };
+
+  saturate::UserStepOptions options;
+  options.device = device;
+  options.parameters = model->parameters();
+  // after every trial, failed ones too: drop the gradients and Adam's moments, so that each
+  // trial starts from the same memory (the first step of a trial makes them again).
+  options.after_trial = [&] {
+    optimizer.zero_grad(/*set_to_none=*/true);
+    optimizer.state().clear();
+  };
+  options.name = "two-input net, cross-entropy + logit penalty, Adam";
+  saturate::UserTrialStep step([&](int64_t n) { train_step(n); }, options);
+
+  auto meter = saturate::make_memory_meter(device);
+  meter->set_budget_bytes(budget_mib << 20);  // on CPU: behaves like a device of this size
+  saturate::Probe probe(step, *meter);
+
+  saturate::SearchOptions search_options;
+  search_options.on_trial = [](const saturate::Trial& t) {
+    std::cout << "  trial batch " << t.batch << ": " << saturate::to_string(t.status) << ", peak "
+              << (t.peak_allocated_bytes >> 10) << " KiB\n";
+  };
+  const saturate::SearchResult r = saturate::search_batch_size(probe, search_options);
+  if (!r.error.empty()) std::cerr << "custom_step: search error: " << r.error << "\n";
+
+  std::cout << "max_batch          " << r.max_batch << (r.max_batch_exact ? " (exact)" : " (not exact)") << "\n"
+            << "recommended_batch  " << r.recommended_batch << "\n"
+            << "throughput_batch   " << r.throughput_batch << "\n"
+            << "trials             " << r.trials.size() << "\n";
+  if (r.max_batch <= 0) return 1;
+
+  // Where the memory of one step at the recommended batch goes.
+  const int64_t batch = r.recommended_batch > 0 ? r.recommended_batch : r.max_batch;
+  const saturate::StepMemory m = saturate::measure_step_memory(step, *meter, batch, model->parameters());
+  std::cout << "\nmemory of one step at batch " << batch << ":\n"
+            << saturate::breakdown_table(m.breakdown) << "\n";
+
+  // And train with it.
+  for (int i = 0; i < 3; ++i)
+    std::cout << "train step " << i << " at batch " << batch << ": loss " << train_step(batch).item<double>() << "\n";
+
+  return r.max_batch_exact ? 0 : 1;
+}
