@@ -134,4 +134,17 @@ void add_rank_json(nlohmann::json& j, int world_size, const std::vector<RankMax>
   j["ranks"] = a;
 }
 
+DistSearchResult search_across_ranks(TrialRunner& runner, const SearchOptions& options, Collectives* comm,
+                                     bool exact_ranks) {
+  DistSearchResult out;
+  if (!comm) {
+    out.result = search_batch_size(runner, options);
+    return out;
+  }
+  RankSyncedRunner synced(runner, *comm);
+  out.result = search_batch_size(synced, options);
+  if (out.result.error.empty()) out.ranks = rank_maxima(synced, options, exact_ranks);
+  return out;
+}
+
 }  // namespace saturate

@@ -89,18 +89,18 @@ LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const Lea
     int step = 0;
     try {
       Batch data = workload.synthetic_batch(o.batch);
-      auto optimizer = workload.make_optimizer();
+      StepOptions so = o.step;
+      so.retain_graph = o.keep_loss_graph;
+      apply_precision_settings(so.precision);
+      TrainingStep training_step(workload, so);
       model.train(true);
       for (; step < o.steps; ++step) {
         if (record_sites && step == first_site_step) {
           start_cpu_event_log();
           tracking = std::make_unique<AllocationSiteTracking>();
         }
-        optimizer->zero_grad(/*set_to_none=*/true);
-        torch::Tensor loss = workload.loss(model.forward(data.inputs), data.targets);
-        loss.backward({}, /*retain_graph=*/o.keep_loss_graph);
-        optimizer->step();
-        if (o.keep_loss_graph) kept.push_back(loss);
+        StepResult result = training_step.run(data);
+        if (o.keep_loss_graph) kept.push_back(result.graph_loss);
         sync();
         const int64_t bytes = meter.stats().allocated_bytes;
         r.allocated_after_step_bytes.push_back(bytes);

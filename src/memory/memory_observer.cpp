@@ -3,22 +3,27 @@
 namespace saturate {
 
 MemoryObserver::MemoryObserver(Workload& workload)
-    : workload_(workload), recorder_(make_allocation_recorder(workload.device())) {
-  parameters_bytes_ = workload_.parameter_bytes();
+    : recorder_(make_allocation_recorder(workload.device())) {
+  parameters_bytes_ = workload.parameter_bytes();
+  Model& model = workload.model();
+  if (auto m = model.module()) {
+    for (const auto& p : m->parameters()) resident_.push_back(p);
+    for (const auto& b : m->buffers()) resident_.push_back(b);
+  } else {
+    for (const auto& p : model.parameters()) resident_.push_back(p);
+  }
+}
+
+MemoryObserver::MemoryObserver(const torch::Device& device, std::vector<torch::Tensor> parameters)
+    : resident_(std::move(parameters)), recorder_(make_allocation_recorder(device)) {
+  for (const auto& p : resident_)
+    if (p.defined() && p.requires_grad()) parameters_bytes_ += static_cast<int64_t>(p.nbytes());
 }
 
 std::vector<int64_t> MemoryObserver::resident_tensor_bytes() const {
   std::vector<int64_t> out;
-  const auto add = [&](const torch::Tensor& t) {
+  for (const auto& t : resident_)
     if (t.defined()) out.push_back(static_cast<int64_t>(t.nbytes()));
-  };
-  Model& model = const_cast<Workload&>(workload_).model();
-  if (auto m = model.module()) {
-    for (const auto& p : m->parameters()) add(p);
-    for (const auto& b : m->buffers()) add(b);
-  } else {
-    for (const auto& p : model.parameters()) add(p);
-  }
   return out;
 }
 

@@ -13,9 +13,20 @@
 namespace saturate {
 namespace {
 
+/// The line of an error that says what went wrong. The TorchScript interpreter wraps the error
+/// it met ("The following operation failed in the TorchScript interpreter.", the script's
+/// traceback, then "RuntimeError: <the error>"): its last line is the one that says it.
 std::string first_line(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   std::string msg = c10_error ? c10_error->what_without_backtrace() : e.what();
+  if (msg.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
+    size_t end = msg.find_last_not_of(" \n");
+    if (end != std::string::npos) {
+      const size_t begin = msg.rfind('\n', end);
+      const std::string last = msg.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin + 1));
+      if (!last.empty()) return "in the TorchScript interpreter: " + last;
+    }
+  }
   const size_t nl = msg.find('\n');
   return nl == std::string::npos ? msg : msg.substr(0, nl);
 }
@@ -35,22 +46,47 @@ class BudgetOverride {
 
 }  // namespace
 
-Probe::Probe(Workload& workload, MemoryMeter& meter) : workload_(workload), meter_(meter) {}
+/// Tells every observer of the probe about the phases of a step.
+class Probe::Fanout final : public PhaseObserver {
+ public:
+  explicit Fanout(const std::vector<ProbeObserver*>& observers) : observers_(observers) {}
+  void phase_begin(Phase p) override {
+    for (ProbeObserver* o : observers_) o->phase_begin(p);
+  }
+  void phase_end(Phase p) override {
+    for (ProbeObserver* o : observers_) o->phase_end(p);
+  }
+  void phase_moved(Phase p, Phase within, double ms) override {
+    for (ProbeObserver* o : observers_) o->phase_moved(p, within, ms);
+  }
+
+ private:
+  const std::vector<ProbeObserver*>& observers_;
+};
+
+Probe::Probe(Workload& workload, MemoryMeter& meter)
+    : owned_step_(std::make_unique<WorkloadTrialStep>(workload)), step_(*owned_step_), meter_(meter) {}
+
+Probe::Probe(TrialStep& step, MemoryMeter& meter) : step_(step), meter_(meter) {}
+
+WorkloadTrialStep& Probe::workload_step() {
+  auto* w = dynamic_cast<WorkloadTrialStep*>(&step_);
+  if (!w) throw UsageError("this probe runs a user's own step: it has no built-in workload to configure");
+  return *w;
+}
 
 int64_t Probe::budget_bytes() const { return meter_.budget_bytes(); }
 
 int64_t Probe::granularity_bytes() const { return meter_.device().is_cuda() ? int64_t{2} << 20 : 0; }
 
 void Probe::set_checkpointing(const CheckpointPolicy& policy) {
-  if (policy.enabled() && !as_block_model(workload_.model()))
-    throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
-                                 "--checkpointing none, or a built-in model",
-                                 to_string(policy), workload_.model().name()));
-  checkpointing_ = policy;
+  TrainingFootprint f = workload_step().footprint();
+  f.checkpointing = policy;
+  workload_step().set_footprint(f);
 }
 
 void Probe::synchronize() const {
-  if (workload_.device().is_cuda()) torch::cuda::synchronize(workload_.device().index());
+  if (step_.device().is_cuda()) torch::cuda::synchronize(step_.device().index());
 }
 
 Trial Probe::run(int64_t batch, const TrialRequest& request) {
@@ -74,45 +110,32 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   meter_.reset_peak();
   const auto trial_start = clock::now();
   std::vector<double> step_ms;
-  Model& model = workload_.model();
-  BlockModelImpl* blocks = checkpointing_.enabled() ? as_block_model(model) : nullptr;
-  const auto forward = [&](const torch::Tensor& x) {
-    return blocks ? forward_with_checkpointing(*blocks, x, checkpointing_) : model.forward(x);
-  };
+  Fanout fanout(observers_);
+  PhaseObserver* const observer = observers_.empty() ? nullptr : &fanout;
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
   try {
-    if (source_) source_->reset(batch);
-    Batch data = source_ ? Batch{} : workload_.synthetic_batch(batch);
-    auto optimizer = workload_.make_optimizer();
-    model.train(true);
+    step_.begin(batch);
     const int total = request.warmup_steps + request.measure_steps;
-    const auto phase = [&](Phase p, auto&& body) {
-      notify([&](ProbeObserver& o) { o.phase_begin(p); });
-      body();
-      notify([&](ProbeObserver& o) { o.phase_end(p); });
-    };
+    PhaseObserverInstall install(observer);  // a user's step marks its phases with PhaseScope
     for (int i = 0; i < total; ++i) {
       ++t.steps;
       const bool measured = i >= request.warmup_steps;
       notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
       const auto start = clock::now();
-      if (source_) phase(Phase::kDataWait, [&] { data = source_->next(batch); });
-      optimizer->zero_grad(/*set_to_none=*/true);
-      torch::Tensor loss;
-      phase(Phase::kForward, [&] { loss = workload_.loss(forward(data.inputs), data.targets); });
-      phase(Phase::kBackward, [&] { loss.backward(); });
-      phase(Phase::kOptimizer, [&] { optimizer->step(); });
+      step_.step(batch, observer);
       synchronize();
       if (measured) step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
       notify([&](ProbeObserver& o) { o.step_end(i, measured); });
     }
+    step_.finish(batch);
+    synchronize();
     t.status = TrialStatus::kOk;
   } catch (const std::exception& e) {
     t.status = is_out_of_memory(e) ? TrialStatus::kOom : TrialStatus::kError;
     t.error = first_line(e);
   }
-  // the optimizer, batch and graph died with the try block; gradients live on the parameters.
-  for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+  // the graph died with the exception; the step drops its optimizer, batches and gradients.
+  step_.end();
   synchronize();
   const MemoryStats after = meter_.stats();
   t.peak_allocated_bytes = after.peak_allocated_bytes;
@@ -123,10 +146,11 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
     std::sort(step_ms.begin(), step_ms.end());
     const size_t n = step_ms.size();
     t.step_time_ms = n % 2 ? step_ms[n / 2] : 0.5 * (step_ms[n / 2 - 1] + step_ms[n / 2]);
-    t.samples_per_s = t.step_time_ms > 0 ? 1000.0 * static_cast<double>(batch) / t.step_time_ms : 0;
+    t.samples_per_s =
+        t.step_time_ms > 0 ? 1000.0 * static_cast<double>(step_.samples_per_step(batch)) / t.step_time_ms : 0;
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
-  if (checkpointing_.enabled()) t.extra["checkpointing"] = to_string(checkpointing_);
+  step_.describe(t.extra);
   if (empty_cache_calls > 0) {
     t.extra["empty_cache_ms"] = empty_cache_ms;
     t.extra["empty_cache_calls"] = empty_cache_calls;

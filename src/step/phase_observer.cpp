@@ -1,6 +1,26 @@
 #include "saturate/step/phase_observer.h"
 
+#include <exception>
+
 namespace saturate {
+namespace {
+thread_local PhaseObserver* current_observer = nullptr;
+}  // namespace
+
+PhaseScope::PhaseScope(Phase phase) : observer_(current_observer), phase_(phase) {
+  if (observer_) observer_->phase_begin(phase_);
+}
+
+PhaseScope::~PhaseScope() {
+  // an exception (an OOM) leaves the phase open, as a failed built-in step does
+  if (observer_ && std::uncaught_exceptions() == 0) observer_->phase_end(phase_);
+}
+
+PhaseObserverInstall::PhaseObserverInstall(PhaseObserver* observer) : saved_(current_observer) {
+  current_observer = observer;
+}
+
+PhaseObserverInstall::~PhaseObserverInstall() { current_observer = saved_; }
 
 std::string to_string(Phase p) {
   switch (p) {

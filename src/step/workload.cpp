@@ -34,9 +34,20 @@ Workload::Workload(BuiltModel model, const torch::Device& device, OptimizerKind 
   built_.model->train(true);
 }
 
-Batch Workload::synthetic_batch(int64_t batch) const {
+Batch Workload::synthetic_batch(int64_t batch) const { return synthetic_batch(batch, device_); }
+
+Batch Workload::empty_batch(int64_t batch, const torch::Device& where) const {
+  const auto on = torch::TensorOptions().device(where);
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), built_.sample_shape.begin(), built_.sample_shape.end());
+  if (built_.input_kind == InputKind::kTokens)
+    return {torch::empty(shape, on.dtype(torch::kLong)), torch::empty(shape, on.dtype(torch::kLong))};
+  return {torch::empty(shape, on.dtype(torch::kFloat)), torch::empty({batch}, on.dtype(torch::kLong))};
+}
+
+Batch Workload::synthetic_batch(int64_t batch, const torch::Device& where) const {
   torch::manual_seed(seed_ + static_cast<uint64_t>(batch));
-  const auto on = torch::TensorOptions().device(device_);
+  const auto on = torch::TensorOptions().device(where);
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), built_.sample_shape.begin(), built_.sample_shape.end());
   Batch b;

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/serialize.h>
 
 #include "saturate/core/errors.h"
@@ -17,12 +16,6 @@
 #include "saturate/step/rng_state.h"
 
 namespace saturate {
-namespace {
-/// Another rank ran out of memory in this step (StepSync::agree): back off with it.
-struct PeerOutOfMemory final : std::runtime_error {
-  PeerOutOfMemory() : std::runtime_error("another rank ran out of memory") {}
-};
-}  // namespace
 
 TensorTrainData::TensorTrainData(torch::Tensor inputs, torch::Tensor targets, int64_t global_batch, std::string name)
     : inputs_(std::move(inputs)), targets_(std::move(targets)), global_batch_(global_batch), name_(std::move(name)) {
@@ -41,70 +34,8 @@ Trainer::Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalDa
     throw UsageError(fmt::format("--batch: {} is not a positive integer", opt_.micro_batch));
   if (opt_.accumulation <= 0)
     throw UsageError(fmt::format("--accumulate: {} is not a positive integer", opt_.accumulation));
-  if (opt_.precision == Precision::kFp16 && workload_.device().is_cpu())
-    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
   micro_ = opt_.micro_batch;
   accumulation_ = opt_.accumulation;
-}
-
-torch::Tensor Trainer::forward(const torch::Tensor& inputs) {
-  AutocastScope autocast(opt_.precision, workload_.device());
-  BlockModelImpl* blocks = as_block_model(workload_.model());
-  if (blocks && opt_.checkpointing.enabled()) return forward_with_checkpointing(*blocks, inputs, opt_.checkpointing);
-  return workload_.model().forward(inputs);
-}
-
-Trainer::StepOutcome Trainer::global_step(const Batch& batch, torch::optim::Optimizer& optimizer, GradScaler& scaler) {
-  const int64_t global = batch.inputs.size(0);
-  PhaseObserver* const obs = opt_.observer;
-  optimizer.zero_grad(/*set_to_none=*/true);
-  torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(workload_.device()));
-  for (int64_t start = 0; start < global; start += micro_) {
-    const int64_t n = std::min(micro_, global - start);
-    if (obs) obs->phase_begin(Phase::kHostToDevice);
-    const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
-    const torch::Tensor y = batch.targets.slice(0, start, start + n).to(workload_.device(), /*non_blocking=*/true);
-    if (obs) obs->phase_end(Phase::kHostToDevice);
-    // each micro-batch's mean loss weighted by its share: the sum is the global batch's mean.
-    const bool last = start + n >= global;
-    if (opt_.sync) opt_.sync->before_forward(last);
-    if (obs) obs->phase_begin(Phase::kForward);
-    torch::Tensor loss = workload_.loss(forward(x), y);
-    if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
-    loss = loss * (static_cast<double>(n) / static_cast<double>(global));
-    if (obs) obs->phase_end(Phase::kForward);
-    total += loss.detach().to(torch::kDouble);
-    if (has_peers() && last) {
-      // every rank got this far without running out of memory (else all back off together);
-      // the step's loss becomes the mean over the ranks, the loss of the whole global batch
-      double mean = total.item<double>();
-      if (opt_.sync->agree(false, mean)) throw PeerOutOfMemory();
-      step_agreed_ = true;
-      total.fill_(mean);
-    }
-    if (obs) obs->phase_begin(Phase::kBackward);
-    if (opt_.sync) opt_.sync->backward(scaler.scale(loss), last);
-    else scaler.scale(loss).backward();
-    if (obs) obs->phase_end(Phase::kBackward);
-    // the all-reduce the backward waited for after computing the gradients is its own phase
-    if (obs && opt_.sync) {
-      const double exposed_ms = opt_.sync->exposed_allreduce_ms();
-      if (exposed_ms > 0) obs->phase_moved(Phase::kAllreduce, Phase::kBackward, exposed_ms);
-    }
-  }
-  if (obs) obs->phase_begin(Phase::kOptimizer);
-  if (opt_.clip_grad_norm > 0) {
-    scaler.unscale(optimizer);
-    std::vector<torch::Tensor> params;
-    for (auto& p : workload_.model().parameters())
-      if (p.grad().defined()) params.push_back(p);
-    torch::nn::utils::clip_grad_norm_(params, opt_.clip_grad_norm);
-  }
-  const bool stepped = scaler.step(optimizer);
-  scaler.update();
-  if (obs) obs->phase_end(Phase::kOptimizer);
-  // item() waits for the step's device work: the observer's step_end follows it, no extra sync
-  return {total.item<double>(), stepped};
 }
 
 std::pair<double, double> Trainer::evaluate() {
@@ -238,16 +169,23 @@ TrainResult Trainer::run() {
   apply_precision_settings(opt_.precision);
   Model& model = workload_.model();
   model.train(true);
-  auto optimizer = workload_.make_optimizer();
-  GradScalerOptions scaler_options;
-  scaler_options.enabled = opt_.precision == Precision::kFp16;
-  GradScaler scaler(scaler_options);
+  StepOptions so;
+  so.precision = opt_.precision;
+  so.checkpointing = opt_.checkpointing;
+  so.micro_batch = micro_;
+  so.clip_grad_norm = opt_.clip_grad_norm;
+  so.sync = opt_.sync;
+  so.observer = opt_.observer;
+  TrainingStep training_step(workload_, so);
+  torch::optim::Optimizer* const optimizer = &training_step.optimizer();
+  GradScaler& scaler = training_step.scaler();
   const int64_t per_epoch = data_.steps_per_epoch();
   if (per_epoch <= 0) throw UsageError(fmt::format("--data {}: fewer samples than one global batch", data_.name()));
   const int64_t total_steps = opt_.max_steps > 0 ? opt_.max_steps : opt_.epochs * per_epoch;
   int64_t step = 0;
   if (opt_.resume) {
     step = load_checkpoint(*optimizer, scaler, result);
+    training_step.set_micro_batch(micro_);
     result.resumed_from = step;
   }
   if (opt_.sync) opt_.sync->begin_run();
@@ -269,18 +207,20 @@ TrainResult Trainer::run() {
     global = batch.inputs.size(0) * world;  // this rank's share times the ranks
     const double lr = opt_.schedule.lr_at(step);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
-    StepOutcome outcome;
+    StepResult outcome;
+    double loss = 0;
     while (true) {
-      step_agreed_ = false;
       try {
-        outcome = global_step(batch, *optimizer, scaler);
+        outcome = training_step.run(batch);
+        // item() waits for the step's device work: the observer's step_end follows it, no extra sync
+        loss = outcome.loss.item<double>();
         break;
       } catch (const std::exception& e) {
         const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
         if (!peer_oom && (!is_out_of_memory(e) || !opt_.oom_backoff)) throw;
         if (has_peers() && !peer_oom) {
           // the backward that all-reduces had begun: the other ranks are inside the collective
-          if (step_agreed_)
+          if (training_step.agreed())
             throw RuntimeFailure(fmt::format("out of memory at step {} in the backward pass that all-reduces the "
                                              "gradients (micro-batch {}); the ranks can only back off together "
                                              "before it: rerun with --batch {} or more memory",
@@ -289,7 +229,7 @@ TrainResult Trainer::run() {
           (void)opt_.sync->agree(true, unused);  // the other ranks back off with this one
         }
         // the step's graph and activations died with the exception; drop its gradients too.
-        optimizer->zero_grad(/*set_to_none=*/true);
+        training_step.release_gradients();
         meter_.release_cache();
         if (micro_ == 1)
           throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; raise "
@@ -298,6 +238,7 @@ TrainResult Trainer::run() {
         const int64_t old_micro = micro_;
         micro_ = (micro_ + 1) / 2;
         accumulation_ *= 2;
+        training_step.set_micro_batch(micro_);
         result.oom_backoffs.push_back({step, old_micro, micro_});
         if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
         if (obs) {  // the failed attempt ends here; the redo is timed as a warm-up step
@@ -308,7 +249,6 @@ TrainResult Trainer::run() {
       }
     }
     if (obs) obs->step_end(static_cast<int>(step), measured);
-    const double loss = outcome.loss;
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
     if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
       throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower --lr (now {:g}) or add "

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "step_flags.h"
 #include "memory_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
@@ -60,6 +61,8 @@ void add_memory_command(CLI::App& app, Action& action) {
   auto cf = std::make_shared<MemoryCommandFlags>();
   add_workload_flags(*cmd, *flags);
   add_memory_probe_flags(*cmd, *mf);
+  auto stepflags = std::make_shared<StepFlags>();
+  add_step_flags(*cmd, *stepflags);
   cmd->add_option("--batch,-b", cf->batch, "batch size (samples per step)")->required();
   cmd->add_option("--warmup", cf->warmup, "steps before the recorded one (the first makes the optimizer state)")
       ->capture_default_str();
@@ -76,8 +79,10 @@ void add_memory_command(CLI::App& app, Action& action) {
       if (cf->steps < 0) throw UsageError(fmt::format("--steps: {} is negative; give 0 for no leak check", cf->steps));
       if (cf->keep_loss && cf->steps == 0)
         throw UsageError("--keep-loss: needs --steps N (the leak check it feeds), e.g. --steps 20");
+      const TrainingFootprint footprint = step_footprint(*stepflags);
       auto session = open_session(*flags);
       Probe probe(*session->workload, *session->meter);
+      probe.set_footprint(footprint);
       auto observer = attach_memory(*mf, probe, *session);
       const Trial t = probe.run(cf->batch, {cf->warmup, 1, 0});
       write_memory_timeline(*mf, *observer, *session);
@@ -88,6 +93,8 @@ void add_memory_command(CLI::App& app, Action& action) {
         lo.batch = cf->batch;
         lo.steps = cf->steps;
         lo.keep_loss_graph = cf->keep_loss;
+        lo.step.precision = footprint.precision;
+        lo.step.checkpointing = footprint.checkpointing;
         leak = run_leak_check(*session->workload, *session->meter, lo);
       }
       nlohmann::json j = trial_json(t);

@@ -7,6 +7,7 @@
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "data_flags.h"
+#include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/probe/probe.h"
 
@@ -18,7 +19,7 @@ void add_probe_command(CLI::App& app, Action& action) {
   auto batch = std::make_shared<int64_t>(0);
   auto warmup = std::make_shared<int>(1);
   auto steps = std::make_shared<int>(5);
-  auto checkpointing = std::make_shared<std::string>("none");
+  auto stepflags = std::make_shared<StepFlags>();
   add_workload_flags(*cmd, *flags);
   auto memflags = std::make_shared<MemoryFlags>();
   add_memory_probe_flags(*cmd, *memflags);
@@ -29,8 +30,7 @@ void add_probe_command(CLI::App& app, Action& action) {
   cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->required();
   cmd->add_option("--warmup", *warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--steps", *steps, "timed steps (the median is reported)")->capture_default_str();
-  cmd->add_option("--checkpointing", *checkpointing, "activation checkpointing in the forward pass: none | blocks | every-N")
-      ->capture_default_str();
+  add_step_flags(*cmd, *stepflags);
   cmd->callback([=, &action] {
     action = [=]() -> int {
       if (*batch <= 0)
@@ -38,10 +38,10 @@ void add_probe_command(CLI::App& app, Action& action) {
       if (*warmup < 0 || *steps < 1)
         throw UsageError(fmt::format("--warmup {} / --steps {}: need warm-up >= 0 and at least one timed step", *warmup,
                                      *steps));
-      const CheckpointPolicy policy = parse_checkpointing(*checkpointing);
+      const TrainingFootprint footprint = step_footprint(*stepflags);
       auto session = open_session(with_data_shape(*dflags, *flags));
       Probe probe(*session->workload, *session->meter);
-      probe.set_checkpointing(policy);
+      probe.set_footprint(footprint);
       auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown in the JSON
       auto monitor = attach_monitor(*mflags, probe, session->device);
       auto data = attach_data(*dflags, probe, *session, *batch, /*quiet=*/false);  // --data: the loader feeds it

@@ -9,6 +9,7 @@
 #include "monitor_flags.h"
 #include "data_flags.h"
 #include "dist_flags.h"
+#include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/probe/probe.h"
@@ -25,28 +26,15 @@ struct SearchFlags {
   int64_t start_batch = 2;
   int steps = 2;
   bool quiet = false;
-  std::string checkpointing = "none";
   int64_t required_batch = 0;
 };
 
-/// --checkpointing: none | blocks | every-N | auto (both searches, then the choice).
-CheckpointPolicy parse_search_checkpointing(const std::string& text) {
-  if (text == "auto") return {};
-  try {
-    return parse_checkpointing(text);
-  } catch (const UsageError&) {
-    throw UsageError(fmt::format("--checkpointing: unknown value '{}' (expected none, blocks, every-N with N >= 1 "
-                                 "such as every-2, or auto to compare none with blocks)",
-                                 text));
-  }
-}
-
 /// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
-std::string batch_one_need(Session& s, const CheckpointPolicy& checkpointing) {
+std::string batch_one_need(Session& s, const TrainingFootprint& footprint) {
   const int64_t budget = s.meter->budget_bytes();
   s.meter->set_budget_bytes(s.meter->capacity_bytes());
   Probe probe(*s.workload, *s.meter);
-  probe.set_checkpointing(checkpointing);
+  probe.set_footprint(footprint);
   const Trial t = probe.run(1, {1, 1, 0});
   s.meter->set_budget_bytes(budget);
   if (!t.ok()) return fmt::format("more than the device's {}", format_bytes(s.meter->capacity_bytes()));
@@ -68,6 +56,8 @@ void add_search_command(CLI::App& app, Action& action) {
   add_data_flags(*cmd, *dflags);
   auto distflags = std::make_shared<DistFlags>();
   add_dist_flags(*cmd, *distflags, /*search=*/true);
+  auto stepflags = std::make_shared<StepFlags>();
+  add_step_flags(*cmd, *stepflags, /*allow_auto=*/true);
   cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
       ->capture_default_str();
   cmd->add_option("--target-memory", sf->target_memory,
@@ -76,10 +66,6 @@ void add_search_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->capture_default_str();
   cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->capture_default_str();
   cmd->add_option("--steps", sf->steps, "timed steps per trial, after one warm-up step")->capture_default_str();
-  cmd->add_option("--checkpointing", sf->checkpointing,
-                  "activation checkpointing in the trials: none | blocks | every-N | auto (search without and with "
-                  "blocks, report both curves, use checkpointing only when it wins)")
-      ->capture_default_str();
   cmd->add_option("--required-batch", sf->required_batch,
                   "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it");
   cmd->add_option("--confirm", sf->confirm_runs,
@@ -104,8 +90,9 @@ void add_search_command(CLI::App& app, Action& action) {
         throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
                                      sf->target_memory));
       if (sf->max_batch < 0) throw UsageError(fmt::format("--max-batch: {} is negative; use 0 for no cap", sf->max_batch));
-      const bool auto_checkpointing = sf->checkpointing == "auto";
-      const CheckpointPolicy checkpointing = parse_search_checkpointing(sf->checkpointing);
+      const bool auto_checkpointing = stepflags->checkpointing == "auto";
+      const TrainingFootprint footprint = step_footprint(*stepflags);
+      const CheckpointPolicy checkpointing = footprint.checkpointing;
       if (sf->required_batch < 0 || (sf->required_batch > 0 && !auto_checkpointing))
         throw UsageError(fmt::format("--required-batch {}: give a positive batch, together with --checkpointing auto",
                                      sf->required_batch));
@@ -121,7 +108,7 @@ void add_search_command(CLI::App& app, Action& action) {
                                  session->context.device_info, format_bytes(session->context.budget_bytes),
                                  to_string(opt.strategy));
       Probe probe(*session->workload, *session->meter);
-      probe.set_checkpointing(checkpointing);  // a model without blocks: usage error before any trial
+      probe.set_footprint(footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
       auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown per trial
       probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
       // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
@@ -132,9 +119,9 @@ void add_search_command(CLI::App& app, Action& action) {
       const bool compare = auto_checkpointing && as_block_model(session->workload->model()) != nullptr;
       const CheckpointPolicy with_policy{1};  // auto compares none with blocks
       if (compare && !sf->quiet && denv.rank == 0) std::cerr << "saturate: --checkpointing auto: 1/2 without checkpointing\n";
-      DistSearchResult dres = run_dist_search(probe, opt, dist.get(), distflags->rank_max_exact);
+      DistSearchResult dres = search_across_ranks(probe, opt, dist.get(), distflags->rank_max_exact);
       std::optional<CheckpointingChoice> choice;
-      nlohmann::json checkpointing_j = {{"policy", sf->checkpointing}, {"choice", to_string(checkpointing)}};
+      nlohmann::json checkpointing_j = {{"policy", stepflags->checkpointing}, {"choice", to_string(checkpointing)}};
       std::string checkpointing_text;
       if (auto_checkpointing && !compare)
         checkpointing_j["reason"] = fmt::format("{} has no blocks to checkpoint", session->context.model_name);
@@ -142,7 +129,7 @@ void add_search_command(CLI::App& app, Action& action) {
         if (!sf->quiet && denv.rank == 0)
           std::cerr << fmt::format("saturate: --checkpointing auto: 2/2 with checkpointing {}\n", to_string(with_policy));
         probe.set_checkpointing(with_policy);
-        DistSearchResult with = run_dist_search(probe, opt, dist.get(), distflags->rank_max_exact);
+        DistSearchResult with = search_across_ranks(probe, opt, dist.get(), distflags->rank_max_exact);
         choice = choose_checkpointing(dres.result, with.result, to_string(with_policy), sf->required_batch,
                                       opt.throughput_tolerance);
         checkpointing_j = checkpointing_auto_json(*choice, dres.result, with.result, to_string(with_policy));
@@ -156,6 +143,7 @@ void add_search_command(CLI::App& app, Action& action) {
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       nlohmann::json j = search_json(session->context, result);
       j["checkpointing"] = checkpointing_j;
+      j["precision"] = to_string(footprint.precision);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
@@ -165,6 +153,7 @@ void add_search_command(CLI::App& app, Action& action) {
       } else {
         print_search(std::cout, session->context, result);
         if (checkpointing.enabled()) std::cout << "checkpointing      " << to_string(checkpointing) << "\n";
+        if (footprint.precision != Precision::kFp32) std::cout << "precision          " << to_string(footprint.precision) << "\n";
         std::cout << checkpointing_text;
         if (dist) std::cout << rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
         if (plan) std::cout << plan_text(*plan);
@@ -179,7 +168,7 @@ void add_search_command(CLI::App& app, Action& action) {
         std::cerr << fmt::format(
             "saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; raise the budget, "
             "or use a smaller model or input\n",
-            format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session, probe.checkpointing()));
+            format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session, probe.footprint()));
         return 1;
       }
       return 0;

@@ -41,6 +41,10 @@ struct Session {
 };
 std::unique_ptr<Session> open_session(const WorkloadFlags& f);
 
+/// The flag that sets a library option ("global_batch" -> "--global-batch"); the option itself
+/// when no flag sets it.
+std::string flag_for_option(const std::string& option);
+
 void add_probe_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);
 void add_train_command(CLI::App& app, Action& action);

@@ -52,19 +52,6 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
   return DistGroup::connect(env, o, device.is_cuda(), device.is_cuda() ? device.index() : 0);
 }
 
-DistSearchResult run_dist_search(TrialRunner& probe, const SearchOptions& options, DistGroup* dist,
-                                 bool exact_ranks) {
-  DistSearchResult out;
-  if (!dist) {
-    out.result = search_batch_size(probe, options);
-    return out;
-  }
-  RankSyncedRunner synced(probe, *dist);
-  out.result = search_batch_size(synced, options);
-  if (out.result.error.empty()) out.ranks = rank_maxima(synced, options, exact_ranks);
-  return out;
-}
-
 std::string rank_text(const std::vector<RankMax>& ranks, const std::string& backend, int64_t used) {
   if (ranks.empty()) return "";
   std::string s = fmt::format("ranks              {} ({}):", ranks.size(), backend);
@@ -125,21 +112,6 @@ void setup_data_parallel(TrainRanks& ranks, Workload& workload, TrainOptions& o)
 
 void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Device& device) {
   ranks.group = open_dist(f, ranks.env, device);
-}
-
-int64_t rank_share(int64_t global_batch, int world_size) {
-  if (world_size <= 1 || global_batch % world_size == 0) return global_batch / std::max(1, world_size);
-  const int64_t below = global_batch / world_size * world_size, above = below + world_size;
-  throw UsageError(fmt::format("--global-batch {} is not divisible by the world size {} (each of the {} ranks trains on "
-                               "an equal share); use a multiple of {}, e.g. {}{}, or start {} rank(s)",
-                               global_batch, world_size, world_size, world_size,
-                               below > 0 ? fmt::format("{} or ", below) : "", above,
-                               [&] {
-                                 std::string s;
-                                 for (int d = world_size - 1; d >= 1; --d)
-                                   if (global_batch % d == 0) return std::to_string(d);
-                                 return s;
-                               }()));
 }
 
 void setup_train_ranks(TrainRanks& ranks, const DistFlags& f, Model& model, LoaderOptions& loader, TrainOptions& o) {

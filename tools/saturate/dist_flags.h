@@ -34,12 +34,6 @@ DistEnv prepare_dist(const DistFlags& f, WorkloadFlags& w);
 /// Joins the process group (nullptr for one process).
 std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, const c10::Device& device);
 
-struct DistSearchResult {
-  SearchResult result;
-  std::vector<RankMax> ranks;  ///< empty for one process
-};
-/// The search, rank-synced through `dist` when given (every rank gets the same result).
-DistSearchResult run_dist_search(TrialRunner& probe, const SearchOptions& options, DistGroup* dist, bool exact_ranks);
 /// "ranks      2 (gloo): rank 0 max 9881 of 256.0 MiB, rank 1 max 4410 of 128.0 MiB; using 4410\n"
 std::string rank_text(const std::vector<RankMax>& ranks, const std::string& backend, int64_t used);
 
@@ -68,9 +62,6 @@ TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w);
 void setup_data_parallel(TrainRanks& ranks, Workload& workload, TrainOptions& o);
 /// After open_session: joins the process group (several ranks; a collective).
 void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Device& device);
-/// This rank's share of `--global-batch G`: G / world size; a usage error naming both and the
-/// nearest multiples when it does not divide.
-int64_t rank_share(int64_t global_batch, int world_size);
 /// For several ranks: each rank's loader reads its own shard (reshuffled identically per epoch),
 /// DDP wraps the model (a collective), the Trainer syncs through it, only rank 0 writes
 /// checkpoints. Call after the model is on its device, before the Trainer runs.

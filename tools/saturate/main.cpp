@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const saturate::UsageError& e) {
-    std::cerr << "saturate: error: " << e.what() << "\n";
+    // a library error names its option; the command line names the flag that set it
+    const std::string flag = e.option().empty() ? "" : saturate::cli::flag_for_option(e.option()) + ": ";
+    std::cerr << "saturate: error: " << flag << e.what() << "\n";
     return 2;
   } catch (const saturate::RuntimeFailure& e) {
     std::cerr << "saturate: error: " << e.what() << "\n";

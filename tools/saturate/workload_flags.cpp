@@ -37,6 +37,15 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--json", f.json, "also write the result as JSON to FILE ('-': stdout, replacing the table)");
 }
 
+std::string flag_for_option(const std::string& option) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"micro_batch", "--batch"}, {"accumulation", "--accumulate"}, {"global_batch", "--global-batch"},
+      {"world_size", "the world size (WORLD_SIZE)"}};
+  for (const auto& [name, flag] : kFlags)
+    if (option == name) return flag;
+  return option;
+}
+
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
   auto s = std::make_unique<Session>();
   if (f.threads < 0) throw UsageError(fmt::format("--threads: {} is negative; give a positive count", f.threads));

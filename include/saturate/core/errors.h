@@ -12,6 +12,15 @@ namespace saturate {
 class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  /// An error about one option of the library (a field name such as "global_batch"); the
+  /// message does not name a flag, the command line adds its flag (flag_for_option).
+  UsageError(std::string option, const std::string& message)
+      : std::runtime_error(message), option_(std::move(option)) {}
+  /// The option the error concerns; empty when the message already names it.
+  const std::string& option() const { return option_; }
+
+ private:
+  std::string option_;
 };
 
 class RuntimeFailure : public std::runtime_error {

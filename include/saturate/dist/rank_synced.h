@@ -54,6 +54,15 @@ struct RankMax {
 /// `options` to find it exactly; the others wait for it in the gather.
 std::vector<RankMax> rank_maxima(RankSyncedRunner& runner, const SearchOptions& options, bool refine);
 
+struct DistSearchResult {
+  SearchResult result;
+  std::vector<RankMax> ranks;  ///< empty for one process
+};
+/// The search, rank-synced through `comm` when given (every rank gets the same result), then
+/// each rank's own maximum (refined exactly with `exact_ranks`). nullptr: a plain search.
+DistSearchResult search_across_ranks(TrialRunner& runner, const SearchOptions& options, Collectives* comm,
+                                     bool exact_ranks);
+
 /// `world_size` and `ranks` [{rank, budget_bytes, max_batch, max_batch_exact}] for search JSON.
 void add_rank_json(nlohmann::json& j, int world_size, const std::vector<RankMax>& ranks);
 

@@ -11,6 +11,7 @@
 #include "saturate/core/memory_meter.h"
 #include "saturate/memory/leak_detector.h"
 #include "saturate/memory/leak_sites.h"
+#include "saturate/step/training_step.h"
 #include "saturate/step/workload.h"
 
 namespace saturate {
@@ -19,6 +20,9 @@ struct LeakCheckOptions {
   int64_t batch = 8;
   int steps = 50;
   bool keep_loss_graph = false;  ///< the deliberate leak
+  /// The step as training runs it (precision, checkpointing, micro-batch); retain_graph is set
+  /// from keep_loss_graph.
+  StepOptions step;
   LeakOptions leak;
   /// The last this-many steps run with allocation sites recorded (CPU only; 0: none), to name
   /// what the steps leave behind.

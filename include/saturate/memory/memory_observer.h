@@ -15,8 +15,11 @@ namespace saturate {
 
 class MemoryObserver final : public ProbeObserver {
  public:
-  /// Records on `workload`'s device.
+  /// Records on `workload`'s device; its parameters and buffers are the resident tensors.
   explicit MemoryObserver(Workload& workload);
+  /// Records on `device`; `parameters` (a user's model's, may be empty) are the resident
+  /// tensors and the breakdown's parameters part.
+  MemoryObserver(const torch::Device& device, std::vector<torch::Tensor> parameters);
   void trial_begin(int64_t batch) override;
   void step_begin(int step, bool measured) override;
   void phase_begin(Phase phase) override;
@@ -32,7 +35,7 @@ class MemoryObserver final : public ProbeObserver {
   std::vector<int64_t> resident_tensor_bytes() const;
 
  private:
-  Workload& workload_;
+  std::vector<torch::Tensor> resident_;
   std::unique_ptr<AllocationRecorder> recorder_;
   int64_t parameters_bytes_ = 0;
   int step_ = -1;

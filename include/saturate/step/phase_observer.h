@@ -28,4 +28,32 @@ class PhaseObserver {
   virtual void phase_moved(Phase phase, Phase within, double ms) {}
 };
 
+/// Marks a phase of a user's own step for the observer of the trial (or run) in progress on
+/// this thread; does nothing when there is none:
+///   { saturate::PhaseScope forward(saturate::Phase::kForward); loss = loss_fn(model(x), y); }
+class PhaseScope {
+ public:
+  explicit PhaseScope(Phase phase);
+  ~PhaseScope();
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  PhaseObserver* observer_;
+  Phase phase_;
+};
+
+/// Makes `observer` the one PhaseScope reports to on this thread for the install's lifetime
+/// (the probe installs its observers around a trial's steps).
+class PhaseObserverInstall {
+ public:
+  explicit PhaseObserverInstall(PhaseObserver* observer);
+  ~PhaseObserverInstall();
+  PhaseObserverInstall(const PhaseObserverInstall&) = delete;
+  PhaseObserverInstall& operator=(const PhaseObserverInstall&) = delete;
+
+ private:
+  PhaseObserver* saved_;
+};
+
 }  // namespace saturate

@@ -41,6 +41,10 @@ class Workload {
 
   /// Random inputs and labels for `batch` samples, made on the device.
   Batch synthetic_batch(int64_t batch) const;
+  /// The same, made on `where` (the host, for batches a loader would hold there).
+  Batch synthetic_batch(int64_t batch, const torch::Device& where) const;
+  /// Uninitialised inputs and labels of `batch` samples on `where`: the memory a loaded batch takes.
+  Batch empty_batch(int64_t batch, const torch::Device& where) const;
   /// Mean cross-entropy; logits [B, C] against labels [B], or [B, T, V] against [B, T].
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets) const;
   /// A fresh optimizer over the model's trainable parameters (its state is made lazily).

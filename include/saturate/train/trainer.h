@@ -18,6 +18,8 @@
 #include "saturate/step/phase_observer.h"
 #include "saturate/step/workload.h"
 #include "saturate/step/activation_checkpoint.h"
+#include "saturate/step/step_sync.h"
+#include "saturate/step/training_step.h"
 #include "saturate/train/lr_schedule.h"
 #include "saturate/step/precision.h"
 
@@ -56,32 +58,6 @@ class TensorTrainData final : public TrainData {
   torch::Tensor inputs_, targets_;
   int64_t global_batch_;
   std::string name_;
-};
-
-/// Data parallelism's hook points in a step (dist/ddp_sync.h implements them with DDP).
-class StepSync {
- public:
-  virtual ~StepSync() = default;
-  /// After the model and optimizer exist (and a resume loaded): make every rank's model equal.
-  virtual void begin_run() {}
-  /// Before a micro-batch's forward; `last`: the last micro-batch of the optimizer step.
-  virtual void before_forward(bool last) {}
-  /// Runs `loss.backward()`; only the last micro-batch's backward communicates (no_sync before).
-  virtual void backward(const torch::Tensor& loss, bool last) = 0;
-  /// Of the last backward(), the milliseconds spent waiting for communication after the
-  /// gradients were computed (the all-reduce not hidden behind the backward; 0 when it did
-  /// not communicate). The monitor moves it from the backward phase to the allreduce phase.
-  virtual double exposed_allreduce_ms() { return 0; }
-  /// False for a sync within one process (DataParallel): no collective, nothing to agree on, and
-  /// an OOM anywhere in the step backs off like a plain run.
-  virtual bool communicates() const { return true; }
-  /// Number of ranks (the global batch is this rank's batch times it).
-  virtual int world_size() const { return 1; }
-  /// Once per attempt of a step, before the backward that communicates (or, after an OOM, from
-  /// the back-off): `oom` says this rank ran out of memory in the step; `loss` is this rank's
-  /// step loss, replaced by the mean over the ranks. Returns true when any rank ran out of
-  /// memory: every rank then halves its micro-batch and redoes the step, none hangs.
-  virtual bool agree(bool oom, double& loss) { return oom; }
 };
 
 struct TrainOptions {
@@ -146,12 +122,6 @@ class Trainer {
   std::pair<double, double> evaluate();
 
  private:
-  struct StepOutcome {
-    double loss = 0;
-    bool stepped = true;  ///< false: fp16 gradients were not finite and the step was skipped
-  };
-  StepOutcome global_step(const Batch& batch, torch::optim::Optimizer& optimizer, class GradScaler& scaler);
-  torch::Tensor forward(const torch::Tensor& inputs);
   void save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
                        const TrainResult& result);
   int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result);
@@ -167,7 +137,6 @@ class Trainer {
   TrainOptions opt_;
   int64_t micro_;
   int64_t accumulation_;
-  bool step_agreed_ = false;  ///< data-parallel: this step attempt passed StepSync::agree
 };
 
 /// Writes a trained model: TorchScript models with save(), built-in ones as a torch::save archive.

@@ -1,0 +1,76 @@
+// Implements: the trial step of a built-in or TorchScript model: the one TrainingStep that
+// `saturate train` runs, with the configuration training will run it with. What a training run
+// holds beside the step counts too (seed B2: the inputs are part of the peak):
+//  - accumulation: training splits a global batch into micro-batches of the trial's size; the
+//    trial then holds a whole global batch and runs two of its micro-batches per step (the
+//    second backward accumulates into existing gradients, as training's do);
+//  - the loader's window: training's loader keeps `prefetched_batches` global batches in flight
+//    beside the one in use; on a CPU device they live in the same memory and are held for the
+//    trial (on CUDA they are pinned host memory and do not count against the device);
+//  - evaluation: after its steps (gradients still alive, as at an epoch's end) a no-grad forward
+//    at the evaluation batch, with the evaluation loader's window.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "saturate/probe/probe_hooks.h"
+#include "saturate/probe/trial_step.h"
+#include "saturate/step/training_step.h"
+
+namespace saturate {
+
+/// How a trial mirrors the training run it sizes. The default is a plain step: the trial's batch
+/// is the whole batch, no data held beside it, no evaluation.
+struct TrainingFootprint {
+  Precision precision = Precision::kFp32;
+  CheckpointPolicy checkpointing;
+  double clip_grad_norm = 0;
+  /// Samples per optimizer step on this rank; 0: the trial's batch (no accumulation).
+  int64_t global_batch = 0;
+  /// Global batches the loader keeps in flight beside the one in use (workers x prefetch).
+  int64_t prefetched_batches = 0;
+  /// Evaluation batch; 0 with eval_batch_per_micro 0: no evaluation.
+  int64_t eval_batch = 0;
+  /// Evaluation batch as a multiple of the trial's micro-batch (used when eval_batch is 0).
+  int64_t eval_batch_per_micro = 0;
+  /// Evaluation batches the evaluation loader keeps in flight.
+  int64_t eval_prefetched_batches = 0;
+  /// Throws UsageError naming the field for negative values.
+  void validate() const;
+};
+
+class WorkloadTrialStep final : public TrialStep {
+ public:
+  explicit WorkloadTrialStep(Workload& workload, TrainingFootprint footprint = {});
+  /// Throws UsageError for checkpointing on a model without blocks and for fp16 on CPU.
+  void set_footprint(const TrainingFootprint& footprint);
+  const TrainingFootprint& footprint() const { return footprint_; }
+  /// Batches from `source` instead of synthetic ones (not owned; nullptr: synthetic). The
+  /// time spent waiting for it is the data_wait phase.
+  void set_batch_source(BatchSource* source) { source_ = source; }
+  Workload& workload() { return workload_; }
+  /// Bytes the trial holds for the loader's window and the in-use global batch at `batch`.
+  int64_t resident_data_bytes(int64_t batch) const;
+
+  torch::Device device() const override { return workload_.device(); }
+  void begin(int64_t batch) override;
+  void step(int64_t batch, PhaseObserver* observer) override;
+  void finish(int64_t batch) override;
+  void end() noexcept override;
+  void describe(nlohmann::json& extra) const override;
+  /// Two micro-batches when training accumulates (the trial's batch below the global batch).
+  int64_t samples_per_step(int64_t batch) const override;
+
+ private:
+  int64_t eval_batch(int64_t batch) const;
+  Workload& workload_;
+  TrainingFootprint footprint_;
+  BatchSource* source_ = nullptr;
+  std::unique_ptr<TrainingStep> step_;
+  Batch data_;
+  std::vector<Batch> window_;
+  int64_t last_batch_ = 0;
+};
+
+}  // namespace saturate

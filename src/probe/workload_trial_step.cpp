@@ -1,0 +1,150 @@
+#include "saturate/probe/workload_trial_step.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "saturate/core/errors.h"
+
+namespace saturate {
+namespace {
+
+void require_non_negative(int64_t value, const char* field) {
+  if (value < 0)
+    throw UsageError(fmt::format("{}: {} is negative; give 0 or a positive count", field, value));
+}
+
+int64_t batch_bytes(const Batch& b) {
+  return static_cast<int64_t>(b.inputs.nbytes() + b.targets.nbytes());
+}
+
+}  // namespace
+
+void TrainingFootprint::validate() const {
+  require_non_negative(global_batch, "global batch");
+  require_non_negative(prefetched_batches, "prefetched batches");
+  require_non_negative(eval_batch, "eval batch");
+  require_non_negative(eval_batch_per_micro, "eval batch per micro-batch");
+  require_non_negative(eval_prefetched_batches, "eval prefetched batches");
+  if (clip_grad_norm < 0)
+    throw UsageError(fmt::format("clip grad norm: {} is negative; give 0 (off) or a positive norm", clip_grad_norm));
+}
+
+WorkloadTrialStep::WorkloadTrialStep(Workload& workload, TrainingFootprint footprint) : workload_(workload) {
+  set_footprint(footprint);
+}
+
+void WorkloadTrialStep::set_footprint(const TrainingFootprint& footprint) {
+  footprint.validate();
+  if (footprint.checkpointing.enabled() && !as_block_model(workload_.model()))
+    throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
+                                 "--checkpointing none, or a built-in model",
+                                 to_string(footprint.checkpointing), workload_.model().name()));
+  if (footprint.precision == Precision::kFp16 && workload_.device().is_cpu())
+    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
+  footprint_ = footprint;
+}
+
+int64_t WorkloadTrialStep::eval_batch(int64_t batch) const {
+  return footprint_.eval_batch > 0 ? footprint_.eval_batch : footprint_.eval_batch_per_micro * batch;
+}
+
+int64_t WorkloadTrialStep::resident_data_bytes(int64_t batch) const {
+  const int64_t global = std::max(footprint_.global_batch, batch);
+  const Batch one = workload_.empty_batch(1, torch::kCPU);
+  const int64_t per_sample = batch_bytes(one);
+  const int64_t window = workload_.device().is_cpu() ? footprint_.prefetched_batches : 0;
+  return per_sample * global * (1 + window);
+}
+
+void WorkloadTrialStep::begin(int64_t batch) {
+  apply_precision_settings(footprint_.precision);
+  StepOptions o;
+  o.precision = footprint_.precision;
+  o.checkpointing = footprint_.checkpointing;
+  o.clip_grad_norm = footprint_.clip_grad_norm;
+  o.micro_batch = batch;
+  step_ = std::make_unique<TrainingStep>(workload_, o);
+  workload_.model().train(true);
+  last_batch_ = batch;
+  const torch::Device device = workload_.device();
+  const int64_t global = std::max(footprint_.global_batch, batch);
+  if (source_) {
+    source_->reset(batch);
+  } else if (global > batch) {
+    // the in-use global batch lives where the loader puts it: on the host (the device, on CPU)
+    data_ = workload_.synthetic_batch(global, device.is_cpu() ? device : torch::Device(torch::kCPU));
+  } else {
+    data_ = workload_.synthetic_batch(batch);
+  }
+  // the loader's window of prefetched global batches: host memory, the device's on CPU
+  if (device.is_cpu())
+    for (int64_t i = 0; i < footprint_.prefetched_batches; ++i) window_.push_back(workload_.empty_batch(global, device));
+}
+
+int64_t WorkloadTrialStep::samples_per_step(int64_t batch) const {
+  if (source_) return batch;
+  const int64_t global = std::max(footprint_.global_batch, batch);
+  return std::min(global, global > batch ? 2 * batch : batch);
+}
+
+void WorkloadTrialStep::step(int64_t batch, PhaseObserver* observer) {
+  step_->set_observer(observer);
+  if (source_) {
+    if (observer) observer->phase_begin(Phase::kDataWait);
+    data_ = source_->next(batch);
+    if (observer) observer->phase_end(Phase::kDataWait);
+  }
+  const int64_t global = data_.inputs.size(0);
+  // with accumulation, two micro-batches: the second backward accumulates into the gradients
+  const int64_t n = std::min(global, samples_per_step(batch));
+  const Batch part = n == global ? data_ : Batch{data_.inputs.slice(0, 0, n), data_.targets.slice(0, 0, n)};
+  (void)step_->run(part);
+}
+
+void WorkloadTrialStep::finish(int64_t batch) {
+  const int64_t eval = eval_batch(batch);
+  if (eval <= 0) return;
+  torch::NoGradGuard no_grad;
+  const torch::Device device = workload_.device();
+  std::vector<Batch> eval_window;
+  if (device.is_cpu())
+    for (int64_t i = 0; i < footprint_.eval_prefetched_batches; ++i)
+      eval_window.push_back(workload_.empty_batch(eval, device));
+  const Batch b = workload_.synthetic_batch(eval, device.is_cpu() ? device : torch::Device(torch::kCPU));
+  workload_.model().train(false);
+  try {
+    torch::Tensor logits = step_->forward(b.inputs.to(device)).to(torch::kFloat);
+    (void)workload_.loss(logits, b.targets.to(device));
+  } catch (...) {
+    workload_.model().train(true);
+    throw;
+  }
+  workload_.model().train(true);
+}
+
+void WorkloadTrialStep::end() noexcept {
+  try {
+    if (step_) step_->release_gradients();
+  } catch (...) {
+  }
+  step_.reset();
+  data_ = Batch{};
+  window_.clear();
+  for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();
+  workload_.model().train(true);
+}
+
+void WorkloadTrialStep::describe(nlohmann::json& extra) const {
+  if (footprint_.checkpointing.enabled()) extra["checkpointing"] = to_string(footprint_.checkpointing);
+  if (footprint_.precision != Precision::kFp32) extra["precision"] = to_string(footprint_.precision);
+  if (footprint_.global_batch > 0) extra["global_batch"] = footprint_.global_batch;
+  if (footprint_.prefetched_batches > 0) extra["prefetched_batches"] = footprint_.prefetched_batches;
+  if (footprint_.eval_batch > 0 || footprint_.eval_batch_per_micro > 0)
+    extra["eval_batch"] = eval_batch(last_batch_);
+  if (footprint_.global_batch > 0 || (footprint_.prefetched_batches > 0 && workload_.device().is_cpu()))
+    extra["resident_data_bytes"] = resident_data_bytes(last_batch_);
+}
+
+}  // namespace saturate

@@ -1,0 +1,136 @@
+#include "saturate/step/training_step.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include "saturate/core/errors.h"
+
+namespace saturate {
+namespace {
+
+GradScalerOptions scaler_options(Precision p) {
+  GradScalerOptions o;
+  o.enabled = p == Precision::kFp16;
+  return o;
+}
+
+/// Tells the observer (if any) that a phase runs for the scope's lifetime. An exception leaves
+/// the phase without an end: observers know a failed step may do that.
+class PhaseMark {
+ public:
+  PhaseMark(PhaseObserver* o, Phase p) : o_(o), p_(p) {
+    if (o_) o_->phase_begin(p_);
+  }
+  void end() {
+    if (o_) o_->phase_end(p_);
+    o_ = nullptr;
+  }
+  ~PhaseMark() = default;
+
+ private:
+  PhaseObserver* o_;
+  Phase p_;
+};
+
+}  // namespace
+
+TrainingStep::TrainingStep(Workload& workload, StepOptions options)
+    : workload_(workload), options_(options), scaler_(scaler_options(options.precision)) {
+  if (options_.micro_batch < 0)
+    throw UsageError(fmt::format("micro-batch {}: not a positive number of samples", options_.micro_batch));
+  if (options_.precision == Precision::kFp16 && workload_.device().is_cpu())
+    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
+  if (options_.checkpointing.enabled()) {
+    blocks_ = as_block_model(workload_.model());
+    if (!blocks_)
+      throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
+                                   "--checkpointing none, or a built-in model",
+                                   to_string(options_.checkpointing), workload_.model().name()));
+  }
+  optimizer_ = workload_.make_optimizer();
+}
+
+void TrainingStep::set_micro_batch(int64_t micro_batch) {
+  if (micro_batch < 0)
+    throw UsageError(fmt::format("micro-batch {}: not a positive number of samples", micro_batch));
+  options_.micro_batch = micro_batch;
+}
+
+torch::Tensor TrainingStep::forward(const torch::Tensor& inputs) {
+  AutocastScope autocast(options_.precision, workload_.device());
+  if (blocks_) return forward_with_checkpointing(*blocks_, inputs, options_.checkpointing);
+  return workload_.model().forward(inputs);
+}
+
+void TrainingStep::release_gradients() {
+  optimizer_->zero_grad(/*set_to_none=*/true);
+  for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();
+}
+
+StepResult TrainingStep::run(const Batch& batch) {
+  PhaseObserver* const obs = options_.observer;
+  StepSync* const sync = options_.sync;
+  const bool has_peers = sync && sync->communicates();
+  const torch::Device device = workload_.device();
+  const int64_t global = batch.inputs.size(0);
+  const int64_t micro = options_.micro_batch > 0 ? options_.micro_batch : global;
+  agreed_ = false;
+  StepResult result;
+  optimizer_->zero_grad(/*set_to_none=*/true);
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  for (int64_t start = 0; start < global; start += micro) {
+    const int64_t n = std::min(micro, global - start);
+    PhaseMark h2d(obs, Phase::kHostToDevice);
+    const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(device, /*non_blocking=*/true);
+    const torch::Tensor y = batch.targets.slice(0, start, start + n).to(device, /*non_blocking=*/true);
+    h2d.end();
+    // each micro-batch's mean loss weighted by its share: the sum is the batch's mean loss.
+    const bool last = start + n >= global;
+    if (sync) sync->before_forward(last);
+    PhaseMark fwd(obs, Phase::kForward);
+    torch::Tensor loss = workload_.loss(forward(x), y);
+    if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
+    if (n != global) loss = loss * (static_cast<double>(n) / static_cast<double>(global));
+    fwd.end();
+    total += loss.detach().to(torch::kDouble);
+    if (has_peers && last) {
+      // every rank got this far without running out of memory (else all back off together);
+      // the step's loss becomes the mean over the ranks, the loss of the whole global batch
+      double mean = total.item<double>();
+      if (sync->agree(false, mean)) throw PeerOutOfMemory();
+      agreed_ = true;
+      total.fill_(mean);
+    }
+    PhaseMark bwd(obs, Phase::kBackward);
+    if (sync) {
+      sync->backward(scaler_.scale(loss), last);
+    } else {
+      scaler_.scale(loss).backward({}, /*retain_graph=*/options_.retain_graph);
+    }
+    bwd.end();
+    // the all-reduce the backward waited for after computing the gradients is its own phase
+    if (obs && sync) {
+      const double exposed_ms = sync->exposed_allreduce_ms();
+      if (exposed_ms > 0) obs->phase_moved(Phase::kAllreduce, Phase::kBackward, exposed_ms);
+    }
+    if (options_.retain_graph && last) result.graph_loss = loss;
+  }
+  PhaseMark opt(obs, Phase::kOptimizer);
+  if (options_.clip_grad_norm > 0) {
+    scaler_.unscale(*optimizer_);
+    std::vector<torch::Tensor> params;
+    for (auto& p : workload_.model().parameters())
+      if (p.grad().defined()) params.push_back(p);
+    torch::nn::utils::clip_grad_norm_(params, options_.clip_grad_norm);
+  }
+  result.stepped = scaler_.step(*optimizer_);
+  scaler_.update();
+  opt.end();
+  result.loss = total;
+  return result;
+}
+
+}  // namespace saturate

@@ -1,0 +1,46 @@
+#include "saturate/train/auto_batch.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+#include "saturate/probe/probe.h"
+
+namespace saturate {
+
+AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoBatchOptions& o) {
+  check_batch_request(o.request);
+  TrainingFootprint footprint = o.footprint;
+  footprint.global_batch = o.request.global_batch > 0 ? rank_share(o.request.global_batch, o.request.world_size) : 0;
+  Probe probe(workload, meter);
+  probe.set_footprint(footprint);
+  for (ProbeObserver* obs : o.observers) probe.add_observer(obs);
+  SearchOptions so = o.search;
+  const int64_t limit = micro_batch_limit(o.request);
+  if (limit > 0) so.max_batch = so.max_batch > 0 ? std::min(so.max_batch, limit) : limit;
+  AutoBatch a;
+  a.search = o.run_search ? o.run_search(probe, so) : search_batch_size(probe, so);
+  const SearchResult& r = a.search;
+  if (!r.error.empty()) throw RuntimeFailure("the micro-batch search failed: " + r.error);
+  const int64_t resident_at_one = probe.workload_step().resident_data_bytes(1);
+  if (r.max_batch == 0)
+    throw RuntimeFailure(fmt::format(
+        "not even micro-batch 1 trains within {}: the loader's {} prefetched global batch(es) of {} and the one in "
+        "use take {} of it; lower the prefetch depth or worker count, the global batch, or raise the budget",
+        format_bytes(r.budget_bytes), footprint.prefetched_batches, footprint.global_batch, format_bytes(resident_at_one)));
+  // the target fraction leaves headroom when asked (< 1); at 1 the exact maximum is taken
+  a.micro_batch = so.target_fraction >= 1.0 || r.recommended_batch == 0 ? r.max_batch : r.recommended_batch;
+  a.plan = plan_batches(o.request, a.micro_batch);
+  a.resident_data_bytes = probe.workload_step().resident_data_bytes(a.plan.micro_batch);
+  a.reason = fmt::format("{} micro-batch {} ({}{}), measured with {} held for the loader's batches", 
+                         so.target_fraction >= 1.0 ? "the largest" : "the recommended", a.micro_batch,
+                         r.max_batch_exact ? fmt::format("{} does not fit", r.max_batch + 1)
+                                           : (r.capped ? "capped by the global batch" : "max not bracketed"),
+                         so.target_fraction >= 1.0 ? "" : fmt::format(", max {}", r.max_batch),
+                         format_bytes(a.resident_data_bytes));
+  return a;
+}
+
+}  // namespace saturate

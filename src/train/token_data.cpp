@@ -1,0 +1,96 @@
+#include "saturate/train/token_data.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+
+namespace saturate {
+namespace {
+
+/// Windows [start, start + seq_len + 1) of `tokens` at window indices `idx`: inputs and targets.
+Batch gather_windows(const torch::Tensor& tokens, const torch::Tensor& idx, int64_t seq_len) {
+  const torch::Tensor starts = idx.to(torch::kLong) * seq_len;
+  const torch::Tensor pos = starts.unsqueeze(1) + torch::arange(seq_len + 1, torch::kLong).unsqueeze(0);
+  const torch::Tensor w = tokens.index({pos}).to(torch::kLong);
+  return {w.slice(1, 0, seq_len).contiguous(), w.slice(1, 1, seq_len + 1).contiguous()};
+}
+
+}  // namespace
+
+bool is_token_data(const std::string& data) { return data.rfind("tokens:", 0) == 0; }
+
+TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int64_t seq_len) {
+  if (!(val_fraction >= 0 && val_fraction < 1))
+    throw UsageError(fmt::format("--val-fraction: {} is outside [0, 1); e.g. 0.1 holds out the last 10 % of the text",
+                                 val_fraction));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("--data tokens:{}: cannot open the file; give a readable text file", path));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int64_t n = static_cast<int64_t>(bytes.size());
+  const int64_t val = static_cast<int64_t>(static_cast<double>(n) * val_fraction);
+  const int64_t train = n - val;
+  if (train < seq_len + 1 || (val > 0 && val < seq_len + 1))
+    throw UsageError(fmt::format("--data tokens:{}: {} bytes leave {} for training and {} held out; each needs at "
+                                 "least one window of --seq-len + 1 = {} bytes: use a longer text or a shorter "
+                                 "--seq-len",
+                                 path, n, train, val, seq_len + 1));
+  TokenCorpus c;
+  const torch::Tensor all = torch::from_blob(bytes.data(), {n}, torch::kUInt8).clone();
+  c.train = all.slice(0, 0, train).clone();
+  if (val > 0) c.val = all.slice(0, train, n).clone();
+  c.name = "tokens:" + path;
+  return c;
+}
+
+TokenTrainData::TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64_t vocab, int64_t global_batch,
+                               uint64_t seed, int rank, int world_size, int64_t synthetic_samples)
+    : tokens_(corpus.train), seq_len_(seq_len), vocab_(vocab), global_batch_(global_batch), seed_(seed),
+      rank_(rank), world_size_(world_size), name_(corpus.train.defined() ? corpus.name : "synthetic tokens") {
+  if (seq_len_ <= 0) throw UsageError(fmt::format("--seq-len: {} is not a positive number of tokens", seq_len_));
+  if (global_batch_ <= 0 || global_batch_ % world_size_ != 0)
+    throw UsageError("global_batch", fmt::format("{} does not split over {} rank(s)", global_batch_, world_size_));
+  if (tokens_.defined() && vocab_ < 256)
+    throw UsageError(fmt::format("--vocab {}: --data tokens: is byte-level (256 token ids); give --vocab 256 or more",
+                                 vocab_));
+  windows_ = tokens_.defined() ? (tokens_.numel() - 1) / seq_len_ : synthetic_samples;
+  steps_per_epoch_ = windows_ / global_batch_;
+}
+
+Batch TokenTrainData::batch_for_step(int64_t step) {
+  const int64_t epoch = step / std::max<int64_t>(1, steps_per_epoch_);
+  const int64_t share = global_batch_ / world_size_;
+  if (!tokens_.defined()) {  // synthetic: ids drawn from (seed, step), the same in every process
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ * 1000003ull + static_cast<uint64_t>(step));
+    const torch::Tensor ids = torch::randint(vocab_, {global_batch_, seq_len_ + 1}, gen, torch::kLong);
+    const torch::Tensor mine = ids.slice(0, rank_ * share, (rank_ + 1) * share);
+    return {mine.slice(1, 0, seq_len_).contiguous(), mine.slice(1, 1, seq_len_ + 1).contiguous()};
+  }
+  if (epoch != epoch_) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ * 1000003ull + static_cast<uint64_t>(epoch));
+    order_ = torch::randperm(windows_, gen, torch::kLong);
+    epoch_ = epoch;
+  }
+  const int64_t first = (step % steps_per_epoch_) * global_batch_ + rank_ * share;
+  return gather_windows(tokens_, order_.slice(0, first, first + share), seq_len_);
+}
+
+TokenEvalData::TokenEvalData(torch::Tensor tokens, int64_t seq_len, int64_t batch)
+    : tokens_(std::move(tokens)), seq_len_(seq_len), batch_(batch), windows_((tokens_.numel() - 1) / seq_len) {
+  if (batch_ <= 0) throw UsageError(fmt::format("--eval-batch: {} is not a positive integer", batch_));
+}
+
+std::optional<Batch> TokenEvalData::next() {
+  if (next_ >= windows_) return std::nullopt;
+  const int64_t n = std::min(batch_, windows_ - next_);
+  Batch b = gather_windows(tokens_, torch::arange(next_, next_ + n, torch::kLong), seq_len_);
+  next_ += n;
+  return b;
+}
+
+}  // namespace saturate

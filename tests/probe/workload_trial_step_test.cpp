@@ -1,0 +1,131 @@
+// Trials of the built-in step with a training run's footprint: the loader's prefetched global
+// batches, the in-use global batch and the evaluation pass are held (and so counted) during the
+// trial; accumulation runs two micro-batches; fp16 on CPU and checkpointing without blocks are
+// refused before any trial.
+#include "saturate/probe/workload_trial_step.h"
+
+#include <torch/torch.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/errors.h"
+#include "saturate/probe/probe.h"
+#include "support/support.h"
+
+using namespace saturate;
+
+namespace {
+
+constexpr int64_t kSampleBytes = 784 * 4 + 8;  // a 1x28x28 float image and its int64 label
+
+struct Rig {
+  Rig() {
+    ModelSpec s;
+    s.name = "mlp";
+    s.width = 128;
+    meter = make_memory_meter(torch::kCPU);
+    workload = std::make_unique<Workload>(build_model(s), torch::kCPU, OptimizerKind::kAdam);
+    meter->set_budget_bytes(int64_t{512} << 20);
+  }
+  ~Rig() { set_cpu_budget_bytes(0); }
+  Trial run(const TrainingFootprint& f, int64_t batch) {
+    Probe probe(*workload, *meter);
+    probe.set_footprint(f);
+    return probe.run(batch, {1, 1, 0});
+  }
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+};
+
+}  // namespace
+
+TEST(WorkloadTrialStepTest, TheLoadersPrefetchedGlobalBatchesAreHeldDuringTheTrial) {
+  Rig rig;
+  TrainingFootprint plain;
+  TrainingFootprint held;
+  held.global_batch = 2048;
+  held.prefetched_batches = 4;
+  const Trial a = rig.run(plain, 32);
+  const Trial b = rig.run(held, 32);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.error << b.error;
+  // four prefetched global batches and the one in use, less the plain trial's own batch of 32
+  const int64_t held_bytes = 5 * 2048 * kSampleBytes - 32 * kSampleBytes;
+  EXPECT_GE(b.peak_allocated_bytes - a.peak_allocated_bytes, held_bytes);
+  EXPECT_LE(b.peak_allocated_bytes - a.peak_allocated_bytes, held_bytes + (int64_t{2} << 20));  // + a 2nd micro-batch
+  EXPECT_EQ(b.after_bytes, b.baseline_bytes) << "the held batches are released after the trial";
+  EXPECT_EQ(b.extra.value("resident_data_bytes", int64_t{0}), 5 * 2048 * kSampleBytes);
+}
+
+TEST(WorkloadTrialStepTest, AnAccumulatingTrialStepRunsTwoMicroBatches) {
+  Rig rig;
+  TrainingFootprint f;
+  f.global_batch = 1000;
+  WorkloadTrialStep step(*rig.workload, f);
+  EXPECT_EQ(step.samples_per_step(64), 128);
+  EXPECT_EQ(step.samples_per_step(600), 1000);  // the global batch is all there is
+  EXPECT_EQ(step.samples_per_step(1000), 1000);
+}
+
+TEST(WorkloadTrialStepTest, TheEvaluationPassAtFourTimesTheMicroBatchCountsInThePeak) {
+  Rig rig;
+  TrainingFootprint without;
+  TrainingFootprint with_eval;
+  with_eval.eval_batch_per_micro = 4;
+  with_eval.eval_prefetched_batches = 4;
+  const int64_t micro = 16;
+  const Trial a = rig.run(without, micro);
+  const Trial b = rig.run(with_eval, micro);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.error << b.error;
+  // the evaluation loader's window of four batches of 64 at least, held beside the gradients
+  EXPECT_GE(b.peak_allocated_bytes - a.peak_allocated_bytes, 4 * 4 * micro * kSampleBytes);
+  EXPECT_EQ(b.extra.value("eval_batch", int64_t{0}), 4 * micro);
+}
+
+TEST(WorkloadTrialStepTest, AnEvaluationThatDoesNotFitMakesTheTrialAnOom) {
+  Rig rig;
+  rig.meter->set_budget_bytes(int64_t{24} << 20);
+  TrainingFootprint f;
+  f.eval_batch = 200000;  // 600 MiB of evaluation inputs
+  const Trial t = rig.run(f, 8);
+  EXPECT_EQ(t.status, TrialStatus::kOom) << t.error;
+  EXPECT_EQ(t.after_bytes, t.baseline_bytes);
+}
+
+TEST(WorkloadTrialStepTest, NegativeFootprintsAndFp16OnCpuAreUsageErrors) {
+  Rig rig;
+  TrainingFootprint negative;
+  negative.prefetched_batches = -1;
+  ASSERT_THROWS_WITH(WorkloadTrialStep(*rig.workload, negative), UsageError, "prefetched batches: -1");
+  TrainingFootprint fp16;
+  fp16.precision = Precision::kFp16;
+  ASSERT_THROWS_WITH(WorkloadTrialStep(*rig.workload, fp16), UsageError, "use bf16 on CPU");
+}
+
+TEST(WorkloadTrialStepTest, Bf16TrialsFitALargerBatchThanFp32OnTheGptModel) {
+  ModelSpec s;
+  s.name = "gpt";
+  s.layers = 2;
+  s.width = 128;
+  s.heads = 4;
+  s.seq_len = 64;
+  s.vocab = 2048;
+  auto meter = make_memory_meter(torch::kCPU);
+  Workload w(build_model(s), torch::kCPU, OptimizerKind::kAdam);
+  meter->set_budget_bytes(int64_t{96} << 20);
+  Probe probe(w, *meter);
+  const auto max_of = [&](Precision p) {
+    TrainingFootprint f;
+    f.precision = p;
+    probe.set_footprint(f);
+    int64_t lo = 1, hi = 1;
+    while (probe.run(hi, {1, 1, 0}).ok()) lo = hi, hi *= 2;
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      (probe.run(mid, {1, 1, 0}).ok() ? lo : hi) = mid;
+    }
+    return lo;
+  };
+  const int64_t fp32 = max_of(Precision::kFp32);
+  const int64_t bf16 = max_of(Precision::kBf16);
+  set_cpu_budget_bytes(0);
+  EXPECT_GT(bf16, fp32) << "bf16 max " << bf16 << " vs fp32 max " << fp32;
+}
