@@ -24,6 +24,14 @@ std::string join_path(const std::string& dir, const std::string& name);
 std::string lower(std::string s);
 bool ends_with(const std::string& s, const std::string& suffix);
 
+// ---- the val split of images: and wds: (dataset.cpp)
+/// Which samples (one key each) the split `o.split` of `spec` keeps: all of them without
+/// `o.val_fraction`; else "train" keeps those held_out_keys does not hold out, "val" exactly those.
+/// Throws UsageError for the "test" split (these formats have none) or an impossible fraction.
+std::vector<bool> keep_for_split(const std::vector<std::string>& keys, const DatasetOptions& o, const std::string& spec);
+/// " (train, val-fraction 0.25)" / " (val, ...)" for a dataset's name; "" without a fraction.
+std::string split_suffix(const DatasetOptions& o);
+
 // ---- IDX (idx.cpp)
 struct IdxHeader {
   std::vector<int64_t> dims;     ///< dims[0] is the item count

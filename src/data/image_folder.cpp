@@ -1,6 +1,8 @@
 // Implements: a folder of images, one sub-folder per class (torchvision's ImageFolder layout):
 // classes are the sub-folder names in sorted order; files ending .jpg/.jpeg/.png are samples
 // (others are ignored). Files are read and decoded by the loader's workers, not at open.
+// With DatasetOptions::val_fraction, the split ("train" or "val") keeps its side of the hold-out,
+// keyed by each file's path relative to DIR ("cats/a.png").
 #include "formats.h"
 
 namespace saturate::data {
@@ -10,7 +12,7 @@ class ImageFolderDataset final : public Dataset {
  public:
   ImageFolderDataset(const std::string& dir, const DatasetOptions& o) {
     if (!is_directory(dir)) throw UsageError("--data images:" + dir + ": no such folder");
-    std::vector<std::string> empty_classes;
+    std::vector<std::string> empty_classes, keys;  // keys: "class/file", for the val split
     for (const auto& cls : list_dir(dir)) {
       const std::string sub = join_path(dir, cls);
       if (!is_directory(sub)) continue;
@@ -21,6 +23,7 @@ class ImageFolderDataset final : public Dataset {
         const std::string l = lower(f);
         if (!(ends_with(l, ".jpg") || ends_with(l, ".jpeg") || ends_with(l, ".png"))) continue;
         files_.push_back({join_path(sub, f), label});
+        keys.push_back(cls + "/" + f);
         ++found;
       }
       if (found == 0) empty_classes.push_back(sub);
@@ -34,6 +37,13 @@ class ImageFolderDataset final : public Dataset {
       if (!o.skip_bad_samples) throw e;
       open_skips_.add(e.what(), 0);
     }
+    if (o.val_fraction > 0 || o.split != "train") {
+      const std::vector<bool> keep = keep_for_split(keys, o, "images:" + dir);
+      std::vector<File> kept;
+      for (size_t i = 0; i < files_.size(); ++i)
+        if (keep[i]) kept.push_back(std::move(files_[i]));
+      files_ = std::move(kept);
+    }
     // the first sample that decodes gives the shape (skip mode: bad ones are met again later).
     for (size_t i = 0; i < files_.size() && shape_.empty(); ++i) {
       try {
@@ -44,7 +54,7 @@ class ImageFolderDataset final : public Dataset {
       }
     }
     if (shape_.empty()) throw DataError(dir, -1, "no image in the folder could be decoded");
-    name_ = "images:" + dir;
+    name_ = "images:" + dir + split_suffix(o);
   }
 
   std::string name() const override { return name_; }

@@ -2,7 +2,9 @@
 // samples by key (the path up to the first dot of the base name: "a/0001.jpg" and "a/0001.cls"
 // make sample "a/0001"); the image is the .jpg/.jpeg/.png member, the label the integer in .cls
 // (or in .txt when there is no .cls). Shards are read whole at open (fine for benchmark-sized
-// sets; a streaming reader is the follow-up for shards larger than memory).
+// sets; a streaming reader is the follow-up for shards larger than memory). With
+// DatasetOptions::val_fraction, the split ("train" or "val") keeps its side of the hold-out, keyed
+// by each sample's key (WebDataset keys name a sample across the whole set, whichever shard).
 #include <glob.h>
 
 #include <algorithm>
@@ -203,6 +205,16 @@ class WdsDataset final : public Dataset {
       shards_.push_back(s);
     }
     if (samples_.empty()) throw DataError(pattern, -1, "no usable samples in " + std::to_string(shards.size()) + " shard(s)");
+    if (o.val_fraction > 0 || o.split != "train") {  // classes_ stays that of every split together
+      std::vector<std::string> keys;
+      keys.reserve(samples_.size());
+      for (const auto& e : samples_) keys.push_back(e.sample.key);
+      const std::vector<bool> keep = keep_for_split(keys, o, "wds:" + pattern);
+      std::vector<Entry> kept;
+      for (size_t i = 0; i < samples_.size(); ++i)
+        if (keep[i]) kept.push_back(std::move(samples_[i]));
+      samples_ = std::move(kept);
+    }
     // the first sample that decodes gives the shape (skip mode: bad ones are met again later).
     for (size_t i = 0; i < samples_.size() && shape_.empty(); ++i) {
       try {
@@ -213,7 +225,7 @@ class WdsDataset final : public Dataset {
       }
     }
     if (shape_.empty()) throw DataError(pattern, -1, "no image in the shards could be decoded");
-    name_ = "wds:" + pattern;
+    name_ = "wds:" + pattern + split_suffix(o);
   }
 
   std::string name() const override { return name_; }

@@ -58,8 +58,6 @@ nlohmann::json summary_json(const Session& s, const DataFlags& data, const Train
             {"samples_seen", r.samples_seen},
             {"epochs", r.epochs},
             {"final_train_loss", r.final_train_loss},
-            {"final_test_loss", r.final_test_loss ? nlohmann::json(*r.final_test_loss) : nlohmann::json()},
-            {"final_test_accuracy", r.final_test_accuracy ? nlohmann::json(*r.final_test_accuracy) : nlohmann::json()},
             {"samples_per_s", r.samples_per_s},
             {"oom_backoffs", backoffs},
             {"skipped_steps", r.skipped_steps},
@@ -69,6 +67,22 @@ nlohmann::json summary_json(const Session& s, const DataFlags& data, const Train
             {"losses", r.losses}});
   j["leak"]["sites"] = leak_sites_json(leak.sites());  // filled a few steps after a detection
   add_train_rank_json(j, ranks);
+  return j;
+}
+
+/// The held-out split's results under its own name: `split` "test" fills final_test_loss and
+/// final_test_accuracy, "val" final_val_loss and final_val_accuracy (the others null); "" none.
+nlohmann::json eval_json(const std::string& split, const TrainResult& r) {
+  const auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  nlohmann::json j = {{"eval_split", split.empty() ? nlohmann::json() : nlohmann::json(split)},
+                      {"final_test_loss", nullptr},
+                      {"final_test_accuracy", nullptr},
+                      {"final_val_loss", nullptr},
+                      {"final_val_accuracy", nullptr}};
+  if (!split.empty()) {
+    j["final_" + split + "_loss"] = value(r.final_test_loss);
+    j["final_" + split + "_accuracy"] = value(r.final_test_accuracy);
+  }
   return j;
 }
 
@@ -213,18 +227,26 @@ void add_train_command(CLI::App& app, Action& action) {
       setup_train_ranks(ranks, *distflags, workload.model(), lo, o);  // shard, DDP, rank-0 checkpoints
       setup_data_parallel(ranks, workload, o);  // --parallel dp: replicas over the visible GPUs
       LoaderTrainData train_data(data->dataset, lo);
-      DatasetOptions test_options;
-      test_options.split = "test";
-      test_options.skip_bad_samples = data->skip_bad_samples;
+      // held-out data: the data's test split, or the samples --val-fraction holds out (images:, wds:;
+      // training never sees them). Never the training samples under the name "test".
+      DatasetOptions eval_options;
+      eval_options.split = data->val_fraction > 0 ? "val" : "test";
+      eval_options.val_fraction = data->val_fraction;
+      eval_options.skip_bad_samples = data->skip_bad_samples;
+      std::string eval_split;  // "test", "val", or empty: no evaluation
       std::unique_ptr<LoaderEvalData> eval;
-      try {  // every rank evaluates the whole test split (none waits for rank 0 in a collective)
-        std::shared_ptr<const Dataset> test = open_dataset(data->data, test_options);
+      try {  // every rank evaluates the whole held-out split (none waits for rank 0 in a collective)
+        std::shared_ptr<const Dataset> held_out = open_dataset(data->data, eval_options);
         LoaderOptions eo = lo;
         eo.shard = ShardOptions{};
         eo.batch_size = tf->eval_batch > 0 ? tf->eval_batch : 4 * micro;
-        eval = std::make_unique<LoaderEvalData>(test, eo);
+        eval = std::make_unique<LoaderEvalData>(held_out, eo);
+        eval_split = eval_options.split;
       } catch (const UsageError&) {
-        if (!tf->quiet) std::cerr << fmt::format("saturate: --data {}: no test split, skipping evaluation\n", data->data);
+        if (data->val_fraction > 0) throw;  // the val split exists: its errors are errors
+        if (!tf->quiet)
+          std::cerr << fmt::format("saturate: --data {}: no test or validation split: no evaluation{}\n", data->data,
+                                   can_hold_out(data->data) ? " (use --val-fraction F)" : "");
       }
       const double lr = workload.learning_rate();
       o.schedule.peak_lr = scale_learning_rate(lr, global * world, tf->base_batch, scaling);
@@ -251,8 +273,8 @@ void add_train_command(CLI::App& app, Action& action) {
             std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}{}\n", step + 1, total, loss, lr_now,
                                      mon ? "  " + mon->status_text() : std::string());
         };
-        o.on_eval = [](int64_t epoch, double loss, double acc) {
-          std::cerr << fmt::format("  epoch {} test loss {:.4f} accuracy {:.2f} %\n", epoch, loss, 100.0 * acc);
+        o.on_eval = [eval_split](int64_t epoch, double loss, double acc) {
+          std::cerr << fmt::format("  epoch {} {} loss {:.4f} accuracy {:.2f} %\n", epoch, eval_split, loss, 100.0 * acc);
         };
         o.on_backoff = [](int64_t step, int64_t old_micro, int64_t new_micro) {
           std::cerr << fmt::format("saturate: out of memory at step {}: micro-batch {} -> {}, accumulation doubled, "
@@ -273,6 +295,7 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
       nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch, ranks);
+      j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
@@ -286,8 +309,8 @@ void add_train_command(CLI::App& app, Action& action) {
           std::cout << fmt::format("bottleneck  {}: {}\nfix         {}\n", j["bottleneck"].value("verdict", ""),
                                    j["bottleneck"].value("reason", ""), j["bottleneck"].value("fix", ""));
         std::cout << train_rank_text(ranks);
-        if (r.final_test_accuracy)
-          std::cout << fmt::format("test        loss {:.4f}, accuracy {:.2f} %\n", *r.final_test_loss,
+        if (r.final_test_accuracy)  // the held-out split's: "test" or "val"
+          std::cout << fmt::format("{:<12}loss {:.4f}, accuracy {:.2f} %\n", eval_split, *r.final_test_loss,
                                    100.0 * *r.final_test_accuracy);
         std::cout << fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
                                  r.oom_backoffs.size(), r.checkpoints_written,

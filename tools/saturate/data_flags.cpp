@@ -1,5 +1,8 @@
 #include "data_flags.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -21,11 +24,41 @@ void add_data_flags(CLI::App& app, DataFlags& f) {
   app.add_flag("--skip-bad-samples", f.skip_bad_samples,
                "--data: skip and count corrupt samples instead of stopping at the first");
   app.add_flag("--no-augment", f.no_augment, "--data: no random crop and flip (normalization stays)");
+  app.add_option("--val-fraction", f.val_fraction_arg,
+                 "--data images:DIR|wds:...: hold out this share of the samples (in [0, 1), by a hash of each "
+                 "sample's key) as a val split that training evaluates on and never trains on")
+      ->capture_default_str();
 }
+
+namespace {
+
+double parse_val_fraction(const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(begin, &end);
+  if (text.empty() || end != begin + text.size() || errno == ERANGE || !std::isfinite(v))
+    throw UsageError(fmt::format("--val-fraction: '{}' is not a number; give a share in [0, 1) such as 0.1 (0: hold "
+                                 "nothing out)",
+                                 text));
+  if (v < 0 || v >= 1)
+    throw UsageError(fmt::format("--val-fraction: {} is outside [0, 1); give a share such as 0.1 (0: hold nothing out)",
+                                 text));
+  return v;
+}
+
+}  // namespace
 
 WorkloadFlags with_data_shape(DataFlags& f, const WorkloadFlags& workload) {
   WorkloadFlags w = workload;
-  if (f.data.empty()) return w;
+  f.val_fraction = parse_val_fraction(f.val_fraction_arg);
+  if (f.data.empty()) {
+    if (f.val_fraction > 0)
+      throw UsageError(fmt::format("--val-fraction {} needs --data images:DIR or wds:DIR|GLOB (the samples it holds "
+                                   "out)",
+                                   f.val_fraction_arg));
+    return w;
+  }
   if (f.workers != "auto") {
     try {
       size_t used = 0;
@@ -41,6 +74,7 @@ WorkloadFlags with_data_shape(DataFlags& f, const WorkloadFlags& workload) {
   DatasetOptions o;
   o.skip_bad_samples = f.skip_bad_samples;
   o.seed = w.seed;
+  o.val_fraction = f.val_fraction;  // the train split: without the held-out samples
   if (f.data == "synthetic" && !w.input.empty()) {
     // the model's shape, as the synthetic batches have
     int64_t c = 0, h = 0, wd = 0;

@@ -1,5 +1,5 @@
 // The input-pipeline flags on probe/search (--data, --workers, --prefetch, --drop-last,
-// --skip-bad-samples, --no-augment) and attaching the loader to a probe.
+// --skip-bad-samples, --no-augment, --val-fraction) and attaching the loader to a probe.
 #pragma once
 #include <memory>
 #include <string>
@@ -19,7 +19,9 @@ struct DataFlags {
   bool drop_last = false;
   bool skip_bad_samples = false;
   bool no_augment = false;
-  std::shared_ptr<Dataset> dataset;  // opened by with_data_shape
+  std::string val_fraction_arg = "0";  // --val-fraction as given
+  double val_fraction = 0;             // parsed by with_data_shape: the share held out (images:, wds:)
+  std::shared_ptr<Dataset> dataset;  // opened by with_data_shape (the train split)
 };
 void add_data_flags(CLI::App& app, DataFlags& f);
 

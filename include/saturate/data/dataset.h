@@ -5,6 +5,8 @@
 //   images:DIR               one sub-folder per class of JPEG / PNG files
 //   wds:DIR | wds:GLOB       WebDataset tar shards (.jpg/.png/.cls/.txt members grouped by key)
 //   synthetic                random images made on the fly (the shape and classes of the model)
+// images: and wds: data have no test split; `val_fraction` holds out a deterministic share of
+// their samples as a "val" split (held_out_keys below).
 // Samples come back decoded as 8-bit HWC pixels; nothing here touches LibTorch, so parsing is
 // cheap to compile and can be fuzzed on its own.
 #pragma once
@@ -64,8 +66,13 @@ class Dataset {
 struct DatasetOptions {
   /// Skip (and count) bad samples instead of stopping at the first one.
   bool skip_bad_samples = false;
-  /// "train" or "test": which IDX / CIFAR files a folder spec reads.
+  /// "train", "test" or "val". "test": which IDX / CIFAR files a folder spec reads (images: and
+  /// wds: have none: UsageError). "val": the samples `val_fraction` holds out (images:, wds:).
   std::string split = "train";
+  /// images: and wds: only, in [0, 1): the share of samples held out of "train" for "val", chosen
+  /// by a hash of each sample's key (not by the seed or the listing order). 0: nothing held out.
+  /// Other formats refuse a non-zero value (UsageError naming --val-fraction).
+  double val_fraction = 0;
   /// synthetic: the sample shape, class count and sample count.
   SampleShape synthetic_shape{1, 28, 28};
   int64_t synthetic_classes = 10;
@@ -74,6 +81,16 @@ struct DatasetOptions {
   /// Where `fashion-mnist` is looked for (Debian's dataset-fashion-mnist).
   std::string fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 };
+
+/// Whether `spec` is a format whose samples `val_fraction` can hold out (images:, wds:).
+bool can_hold_out(const std::string& spec);
+
+/// The held-out ("val") samples among `keys` (one per sample, e.g. a relative path): the
+/// round(fraction x n) keys of smallest 64-bit hash (FNV-1a, mixed), every key equal to the last
+/// of them included, so the choice depends on the keys only, never on their order, the seed or the
+/// process. Result[i] is true when sample i is held out. Throws UsageError naming --val-fraction
+/// and `spec` for a fraction outside [0, 1) or a split that leaves no training or no val sample.
+std::vector<bool> held_out_keys(const std::vector<std::string>& keys, double fraction, const std::string& spec);
 
 /// Opens `spec` (see the list above). Throws UsageError for an unknown spec or a missing path,
 /// DataError for bad data met while opening.
