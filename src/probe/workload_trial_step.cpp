@@ -37,12 +37,7 @@ WorkloadTrialStep::WorkloadTrialStep(Workload& workload, TrainingFootprint footp
 
 void WorkloadTrialStep::set_footprint(const TrainingFootprint& footprint) {
   footprint.validate();
-  if (footprint.checkpointing.enabled() && !as_block_model(workload_.model()))
-    throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
-                                 "--checkpointing none, or a built-in model",
-                                 to_string(footprint.checkpointing), workload_.model().name()));
-  if (footprint.precision == Precision::kFp16 && workload_.device().is_cpu())
-    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
+  check_step_options(workload_, footprint.precision, footprint.checkpointing);
   footprint_ = footprint;
 }
 

@@ -37,19 +37,21 @@ class PhaseMark {
 
 }  // namespace
 
+void check_step_options(Workload& workload, Precision precision, const CheckpointPolicy& checkpointing) {
+  if (precision == Precision::kFp16 && workload.device().is_cpu())
+    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
+  if (checkpointing.enabled() && !as_block_model(workload.model()))
+    throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
+                                 "--checkpointing none, or a built-in model",
+                                 to_string(checkpointing), workload.model().name()));
+}
+
 TrainingStep::TrainingStep(Workload& workload, StepOptions options)
     : workload_(workload), options_(options), scaler_(scaler_options(options.precision)) {
   if (options_.micro_batch < 0)
     throw UsageError(fmt::format("micro-batch {}: not a positive number of samples", options_.micro_batch));
-  if (options_.precision == Precision::kFp16 && workload_.device().is_cpu())
-    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
-  if (options_.checkpointing.enabled()) {
-    blocks_ = as_block_model(workload_.model());
-    if (!blocks_)
-      throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
-                                   "--checkpointing none, or a built-in model",
-                                   to_string(options_.checkpointing), workload_.model().name()));
-  }
+  check_step_options(workload_, options_.precision, options_.checkpointing);
+  if (options_.checkpointing.enabled()) blocks_ = as_block_model(workload_.model());
   optimizer_ = workload_.make_optimizer();
 }
 

@@ -34,6 +34,7 @@ Trainer::Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalDa
     throw UsageError(fmt::format("--batch: {} is not a positive integer", opt_.micro_batch));
   if (opt_.accumulation <= 0)
     throw UsageError(fmt::format("--accumulate: {} is not a positive integer", opt_.accumulation));
+  check_step_options(workload_, opt_.precision, opt_.checkpointing);  // fp16 on CPU, checkpointing without blocks
   micro_ = opt_.micro_batch;
   accumulation_ = opt_.accumulation;
 }

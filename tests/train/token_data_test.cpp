@@ -14,7 +14,8 @@ using namespace saturate;
 namespace {
 
 std::string write_text(const std::string& name, const std::string& text) {
-  const std::string path = saturate::testing::temp_dir("token_data") + "/" + name;
+  // one fresh directory per file: temp_dir empties an existing one
+  const std::string path = saturate::testing::temp_dir("token_data_" + name) + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }

@@ -64,9 +64,9 @@ void add_memory_command(CLI::App& app, Action& action) {
   auto stepflags = std::make_shared<StepFlags>();
   add_step_flags(*cmd, *stepflags);
   cmd->add_option("--batch,-b", cf->batch, "batch size (samples per step)")->required();
-  cmd->add_option("--warmup", cf->warmup, "steps before the recorded one (the first makes the optimizer state)")
+  cmd->add_option("--warmup-steps,--warmup", cf->warmup, "steps before the recorded one (the first makes the optimizer state)")
       ->capture_default_str();
-  cmd->add_option("--steps", cf->steps, "also run this many steps and check that memory stays flat (0: no leak check)")
+  cmd->add_option("--leak-check-steps,--steps", cf->steps, "also run this many training steps and check that memory stays flat (0: no leak check)")
       ->capture_default_str();
   cmd->add_flag("--keep-loss", cf->keep_loss,
                 "in the leak check, keep every step's loss and its graph alive (a deliberate leak, to see the "
@@ -75,10 +75,10 @@ void add_memory_command(CLI::App& app, Action& action) {
     action = [=]() -> int {
       if (cf->batch <= 0)
         throw UsageError(fmt::format("--batch: {} is not a positive integer; give the number of samples per step", cf->batch));
-      if (cf->warmup < 0) throw UsageError(fmt::format("--warmup: {} is negative", cf->warmup));
-      if (cf->steps < 0) throw UsageError(fmt::format("--steps: {} is negative; give 0 for no leak check", cf->steps));
+      if (cf->warmup < 0) throw UsageError(fmt::format("--warmup-steps: {} is negative", cf->warmup));
+      if (cf->steps < 0) throw UsageError(fmt::format("--leak-check-steps: {} is negative; give 0 for no leak check", cf->steps));
       if (cf->keep_loss && cf->steps == 0)
-        throw UsageError("--keep-loss: needs --steps N (the leak check it feeds), e.g. --steps 20");
+        throw UsageError("--keep-loss: needs --leak-check-steps N (the leak check it feeds), e.g. --leak-check-steps 20");
       const TrainingFootprint footprint = step_footprint(*stepflags);
       auto session = open_session(*flags);
       Probe probe(*session->workload, *session->meter);

@@ -28,15 +28,15 @@ void add_probe_command(CLI::App& app, Action& action) {
   auto dflags = std::make_shared<DataFlags>();
   add_data_flags(*cmd, *dflags);
   cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->required();
-  cmd->add_option("--warmup", *warmup, "untimed steps first")->capture_default_str();
-  cmd->add_option("--steps", *steps, "timed steps (the median is reported)")->capture_default_str();
+  cmd->add_option("--warmup-steps,--warmup", *warmup, "untimed training steps first")->capture_default_str();
+  cmd->add_option("--timed-steps,--steps", *steps, "timed training steps (the median is reported)")->capture_default_str();
   add_step_flags(*cmd, *stepflags);
   cmd->callback([=, &action] {
     action = [=]() -> int {
       if (*batch <= 0)
         throw UsageError(fmt::format("--batch: {} is not a positive integer; give the number of samples per step", *batch));
       if (*warmup < 0 || *steps < 1)
-        throw UsageError(fmt::format("--warmup {} / --steps {}: need warm-up >= 0 and at least one timed step", *warmup,
+        throw UsageError(fmt::format("--warmup-steps {} / --timed-steps {}: need warm-up >= 0 and at least one timed step", *warmup,
                                      *steps));
       const TrainingFootprint footprint = step_footprint(*stepflags);
       auto session = open_session(with_data_shape(*dflags, *flags));

@@ -65,7 +65,7 @@ void add_search_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->capture_default_str();
   cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->capture_default_str();
-  cmd->add_option("--steps", sf->steps, "timed steps per trial, after one warm-up step")->capture_default_str();
+  cmd->add_option("--timed-steps,--steps", sf->steps, "timed training steps per trial, after one warm-up step")->capture_default_str();
   cmd->add_option("--required-batch", sf->required_batch,
                   "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it");
   cmd->add_option("--confirm", sf->confirm_runs,
@@ -85,7 +85,7 @@ void add_search_command(CLI::App& app, Action& action) {
       opt.confirm_runs = sf->confirm_runs;
       if (sf->start_batch <= 0)
         throw UsageError(fmt::format("--start-batch: {} is not a positive integer", sf->start_batch));
-      if (sf->steps < 1) throw UsageError(fmt::format("--steps: {} must be at least 1", sf->steps));
+      if (sf->steps < 1) throw UsageError(fmt::format("--timed-steps: {} must be at least 1", sf->steps));
       if (!(sf->target_memory > 0 && sf->target_memory <= 1))
         throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
                                      sf->target_memory));

@@ -8,12 +8,17 @@
 #include "data_flags.h"
 #include "dist_flags.h"
 #include "monitor_flags.h"
+#include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
+#include "saturate/dist/rank_synced.h"
+#include "saturate/train/auto_batch.h"
+#include "saturate/train/batch_plan.h"
 #include "saturate/train/loader_data.h"
+#include "saturate/train/token_data.h"
 #include "saturate/train/trainer.h"
 
 namespace saturate::cli {
@@ -25,8 +30,7 @@ struct TrainFlags {
   int64_t global_batch = 0;
   int64_t epochs = 1;
   int64_t steps = 0;
-  std::string precision = "fp32";
-  std::string checkpointing = "none";
+  double target_memory = 0;  // 0: 1.0 on CPU (the budget is exact), 0.95 on CUDA
   std::string lr_schedule = "constant";
   int64_t warmup_steps = 0;
   std::string lr_scaling = "none";
@@ -42,15 +46,15 @@ struct TrainFlags {
   bool quiet = false;
 };
 
-nlohmann::json summary_json(const Session& s, const DataFlags& data, const TrainFlags& f, const TrainResult& r,
+nlohmann::json summary_json(const Session& s, const DataFlags& data, const StepFlags& step, const TrainResult& r,
                             const LeakWatch& leak, TrainRanks& ranks) {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
   nlohmann::json j = context_json(s.context);
   j.update({{"data", data.dataset ? data.dataset->name() : data.data},
-            {"precision", f.precision},
-            {"checkpointing", f.checkpointing},
+            {"precision", step.precision},
+            {"checkpointing", step.checkpointing},
             {"micro_batch", r.micro_batch},
             {"accumulation", r.accumulation},
             {"global_batch", r.global_batch},
@@ -86,6 +90,19 @@ nlohmann::json eval_json(const std::string& split, const TrainResult& r) {
   return j;
 }
 
+/// --val-fraction for tokens:FILE: the held-out end of the text (default 0.1, so that a language
+/// model is evaluated on text it never trained on).
+double token_val_fraction(const std::string& arg) {
+  if (arg == "0") return 0.1;
+  try {
+    size_t used = 0;
+    const double f = std::stod(arg, &used);
+    if (used == arg.size()) return f;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--val-fraction: '{}' is not a number; give a fraction in [0, 1) such as 0.1", arg));
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, Action& action) {
@@ -100,20 +117,22 @@ void add_train_command(CLI::App& app, Action& action) {
   auto distflags = std::make_shared<DistFlags>();
   add_dist_flags(*cmd, *distflags, /*search=*/false);  // --backend, --dist-timeout, --bucket-mb, --parallel
   add_monitor_flags(*cmd, *mflags);
+  auto stepflags = std::make_shared<StepFlags>();
+  add_step_flags(*cmd, *stepflags);  // --precision, --checkpointing
   data->data = "fashion-mnist";
   data->workers = "2";
-  cmd->add_option("--batch,-b", tf->batch, "micro-batch (samples per forward/backward), or auto: the search's "
-                                           "recommended batch on the same data and settings")->capture_default_str();
+  cmd->add_option("--batch,-b", tf->batch, "micro-batch (samples per forward/backward), or auto: the largest that "
+                                           "trains, searched with the step, data and evaluation training will run")
+      ->capture_default_str();
+  cmd->add_option("--target-memory", tf->target_memory,
+                  "with --batch auto: the fraction of the budget the micro-batch's measured peak may use (default 1.0 "
+                  "on CPU, where the budget is exact; 0.95 on CUDA, for fragmentation)");
   cmd->add_option("--accumulate", tf->accumulate, "micro-batches per optimizer step (default 1)");
   cmd->add_option("--global-batch", tf->global_batch, "samples per optimizer step; --accumulate follows from it");
   cmd->add_option("--epochs", tf->epochs, "passes over the data")->capture_default_str();
-  cmd->add_option("--steps", tf->steps, "optimizer steps (overrides --epochs; 0: use --epochs)");
-  cmd->add_option("--precision", tf->precision, "fp32 | tf32 | bf16 | fp16 (fp16: CUDA, with dynamic loss scaling)")
-      ->capture_default_str();
-  cmd->add_option("--checkpointing", tf->checkpointing, "activation checkpointing: none | blocks | every-N")
-      ->capture_default_str();
+  cmd->add_option("--optimizer-steps,--steps", tf->steps, "optimizer steps to train (overrides --epochs; 0: use --epochs)");
   cmd->add_option("--lr-schedule", tf->lr_schedule, "constant | cosine | step (x0.1 every epoch)")->capture_default_str();
-  cmd->add_option("--warmup-steps", tf->warmup_steps, "linear warm-up steps")->capture_default_str();
+  cmd->add_option("--lr-warmup-steps,--warmup-steps", tf->warmup_steps, "optimizer steps of linear learning-rate warm-up")->capture_default_str();
   cmd->add_option("--lr-scaling", tf->lr_scaling, "linear | sqrt | none: rescale --lr from --base-batch to the global "
                                                   "batch (seed B9)")->capture_default_str();
   cmd->add_option("--base-batch", tf->base_batch, "the global batch --lr was tuned for (with --lr-scaling)");
@@ -129,8 +148,9 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->callback([=, &action] {
     action = [=]() -> int {
       TrainOptions o;
-      o.precision = parse_precision(tf->precision);
-      o.checkpointing = parse_checkpointing(tf->checkpointing);
+      const TrainingFootprint step_footprint_flags = step_footprint(*stepflags);
+      o.precision = step_footprint_flags.precision;
+      o.checkpointing = step_footprint_flags.checkpointing;
       const LrDecay decay = parse_lr_decay(tf->lr_schedule);
       const LrScaling scaling = parse_lr_scaling(tf->lr_scaling);
       const bool auto_batch = tf->batch == "auto";
@@ -146,8 +166,6 @@ void add_train_command(CLI::App& app, Action& action) {
         if (micro <= 0)
           throw UsageError(fmt::format("--batch: '{}' is not a positive integer or auto", tf->batch));
       }
-      if (tf->accumulate < 0) throw UsageError(fmt::format("--accumulate: {} is negative", tf->accumulate));
-      if (tf->global_batch < 0) throw UsageError(fmt::format("--global-batch: {} is negative", tf->global_batch));
       // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
       TrainRanks ranks = prepare_train_ranks(*distflags, *flags);
       const int world = ranks.world_size();
@@ -155,51 +173,90 @@ void add_train_command(CLI::App& app, Action& action) {
         throw UsageError("--parallel dp with --batch auto: the search probes one GPU, not the replicas together; give "
                          "--batch N (the whole batch, split over the GPUs)");
       if (!ranks.writer()) tf->quiet = true;  // rank 0 reports
-      const int64_t share = tf->global_batch ? rank_share(tf->global_batch, world) : 0;  // per rank
-      const std::string of_ranks = world > 1 ? fmt::format(" ({} per rank of {})", share, world) : "";
-      if (!auto_batch && tf->global_batch && tf->accumulate && micro * tf->accumulate != share)
-        throw UsageError(fmt::format("--global-batch {}{} is not --batch {} x --accumulate {} = {}; give two of the three",
-                                     tf->global_batch, of_ranks, micro, tf->accumulate, micro * tf->accumulate));
-      if (!auto_batch && tf->global_batch && share % micro != 0)
-        throw UsageError(fmt::format("--global-batch {}{} is not a multiple of --batch {}; pick a micro-batch that "
-                                     "divides it (or --batch auto)",
-                                     tf->global_batch, of_ranks, micro));
+      BatchRequest request;
+      request.micro_batch = micro;  // 0: auto
+      request.accumulation = tf->accumulate;
+      request.global_batch = tf->global_batch;
+      request.world_size = world;
+      check_batch_request(request);  // errors name --batch, --accumulate, --global-batch
+      if (tf->target_memory < 0 || tf->target_memory > 1)
+        throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; e.g. 0.9 leaves 10 % of the budget free",
+                                     tf->target_memory));
       if (tf->epochs <= 0 && tf->steps <= 0)
-        throw UsageError(fmt::format("--epochs {}: give at least one epoch or --steps N", tf->epochs));
+        throw UsageError(fmt::format("--epochs {}: give at least one epoch or --optimizer-steps N", tf->epochs));
       if (!tf->resume.empty() && !tf->checkpoint_dir.empty() && tf->resume != tf->checkpoint_dir)
         throw UsageError(fmt::format("--resume {} and --checkpoint-dir {} differ; a resumed run keeps writing where it "
                                      "resumed from",
                                      tf->resume, tf->checkpoint_dir));
-      const WorkloadFlags wf = with_data_shape(*data, *flags);
-      if (!data->dataset) throw UsageError("--data: training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR)");
+      // token models read language-model data (tokens:FILE, synthetic); image models the loader's
+      const bool token_model = flags->tokens || flags->model == "gpt";
+      const bool token_data = is_token_data(data->data) || (token_model && data->data == "synthetic");
+      const WorkloadFlags wf = token_data ? *flags : with_data_shape(*data, *flags);
+      if (!token_data && !data->dataset)
+        throw UsageError("--data: training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR; tokens:FILE for "
+                         "token models)");
+      if (token_data && !token_model)
+        throw UsageError(fmt::format("--data {}: token data feeds token models (gpt, or a TorchScript file with "
+                                     "--tokens); {} takes images",
+                                     data->data, flags->model));
       auto session = open_session(wf);
       connect_train_ranks(ranks, *distflags, session->device);  // several ranks: the process group
       Workload& workload = *session->workload;
-      if (auto_batch) {
-        Probe probe(workload, *session->meter);
-        // the search measures the step training will run (checkpointed blocks; a TorchScript model has none)
-        if (as_block_model(workload.model())) probe.set_checkpointing(o.checkpointing);
-        auto attached = attach_data(*data, probe, *session, 32, tf->quiet);
-        SearchOptions so;
-        if (tf->global_batch) so.max_batch = share;
-        if (!tf->quiet) so.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
-        // several ranks: every rank probes the same batch, an OOM on any is one for all
-        const SearchResult sr = run_dist_search(probe, so, ranks.group.get(), /*exact_ranks=*/false).result;
-        if (!sr.error.empty()) throw RuntimeFailure("--batch auto: the search failed: " + sr.error);
-        if (sr.recommended_batch == 0)
-          throw RuntimeFailure("--batch auto: not even batch 1 fits the budget; raise --memory-budget");
-        micro = sr.recommended_batch;
+      const int workers = token_data ? 0 : (data->workers == "auto" ? 2 : std::stoi(data->workers));
+      const int64_t seq_len = workload.built().spec.seq_len;
+      TokenCorpus corpus;  // tokens:FILE, its held-out end (default 10 %)
+      if (is_token_data(data->data))
+        corpus = read_token_corpus(data->data.substr(7), token_val_fraction(data->val_fraction_arg), seq_len);
+      // held-out data: the data's test split, or the samples --val-fraction holds out (images:, wds:;
+      // training never sees them). Never the training samples under the name "test".
+      DatasetOptions eval_options;
+      eval_options.split = data->val_fraction > 0 ? "val" : "test";
+      eval_options.val_fraction = data->val_fraction;
+      eval_options.skip_bad_samples = data->skip_bad_samples;
+      std::string eval_split;  // "test", "val", or empty: no evaluation
+      std::shared_ptr<const Dataset> held_out;
+      try {
+        if (token_data) {
+          if (!corpus.val.defined()) throw UsageError("no held-out text");
+          eval_split = "val";
+        } else {
+          held_out = open_dataset(data->data, eval_options);
+          eval_split = eval_options.split;
+        }
+      } catch (const UsageError&) {
+        if (data->val_fraction > 0) throw;  // the val split exists: its errors are errors
         if (!tf->quiet)
-          std::cerr << fmt::format("saturate: --batch auto: micro-batch {} (max {}, within {:.0f} % of {})\n", micro,
-                                   sr.max_batch, 100.0 * so.target_fraction, format_bytes(sr.budget_bytes));
+          std::cerr << fmt::format("saturate: --data {}: no test or validation split: no evaluation{}\n", data->data,
+                                   can_hold_out(data->data) ? " (use --val-fraction F)" : "");
       }
-      int64_t accumulation = tf->accumulate ? tf->accumulate : 1;
-      int64_t global = micro * accumulation;
-      if (tf->global_batch) {
-        global = share;
-        micro = std::min(micro, global);
-        accumulation = (global + micro - 1) / micro;
+      if (auto_batch) {
+        // the search's trials run the step training will run: precision, checkpointing, clipping,
+        // a whole global batch in micro-batches, the loader's prefetched batches, the evaluation
+        AutoBatchOptions ao;
+        ao.footprint = step_footprint_flags;
+        ao.footprint.clip_grad_norm = tf->clip_grad_norm;
+        ao.footprint.prefetched_batches = static_cast<int64_t>(workers) * data->prefetch;
+        if (!eval_split.empty()) {
+          ao.footprint.eval_batch = tf->eval_batch;
+          ao.footprint.eval_batch_per_micro = tf->eval_batch > 0 ? 0 : 4;
+          ao.footprint.eval_prefetched_batches = static_cast<int64_t>(workers) * data->prefetch;
+        }
+        ao.request = request;
+        ao.search.target_fraction =
+            tf->target_memory > 0 ? tf->target_memory : (session->device.is_cuda() ? 0.95 : 1.0);
+        if (!tf->quiet) ao.search.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
+        // several ranks: every rank probes the same batch, an OOM on any is one for all
+        ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
+          return search_across_ranks(runner, so, ranks.group.get(), /*exact_ranks=*/false).result;
+        };
+        const AutoBatch chosen = choose_micro_batch(workload, *session->meter, ao);
+        micro = chosen.micro_batch;
+        if (!tf->quiet) std::cerr << fmt::format("saturate: --batch auto: {}\n", chosen.reason);
       }
+      const BatchPlan plan = plan_batches(request, micro);
+      micro = plan.micro_batch;
+      const int64_t accumulation = plan.accumulation;
+      const int64_t global = plan.rank_batch;  // this rank's samples per step
       o.micro_batch = micro;
       o.accumulation = accumulation;
       o.epochs = tf->epochs;
@@ -212,7 +269,7 @@ void add_train_command(CLI::App& app, Action& action) {
 
       LoaderOptions lo;
       lo.batch_size = global;
-      lo.workers = data->workers == "auto" ? 2 : std::stoi(data->workers);
+      lo.workers = workers;
       lo.prefetch = data->prefetch;
       lo.skip_bad_samples = data->skip_bad_samples;
       lo.augment_enabled = !data->no_augment;
@@ -226,33 +283,28 @@ void add_train_command(CLI::App& app, Action& action) {
       lo.classes = workload.built().classes;
       setup_train_ranks(ranks, *distflags, workload.model(), lo, o);  // shard, DDP, rank-0 checkpoints
       setup_data_parallel(ranks, workload, o);  // --parallel dp: replicas over the visible GPUs
-      LoaderTrainData train_data(data->dataset, lo);
-      // held-out data: the data's test split, or the samples --val-fraction holds out (images:, wds:;
-      // training never sees them). Never the training samples under the name "test".
-      DatasetOptions eval_options;
-      eval_options.split = data->val_fraction > 0 ? "val" : "test";
-      eval_options.val_fraction = data->val_fraction;
-      eval_options.skip_bad_samples = data->skip_bad_samples;
-      std::string eval_split;  // "test", "val", or empty: no evaluation
-      std::unique_ptr<LoaderEvalData> eval;
-      try {  // every rank evaluates the whole held-out split (none waits for rank 0 in a collective)
-        std::shared_ptr<const Dataset> held_out = open_dataset(data->data, eval_options);
-        LoaderOptions eo = lo;
-        eo.shard = ShardOptions{};
-        eo.batch_size = tf->eval_batch > 0 ? tf->eval_batch : 4 * micro;
-        eval = std::make_unique<LoaderEvalData>(held_out, eo);
-        eval_split = eval_options.split;
-      } catch (const UsageError&) {
-        if (data->val_fraction > 0) throw;  // the val split exists: its errors are errors
-        if (!tf->quiet)
-          std::cerr << fmt::format("saturate: --data {}: no test or validation split: no evaluation{}\n", data->data,
-                                   can_hold_out(data->data) ? " (use --val-fraction F)" : "");
+      std::unique_ptr<TrainData> train_data;
+      std::unique_ptr<EvalData> eval;
+      const int64_t eval_batch = tf->eval_batch > 0 ? tf->eval_batch : 4 * micro;
+      if (token_data) {
+        train_data = std::make_unique<TokenTrainData>(corpus, seq_len, workload.built().classes, global * world, wf.seed,
+                                                      ranks.rank(), world);
+        if (corpus.val.defined()) eval = std::make_unique<TokenEvalData>(corpus.val, seq_len, eval_batch);
+      } else {
+        train_data = std::make_unique<LoaderTrainData>(data->dataset, lo);
+        if (held_out) {  // every rank evaluates the whole held-out split (none waits for rank 0 in a collective)
+          LoaderOptions eo = lo;
+          eo.shard = ShardOptions{};
+          eo.batch_size = eval_batch;
+          eval = std::make_unique<LoaderEvalData>(held_out, eo);
+        }
       }
+      const std::string data_name = train_data->name();
       const double lr = workload.learning_rate();
       o.schedule.peak_lr = scale_learning_rate(lr, global * world, tf->base_batch, scaling);
       o.schedule.warmup_steps = tf->warmup_steps;
       o.schedule.decay = decay;
-      const int64_t per_epoch = train_data.steps_per_epoch();
+      const int64_t per_epoch = train_data->steps_per_epoch();
       o.schedule.total_steps = tf->steps > 0 ? tf->steps : tf->epochs * per_epoch;
       o.schedule.step_every = per_epoch;
       const int64_t total = o.schedule.total_steps;
@@ -262,10 +314,10 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!tf->quiet) {
         std::cerr << fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps "
                                  "({} per epoch), {} {}, lr {:g}\n",
-                                 session->context.model_name, data->dataset->name(), session->context.device_info, micro,
+                                 session->context.model_name, data_name, session->context.device_info, micro,
                                  world > 1 ? fmt::format("{} x {} ranks", accumulation, world)
                                            : std::to_string(accumulation),
-                                 global * world, total, per_epoch, tf->precision, to_string(o.checkpointing),
+                                 global * world, total, per_epoch, stepflags->precision, to_string(o.checkpointing),
                                  o.schedule.peak_lr);
         o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get()](int64_t step, double loss,
                                                                                               double lr_now) {
@@ -290,11 +342,11 @@ void add_train_command(CLI::App& app, Action& action) {
         const std::string warning = leak_watch.after_step(step);
         if (!warning.empty()) std::cerr << "saturate: warning: " << warning << "\n";
       };
-      Trainer trainer(workload, *session->meter, train_data, eval.get(), o);
+      Trainer trainer(workload, *session->meter, *train_data, eval.get(), o);
       const TrainResult r = trainer.run();
       if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
-      nlohmann::json j = summary_json(*session, *data, *tf, r, leak_watch, ranks);
+      nlohmann::json j = summary_json(*session, *data, *stepflags, r, leak_watch, ranks);
       j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       if (flags->json == "-") {
@@ -303,7 +355,7 @@ void add_train_command(CLI::App& app, Action& action) {
         std::cout << fmt::format(
             "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       micro {} x {} = global {}\n"
             "train loss  {:.4f}\n",
-            session->context.model_name, data->dataset->name(), r.steps, r.samples_seen, r.epochs, r.micro_batch,
+            session->context.model_name, data_name, r.steps, r.samples_seen, r.epochs, r.micro_batch,
             r.accumulation, r.global_batch, r.final_train_loss);
         if (j.contains("bottleneck"))
           std::cout << fmt::format("bottleneck  {}: {}\nfix         {}\n", j["bottleneck"].value("verdict", ""),

@@ -40,6 +40,10 @@ struct StepResult {
   bool stepped = true;  ///< false: fp16 gradients were not finite and the optimizer skipped
 };
 
+/// UsageError when `workload` cannot run a step of this precision and checkpointing: fp16 on CPU
+/// (no fp16 autocast there), checkpointing on a model without blocks (a TorchScript file).
+void check_step_options(Workload& workload, Precision precision, const CheckpointPolicy& checkpointing);
+
 class TrainingStep {
  public:
   /// Makes the optimizer (its state comes with the first step) and the grad scaler (fp16 only).
