@@ -6,6 +6,11 @@
 namespace saturate {
 
 GradScaler::GradScaler(GradScalerOptions options) : options_(options) {
+  // a disabled scaler (fp32, bf16) allocates nothing: a step measures exactly what it holds
+  if (options_.enabled) make_state();
+}
+
+void GradScaler::make_state() {
   scale_ = torch::full({1}, options_.init_scale, torch::kFloat);
   growth_tracker_ = torch::zeros({1}, torch::kInt);
   found_inf_ = torch::zeros({1}, torch::kFloat);
@@ -52,11 +57,17 @@ void GradScaler::update() {
 }
 
 double GradScaler::scale_value() const { return options_.enabled ? scale_.item<double>() : 1.0; }
-int64_t GradScaler::growth_tracker() const { return growth_tracker_.item<int64_t>(); }
+int64_t GradScaler::growth_tracker() const {
+  return growth_tracker_.defined() ? growth_tracker_.item<int64_t>() : 0;
+}
 
-std::vector<torch::Tensor> GradScaler::state() const { return {scale_.cpu(), growth_tracker_.cpu()}; }
+std::vector<torch::Tensor> GradScaler::state() const {
+  if (!scale_.defined()) return {torch::full({1}, options_.init_scale, torch::kFloat), torch::zeros({1}, torch::kInt)};
+  return {scale_.cpu(), growth_tracker_.cpu()};
+}
 
 void GradScaler::load_state(const std::vector<torch::Tensor>& state) {
+  if (!scale_.defined()) make_state();
   scale_.copy_(state.at(0));
   growth_tracker_.copy_(state.at(1));
 }

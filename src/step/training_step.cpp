@@ -82,10 +82,16 @@ StepResult TrainingStep::run(const Batch& batch) {
   agreed_ = false;
   StepResult result;
   optimizer_->zero_grad(/*set_to_none=*/true);
-  torch::Tensor total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  // one micro-batch in one process: the loss is the step's loss, nothing more is allocated (the
+  // trial of a plain step holds exactly what a hand-written step holds)
+  const bool summed = micro < global || has_peers;
+  torch::Tensor total;
+  if (summed) total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  // batches already on the device (CPU training, synthetic trial batches) need no copy phase
+  const bool copies = batch.inputs.device() != device || batch.targets.device() != device;
   for (int64_t start = 0; start < global; start += micro) {
     const int64_t n = std::min(micro, global - start);
-    PhaseMark h2d(obs, Phase::kHostToDevice);
+    PhaseMark h2d(copies ? obs : nullptr, Phase::kHostToDevice);
     const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(device, /*non_blocking=*/true);
     const torch::Tensor y = batch.targets.slice(0, start, start + n).to(device, /*non_blocking=*/true);
     h2d.end();
@@ -97,7 +103,8 @@ StepResult TrainingStep::run(const Batch& batch) {
     if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
     if (n != global) loss = loss * (static_cast<double>(n) / static_cast<double>(global));
     fwd.end();
-    total += loss.detach().to(torch::kDouble);
+    if (summed) total += loss.detach().to(torch::kDouble);
+    else total = loss.detach();
     if (has_peers && last) {
       // every rank got this far without running out of memory (else all back off together);
       // the step's loss becomes the mean over the ranks, the loss of the whole global batch

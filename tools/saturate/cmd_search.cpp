@@ -12,6 +12,7 @@
 #include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
+#include "saturate/dist/search_run.h"
 #include "saturate/probe/probe.h"
 #include "saturate/report/checkpointing_report.h"
 
@@ -116,26 +117,22 @@ void add_search_command(CLI::App& app, Action& action) {
                               sf->quiet);
       auto monitor = attach_monitor(*mflags, probe, session->device);
       auto dist = open_dist(*distflags, denv, session->device);  // nullptr for one process
-      const bool compare = auto_checkpointing && as_block_model(session->workload->model()) != nullptr;
-      const CheckpointPolicy with_policy{1};  // auto compares none with blocks
-      if (compare && !sf->quiet && denv.rank == 0) std::cerr << "saturate: --checkpointing auto: 1/2 without checkpointing\n";
-      DistSearchResult dres = search_across_ranks(probe, opt, dist.get(), distflags->rank_max_exact);
-      std::optional<CheckpointingChoice> choice;
+      SearchRunOptions ro;
+      ro.search = opt;
+      ro.compare_checkpointing = auto_checkpointing;
+      ro.required_batch = sf->required_batch;
+      ro.exact_ranks = distflags->rank_max_exact;
+      if (!sf->quiet && denv.rank == 0)
+        ro.on_pass = [](const std::string& pass) { std::cerr << "saturate: --checkpointing auto: " << pass << "\n"; };
+      SearchRun run = run_search(probe, ro, dist.get());
+      const DistSearchResult& dres = run.chosen;
       nlohmann::json checkpointing_j = {{"policy", stepflags->checkpointing}, {"choice", to_string(checkpointing)}};
       std::string checkpointing_text;
-      if (auto_checkpointing && !compare)
-        checkpointing_j["reason"] = fmt::format("{} has no blocks to checkpoint", session->context.model_name);
-      if (compare && dres.result.error.empty()) {
-        if (!sf->quiet && denv.rank == 0)
-          std::cerr << fmt::format("saturate: --checkpointing auto: 2/2 with checkpointing {}\n", to_string(with_policy));
-        probe.set_checkpointing(with_policy);
-        DistSearchResult with = search_across_ranks(probe, opt, dist.get(), distflags->rank_max_exact);
-        choice = choose_checkpointing(dres.result, with.result, to_string(with_policy), sf->required_batch,
-                                      opt.throughput_tolerance);
-        checkpointing_j = checkpointing_auto_json(*choice, dres.result, with.result, to_string(with_policy));
-        checkpointing_text = checkpointing_auto_text(*choice, dres.result, with.result, to_string(with_policy));
-        if (choice->choice != "none") dres = std::move(with);  // the answer above is the chosen curve's
-        else probe.set_checkpointing({});
+      if (!run.not_compared.empty()) checkpointing_j["reason"] = run.not_compared;
+      if (run.choice) {
+        const std::string with_name = to_string(ro.with_policy);
+        checkpointing_j = checkpointing_auto_json(*run.choice, *run.without, *run.with, with_name);
+        checkpointing_text = checkpointing_auto_text(*run.choice, *run.without, *run.with, with_name);
       }
       const SearchResult& result = dres.result;
       if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's

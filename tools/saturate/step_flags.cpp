@@ -7,6 +7,7 @@
 namespace saturate::cli {
 
 void add_step_flags(CLI::App& app, StepFlags& f, bool allow_auto) {
+  f.allow_auto = allow_auto;
   app.add_option("--precision", f.precision,
                  "fp32 | tf32 | bf16 | fp16: the step's precision (bf16/fp16 autocast; fp16 with loss scaling, CUDA "
                  "only); trials measure the step training will run")
@@ -19,12 +20,13 @@ void add_step_flags(CLI::App& app, StepFlags& f, bool allow_auto) {
 }
 
 CheckpointPolicy step_checkpointing(const StepFlags& f) {
-  if (f.checkpointing == "auto") return {};
+  if (f.allow_auto && f.checkpointing == "auto") return {};
   try {
     return parse_checkpointing(f.checkpointing);
   } catch (const UsageError&) {
+    if (!f.allow_auto) throw;
     throw UsageError(fmt::format("--checkpointing: unknown value '{}' (expected none, blocks, every-N with N >= 1 "
-                                 "such as every-2; search also takes auto to compare none with blocks)",
+                                 "such as every-2, or auto to compare none with blocks)",
                                  f.checkpointing));
   }
 }

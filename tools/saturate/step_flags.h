@@ -12,6 +12,7 @@ namespace saturate::cli {
 struct StepFlags {
   std::string precision = "fp32";
   std::string checkpointing = "none";
+  bool allow_auto = false;  ///< --checkpointing auto (search)
 };
 /// `allow_auto`: --checkpointing auto (search: compare none with blocks).
 void add_step_flags(CLI::App& app, StepFlags& f, bool allow_auto = false);

@@ -41,8 +41,9 @@ class GradScaler {
   void load_state(const std::vector<torch::Tensor>& state);
 
  private:
+  void make_state();
   GradScalerOptions options_;
-  torch::Tensor scale_;           // [1] float32
+  torch::Tensor scale_;  // undefined while disabled           // [1] float32
   torch::Tensor growth_tracker_;  // [1] int32
   torch::Tensor found_inf_;       // [1] float32
   bool unscaled_ = false;

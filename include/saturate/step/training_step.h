@@ -33,7 +33,8 @@ struct StepOptions {
 };
 
 struct StepResult {
-  /// The batch's mean loss, a double scalar on the device (read it with item(): a sync).
+  /// The batch's mean loss, a scalar on the device (read it with item(): a sync); double when
+  /// summed over micro-batches or ranks, the loss's own dtype for one micro-batch.
   torch::Tensor loss;
   /// With StepOptions::retain_graph: the last micro-batch's loss with its graph.
   torch::Tensor graph_loss;
