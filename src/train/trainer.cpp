@@ -218,7 +218,12 @@ TrainResult Trainer::run() {
         break;
       } catch (const std::exception& e) {
         const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
-        if (!peer_oom && (!is_out_of_memory(e) || !opt_.oom_backoff)) throw;
+        if (!peer_oom && !is_out_of_memory(e)) throw;
+        if (!peer_oom && !opt_.oom_backoff) {
+          const std::string what = e.what();
+          throw RuntimeFailure(fmt::format("out of memory at step {} with micro-batch {} (OOM back-off is off): {}", step,
+                                           micro_, what.substr(0, what.find('\n'))));
+        }
         if (has_peers() && !peer_oom) {
           // the backward that all-reduces had begun: the other ranks are inside the collective
           if (training_step.agreed())

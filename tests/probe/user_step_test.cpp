@@ -9,6 +9,7 @@
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
 #include "saturate/memory/step_memory.h"
+#include "saturate/monitor/monitor_observer.h"
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
 #include "support/support.h"
@@ -63,15 +64,23 @@ struct UserLoop {
   }
 };
 
+/// The user's loop as a trial step on a CPU budget of `budget_bytes`.
+struct UserRig {
+  explicit UserRig(int64_t budget_bytes)
+      : meter(make_memory_meter(torch::kCPU)), step([this](int64_t n) { loop.step(n); }, loop.options()) {
+    meter->set_budget_bytes(budget_bytes);
+  }
+  BudgetGuard guard;
+  std::unique_ptr<MemoryMeter> meter;
+  UserLoop loop;
+  UserTrialStep step;
+};
+
 }  // namespace
 
 TEST(UserStepTest, TheSearchOnAUsersOwnStepIsExactInFreshProbes) {
-  BudgetGuard guard;
-  auto meter = make_memory_meter(torch::kCPU);
-  UserLoop loop;
-  UserTrialStep step([&](int64_t n) { loop.step(n); }, loop.options());
-  meter->set_budget_bytes(48 << 20);
-  Probe probe(step, *meter);
+  UserRig rig(48 << 20);
+  Probe probe(rig.step, *rig.meter);
   const SearchResult r = search_batch_size(probe, {});
   ASSERT_TRUE(r.error.empty()) << r.error;
   ASSERT_GT(r.max_batch, 100);
@@ -115,35 +124,48 @@ TEST(UserStepTest, AUserStepRunningTheBuiltInStepFindsTheBuiltInMaximum) {
 }
 
 TEST(UserStepTest, AnOutOfMemoryInTheUsersCodeIsAResultAndMemoryReturnsToTheBaseline) {
-  BudgetGuard guard;
-  auto meter = make_memory_meter(torch::kCPU);
-  UserLoop loop;
-  UserTrialStep step([&](int64_t n) { loop.step(n); }, loop.options());
-  meter->set_budget_bytes(32 << 20);
-  Probe probe(step, *meter);
-  const int64_t baseline = meter->stats().allocated_bytes;
+  UserRig rig(32 << 20);
+  Probe probe(rig.step, *rig.meter);
+  const int64_t baseline = rig.meter->stats().allocated_bytes;
   for (int64_t n : {100000, 20000, 9000}) {  // in the batch, the forward, the backward
     const Trial t = probe.run(n, {1, 1, 0});
     EXPECT_EQ(t.status, TrialStatus::kOom) << n << ": " << t.error;
     EXPECT_EQ(t.after_bytes, baseline) << n;
   }
   EXPECT_EQ(probe.run(16, {1, 1, 0}).status, TrialStatus::kOk);
-  EXPECT_EQ(meter->stats().allocated_bytes, baseline);
+  EXPECT_EQ(rig.meter->stats().allocated_bytes, baseline);
 }
 
 TEST(UserStepTest, PhasesTheUserMarksGiveTheMemoryBreakdownItsParts) {
-  BudgetGuard guard;
-  auto meter = make_memory_meter(torch::kCPU);
-  UserLoop loop;
-  UserTrialStep step([&](int64_t n) { loop.step(n); }, loop.options());
-  meter->set_budget_bytes(256 << 20);
-  const StepMemory m = measure_step_memory(step, *meter, 512, loop.net->parameters());
+  UserRig rig(256 << 20);
+  const StepMemory m = measure_step_memory(rig.step, *rig.meter, 512, rig.loop.net->parameters());
   ASSERT_EQ(m.trial.status, TrialStatus::kOk) << m.trial.error;
   int64_t params = 0;
-  for (const auto& p : loop.net->parameters()) params += p.numel() * 4;
+  for (const auto& p : rig.loop.net->parameters()) params += p.numel() * 4;
   EXPECT_EQ(m.breakdown.parameters_bytes, params);
   EXPECT_EQ(m.breakdown.parts_sum_bytes(), m.breakdown.peak_allocated_bytes);
   EXPECT_GT(m.breakdown.activations_bytes + m.breakdown.gradients_bytes + m.breakdown.optimizer_state_bytes, 0);
+}
+
+TEST(UserStepTest, TheMonitorTimesThePhasesAUserMarksAndGivesAVerdict) {
+  UserRig rig(256 << 20);
+  Probe probe(rig.step, *rig.meter);
+  MonitorOptions mo;
+  mo.sample_hz = 0;
+  MonitorObserver monitor(mo);
+  probe.add_observer(&monitor);
+  const Trial t = probe.run(256, {1, 3, 0});
+  monitor.finish();
+  ASSERT_TRUE(t.ok()) << t.error;
+  ASSERT_TRUE(t.extra.contains("phases_ms")) << t.extra.dump();
+  for (const char* phase : {"forward", "backward", "optimizer"})
+    EXPECT_GT(t.extra["phases_ms"].value(phase, 0.0), 0.0) << phase << ": " << t.extra["phases_ms"].dump();
+  EXPECT_EQ(t.extra["phases_ms"].value("data_wait", 0.0), 0.0);
+  // the phases are parts of the step: together at most the step time
+  double sum = 0;
+  for (const auto& [name, ms] : t.extra["phases_ms"].items()) sum += ms.get<double>();
+  EXPECT_LE(sum, t.step_time_ms * 1.05 + 0.1);
+  EXPECT_FALSE(t.extra["bottleneck"].value("verdict", "").empty());
 }
 
 TEST(UserStepTest, AnEmptyCallableIsAUsageError) {
