@@ -10,9 +10,8 @@
 namespace saturate {
 namespace {
 
-void require_non_negative(int64_t value, const char* field) {
-  if (value < 0)
-    throw UsageError(fmt::format("{}: {} is negative; give 0 or a positive count", field, value));
+void require_non_negative(int64_t value, const char* option) {
+  if (value < 0) throw UsageError(option, fmt::format("{} is negative; give 0 or a positive count", value));
 }
 
 int64_t batch_bytes(const Batch& b) {
@@ -22,13 +21,13 @@ int64_t batch_bytes(const Batch& b) {
 }  // namespace
 
 void TrainingFootprint::validate() const {
-  require_non_negative(global_batch, "global batch");
-  require_non_negative(prefetched_batches, "prefetched batches");
-  require_non_negative(eval_batch, "eval batch");
-  require_non_negative(eval_batch_per_micro, "eval batch per micro-batch");
-  require_non_negative(eval_prefetched_batches, "eval prefetched batches");
+  require_non_negative(global_batch, "global_batch");
+  require_non_negative(prefetched_batches, "prefetched_batches");
+  require_non_negative(eval_batch, "eval_batch");
+  require_non_negative(eval_batch_per_micro, "eval_batch_per_micro");
+  require_non_negative(eval_prefetched_batches, "eval_prefetched_batches");
   if (clip_grad_norm < 0)
-    throw UsageError(fmt::format("clip grad norm: {} is negative; give 0 (off) or a positive norm", clip_grad_norm));
+    throw UsageError("clip_grad_norm", fmt::format("{} is negative; give 0 (off) or a positive norm", clip_grad_norm));
 }
 
 WorkloadTrialStep::WorkloadTrialStep(Workload& workload, TrainingFootprint footprint) : workload_(workload) {

@@ -39,17 +39,17 @@ class PhaseMark {
 
 void check_step_options(Workload& workload, Precision precision, const CheckpointPolicy& checkpointing) {
   if (precision == Precision::kFp16 && workload.device().is_cpu())
-    throw UsageError("--precision fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
+    throw UsageError("precision", "fp16: CPU autocast has no fp16; use bf16 on CPU (fp16 with loss scaling is for CUDA)");
   if (checkpointing.enabled() && !as_block_model(workload.model()))
-    throw UsageError(fmt::format("--checkpointing {}: {} has no blocks to checkpoint (a TorchScript model); use "
-                                 "--checkpointing none, or a built-in model",
-                                 to_string(checkpointing), workload.model().name()));
+    throw UsageError("checkpointing", fmt::format("{}: {} has no blocks to checkpoint (a TorchScript model); use no "
+                                                  "checkpointing, or a built-in model",
+                                                  to_string(checkpointing), workload.model().name()));
 }
 
 TrainingStep::TrainingStep(Workload& workload, StepOptions options)
     : workload_(workload), options_(options), scaler_(scaler_options(options.precision)) {
   if (options_.micro_batch < 0)
-    throw UsageError(fmt::format("micro-batch {}: not a positive number of samples", options_.micro_batch));
+    throw UsageError("micro_batch", fmt::format("{} is not a positive number of samples", options_.micro_batch));
   check_step_options(workload_, options_.precision, options_.checkpointing);
   if (options_.checkpointing.enabled()) blocks_ = as_block_model(workload_.model());
   optimizer_ = workload_.make_optimizer();
@@ -57,7 +57,7 @@ TrainingStep::TrainingStep(Workload& workload, StepOptions options)
 
 void TrainingStep::set_micro_batch(int64_t micro_batch) {
   if (micro_batch < 0)
-    throw UsageError(fmt::format("micro-batch {}: not a positive number of samples", micro_batch));
+    throw UsageError("micro_batch", fmt::format("{} is not a positive number of samples", micro_batch));
   options_.micro_batch = micro_batch;
 }
 

@@ -39,8 +39,11 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
 
 std::string flag_for_option(const std::string& option) {
   static const std::pair<const char*, const char*> kFlags[] = {
-      {"micro_batch", "--batch"}, {"accumulation", "--accumulate"}, {"global_batch", "--global-batch"},
-      {"world_size", "the world size (WORLD_SIZE)"}};
+      {"micro_batch", "--batch"},           {"accumulation", "--accumulate"},
+      {"global_batch", "--global-batch"},   {"world_size", "the world size (WORLD_SIZE)"},
+      {"precision", "--precision"},         {"checkpointing", "--checkpointing"},
+      {"clip_grad_norm", "--clip-grad-norm"}, {"eval_batch", "--eval-batch"},
+      {"prefetched_batches", "--workers x --prefetch"}};
   for (const auto& [name, flag] : kFlags)
     if (option == name) return flag;
   return option;
