@@ -22,6 +22,7 @@ int64_t batch_bytes(const Batch& b) {
 
 void TrainingFootprint::validate() const {
   require_non_negative(global_batch, "global_batch");
+  require_non_negative(accumulation, "accumulation");
   require_non_negative(prefetched_batches, "prefetched_batches");
   require_non_negative(eval_batch, "eval_batch");
   require_non_negative(eval_batch_per_micro, "eval_batch_per_micro");
@@ -40,12 +41,17 @@ void WorkloadTrialStep::set_footprint(const TrainingFootprint& footprint) {
   footprint_ = footprint;
 }
 
+int64_t WorkloadTrialStep::global_batch_of(int64_t batch) const {
+  if (footprint_.global_batch > 0) return std::max(footprint_.global_batch, batch);
+  return batch * std::max<int64_t>(1, footprint_.accumulation);
+}
+
 int64_t WorkloadTrialStep::eval_batch(int64_t batch) const {
   return footprint_.eval_batch > 0 ? footprint_.eval_batch : footprint_.eval_batch_per_micro * batch;
 }
 
 int64_t WorkloadTrialStep::resident_data_bytes(int64_t batch) const {
-  const int64_t global = std::max(footprint_.global_batch, batch);
+  const int64_t global = global_batch_of(batch);
   const Batch one = workload_.empty_batch(1, torch::kCPU);
   const int64_t per_sample = batch_bytes(one);
   const int64_t window = workload_.device().is_cpu() ? footprint_.prefetched_batches : 0;
@@ -63,7 +69,7 @@ void WorkloadTrialStep::begin(int64_t batch) {
   workload_.model().train(true);
   last_batch_ = batch;
   const torch::Device device = workload_.device();
-  const int64_t global = std::max(footprint_.global_batch, batch);
+  const int64_t global = global_batch_of(batch);
   if (source_) {
     source_->reset(batch);
   } else if (global > batch) {
@@ -79,7 +85,7 @@ void WorkloadTrialStep::begin(int64_t batch) {
 
 int64_t WorkloadTrialStep::samples_per_step(int64_t batch) const {
   if (source_) return batch;
-  const int64_t global = std::max(footprint_.global_batch, batch);
+  const int64_t global = global_batch_of(batch);
   return std::min(global, global > batch ? 2 * batch : batch);
 }
 
@@ -133,11 +139,12 @@ void WorkloadTrialStep::end() noexcept {
 void WorkloadTrialStep::describe(nlohmann::json& extra) const {
   if (footprint_.checkpointing.enabled()) extra["checkpointing"] = to_string(footprint_.checkpointing);
   if (footprint_.precision != Precision::kFp32) extra["precision"] = to_string(footprint_.precision);
-  if (footprint_.global_batch > 0) extra["global_batch"] = footprint_.global_batch;
+  const bool accumulates = footprint_.global_batch > 0 || footprint_.accumulation > 1;
+  if (accumulates) extra["global_batch"] = global_batch_of(last_batch_);
   if (footprint_.prefetched_batches > 0) extra["prefetched_batches"] = footprint_.prefetched_batches;
   if (footprint_.eval_batch > 0 || footprint_.eval_batch_per_micro > 0)
     extra["eval_batch"] = eval_batch(last_batch_);
-  if (footprint_.global_batch > 0 || (footprint_.prefetched_batches > 0 && workload_.device().is_cpu()))
+  if (accumulates || (footprint_.prefetched_batches > 0 && workload_.device().is_cpu()))
     extra["resident_data_bytes"] = resident_data_bytes(last_batch_);
 }
 

@@ -55,6 +55,19 @@ TEST(WorkloadTrialStepTest, TheLoadersPrefetchedGlobalBatchesAreHeldDuringTheTri
   EXPECT_EQ(b.extra.value("resident_data_bytes", int64_t{0}), 5 * 2048 * kSampleBytes);
 }
 
+TEST(WorkloadTrialStepTest, WithAFixedAccumulationTheHeldGlobalBatchGrowsWithTheMicroBatch) {
+  Rig rig;
+  TrainingFootprint f;
+  f.accumulation = 4;
+  f.prefetched_batches = 2;
+  WorkloadTrialStep step(*rig.workload, f);
+  EXPECT_EQ(step.resident_data_bytes(100), 3 * 400 * kSampleBytes);  // 2 prefetched + 1 in use, of 4 x 100
+  EXPECT_EQ(step.samples_per_step(100), 200);
+  const Trial t = rig.run(f, 100);
+  ASSERT_TRUE(t.ok()) << t.error;
+  EXPECT_GE(t.peak_allocated_bytes - t.baseline_bytes, 3 * 400 * kSampleBytes);
+}
+
 TEST(WorkloadTrialStepTest, AnAccumulatingTrialStepRunsTwoMicroBatches) {
   Rig rig;
   TrainingFootprint f;

@@ -26,8 +26,11 @@ struct TrainingFootprint {
   Precision precision = Precision::kFp32;
   CheckpointPolicy checkpointing;
   double clip_grad_norm = 0;
-  /// Samples per optimizer step on this rank; 0: the trial's batch (no accumulation).
+  /// Samples per optimizer step on this rank; 0: the trial's batch times `accumulation`.
   int64_t global_batch = 0;
+  /// Without a global batch: micro-batches per optimizer step (0 or 1: none), so the global batch
+  /// grows with the trial's micro-batch.
+  int64_t accumulation = 0;
   /// Global batches the loader keeps in flight beside the one in use (workers x prefetch).
   int64_t prefetched_batches = 0;
   /// Evaluation batch; 0 with eval_batch_per_micro 0: no evaluation.
@@ -64,6 +67,8 @@ class WorkloadTrialStep final : public TrialStep {
 
  private:
   int64_t eval_batch(int64_t batch) const;
+  /// The global batch training holds when its micro-batch is `batch`.
+  int64_t global_batch_of(int64_t batch) const;
   Workload& workload_;
   TrainingFootprint footprint_;
   BatchSource* source_ = nullptr;
