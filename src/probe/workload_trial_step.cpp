@@ -125,11 +125,7 @@ void WorkloadTrialStep::finish(int64_t batch) {
 }
 
 void WorkloadTrialStep::end() noexcept {
-  try {
-    if (step_) step_->release_gradients();
-  } catch (...) {
-  }
-  step_.reset();
+  step_.reset();  // the optimizer and its state
   data_ = Batch{};
   window_.clear();
   for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();

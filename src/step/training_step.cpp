@@ -68,7 +68,6 @@ torch::Tensor TrainingStep::forward(const torch::Tensor& inputs) {
 }
 
 void TrainingStep::release_gradients() {
-  optimizer_->zero_grad(/*set_to_none=*/true);
   for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();
 }
 

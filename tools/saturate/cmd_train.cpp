@@ -189,7 +189,8 @@ void add_train_command(CLI::App& app, Action& action) {
                                      "resumed from",
                                      tf->resume, tf->checkpoint_dir));
       // token models read language-model data (tokens:FILE, synthetic); image models the loader's
-      const bool token_model = flags->tokens || flags->model == "gpt";
+      // (--seq-len or --vocab make a TorchScript file a token model, as resolve_model_spec does)
+      const bool token_model = flags->tokens || flags->model == "gpt" || flags->seq_len > 0 || flags->vocab > 0;
       const bool token_data = is_token_data(data->data) || (token_model && data->data == "synthetic");
       const WorkloadFlags wf = token_data ? *flags : with_data_shape(*data, *flags);
       if (!token_data && !data->dataset)
