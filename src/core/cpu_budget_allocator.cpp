@@ -28,10 +28,13 @@ class BudgetAllocator final : public c10::Allocator {
         if (log_on_) record(CpuAllocationEvent::kFailed, bytes, nullptr);
         const int64_t in_use = allocated_bytes_;
         const int64_t budget = budget_bytes_;
-        // OutOfMemoryError, as the CUDA allocator raises it, so callers handle both alike.
+        // OutOfMemoryError, as the CUDA allocator raises it, so callers handle both alike. The
+        // message ends with the words of LibTorch's own CPU allocator failing, which is what
+        // Python tools test for (Lightning's is_oom_error, Accelerate's should_reduce_batch_size),
+        // so that they see a budget like a full device too.
         TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU budget exceeded: tried to allocate ",
                          format_bytes(bytes), " with ", format_bytes(in_use), " of ",
-                         format_bytes(budget), " in use (saturate --memory-budget)");
+                         format_bytes(budget), " in use (saturate --memory-budget; DefaultCPUAllocator: can't allocate memory)");
       }
       allocated_bytes_ += bytes;
       if (allocated_bytes_ > peak_allocated_bytes_) peak_allocated_bytes_ = allocated_bytes_;

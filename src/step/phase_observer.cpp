@@ -2,6 +2,8 @@
 
 #include <exception>
 
+#include "saturate/core/errors.h"
+
 namespace saturate {
 namespace {
 thread_local PhaseObserver* current_observer = nullptr;
@@ -15,6 +17,8 @@ PhaseScope::~PhaseScope() {
   // an exception (an OOM) leaves the phase open, as a failed built-in step does
   if (observer_ && std::uncaught_exceptions() == 0) observer_->phase_end(phase_);
 }
+
+PhaseObserver* current_phase_observer() { return current_observer; }
 
 PhaseObserverInstall::PhaseObserverInstall(PhaseObserver* observer) : saved_(current_observer) {
   current_observer = observer;
@@ -32,6 +36,14 @@ std::string to_string(Phase p) {
     case Phase::kAllreduce: return "allreduce";
   }
   return "forward";
+}
+
+Phase parse_phase(const std::string& name) {
+  for (Phase p : {Phase::kDataWait, Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer,
+                  Phase::kAllreduce})
+    if (to_string(p) == name) return p;
+  throw UsageError("phase", "unknown phase '" + name +
+                                "': use one of data_wait, h2d, forward, backward, optimizer, allreduce");
 }
 
 }  // namespace saturate

@@ -10,6 +10,8 @@ namespace saturate {
 enum class Phase { kDataWait, kHostToDevice, kForward, kBackward, kOptimizer, kAllreduce };
 /// "data_wait", "h2d", "forward", "backward", "optimizer", "allreduce" (the JSON names).
 std::string to_string(Phase p);
+/// The inverse of to_string; throws UsageError naming the allowed names otherwise.
+Phase parse_phase(const std::string& name);
 
 class PhaseObserver {
  public:
@@ -42,6 +44,10 @@ class PhaseScope {
   PhaseObserver* observer_;
   Phase phase_;
 };
+
+/// The observer PhaseScope reports to on this thread (nullptr: none), for markers that cannot
+/// be scopes (a Python context manager's __enter__ and __exit__).
+PhaseObserver* current_phase_observer();
 
 /// Makes `observer` the one PhaseScope reports to on this thread for the install's lifetime
 /// (the probe installs its observers around a trial's steps).

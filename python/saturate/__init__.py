@@ -1,0 +1,38 @@
+"""saturate: the batch size, memory breakdown and bottleneck of *your* training step.
+
+    import saturate
+    def step(batch_size):                       # your own step: batch, forward, loss, backward, optimizer
+        x, y = make_batch(batch_size)
+        loss = loss_fn(model(x), y); loss.backward(); opt.step(); opt.zero_grad()
+    result = saturate.search(step, device="cuda")  # exact: max_batch fits, max_batch + 1 does not
+    print(result.max_batch, result.recommended_batch)
+
+On CPU, `saturate.cpu_memory_budget("512MiB")` (or `memory_budget=`) makes this process run out
+of memory at that size, as a GPU of that size would. Import saturate before creating the model:
+the budget counts CPU tensors made after the import (SATURATE_NO_CPU_ALLOCATOR=1 turns that off).
+"""
+from __future__ import annotations
+
+import os as _os
+
+import torch as _torch  # loads LibTorch before the extension that links it
+
+from . import _saturate as _C
+
+if _os.environ.get("SATURATE_NO_CPU_ALLOCATOR", "") in ("", "0"):
+    _C.install_cpu_allocator()  # first: the budget sees CPU tensors made from here on
+
+from ._step import is_out_of_memory, release_exception
+from ._search import SearchResult, Trial, search
+from ._memory import MemoryBreakdown, cpu_memory_budget, memory_breakdown
+from ._monitor import Monitor, MonitorReport, monitor, phase
+from ._accelerate import find_executable_batch_size
+
+__version__ = _C.__version__
+
+__all__ = [
+    "search", "SearchResult", "Trial",
+    "cpu_memory_budget", "memory_breakdown", "MemoryBreakdown",
+    "monitor", "Monitor", "MonitorReport", "phase",
+    "find_executable_batch_size", "is_out_of_memory", "release_exception",
+]

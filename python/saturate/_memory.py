@@ -1,0 +1,102 @@
+"""The CPU byte budget of this process, and the memory breakdown of one step."""
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, Optional
+
+import torch
+
+from . import _saturate as _C
+from ._budget import Size, to_bytes
+from ._step import StepRunner, StepState, device_of, step_name
+
+
+@contextlib.contextmanager
+def cpu_memory_budget(size: Size) -> Iterator[int]:
+    """Within the block, CPU tensors of this process may hold at most `size` bytes together
+    ('512MiB', bytes, or a fraction of RAM): one more allocation raises torch.OutOfMemoryError,
+    as a GPU of that size would (what the command line's --memory-budget does). Counted: CPU
+    tensors made after `import saturate`. Yields the budget in bytes; the previous one (or none)
+    is back after the block."""
+    if not _C.cpu_allocator_installed():
+        raise RuntimeError("the CPU budget needs saturate's CPU allocator, which SATURATE_NO_CPU_ALLOCATOR "
+                           "turned off: unset it before `import saturate`")
+    if size is None:
+        raise ValueError("cpu_memory_budget(None): give a size such as '512MiB' or a number of bytes")
+    budget = to_bytes(size, "cpu", "size")
+    before = _C.cpu_counters()["budget_bytes"]
+    _C.set_cpu_budget(budget)
+    try:
+        yield budget
+    finally:
+        _C.set_cpu_budget(before)
+
+
+def cpu_allocated_bytes() -> int:
+    """CPU tensor bytes alive now (made after `import saturate`)."""
+    return _C.cpu_counters()["allocated_bytes"]
+
+
+@dataclass
+class MemoryBreakdown:
+    """Where the step's peak memory goes: parameters, gradients, optimizer state, inputs,
+    activations, workspace; the same fields as `saturate memory --json`'s memory_breakdown."""
+    parameters_bytes: int
+    gradients_bytes: int
+    optimizer_state_bytes: int
+    inputs_bytes: int
+    activations_bytes: int
+    workspace_bytes: int
+    other_bytes: int
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    peak_phase: str
+    table: str = field(repr=False)
+    data: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.data, indent=indent)
+
+    def __str__(self) -> str:
+        return self.table
+
+
+def memory_breakdown(step: Callable[[int], Any], batch_size: int, *, model=None, optimizer=None,
+                     device: Optional[str] = None, memory_budget: Size = None, warmup_steps: int = 1,
+                     restore: bool = True) -> MemoryBreakdown:
+    """Runs `warmup_steps` steps and one recorded step of `step(batch_size)` and splits the peak
+    into its parts (as `saturate memory`). Phases marked with `saturate.phase` inside the step
+    name where each allocation was made. Raises torch.OutOfMemoryError when the step does not fit."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}: give a positive int")
+    state = StepState(step, model, optimizer)
+    if device is None:
+        device = device_of(state.modules, "cuda" if torch.cuda.is_available() else "cpu")
+    runner = StepRunner(step)
+    if restore:
+        state.save()
+    try:
+        state.reset()
+        text = _C.memory_breakdown(runner, batch_size, device, to_bytes(memory_budget, device), state.parameters(),
+                                   state.reset, step_name(step), int(warmup_steps))
+    finally:
+        if restore:
+            state.restore()
+    if runner.interrupt is not None:
+        raise runner.interrupt
+    data = json.loads(text)
+    trial = data["trial"]
+    if trial["status"] != "ok":
+        message = trial.get("error", trial["status"])
+        if trial["status"] in ("oom", "over_target"):
+            raise torch.OutOfMemoryError(f"batch {batch_size} does not fit: {message}")
+        raise RuntimeError(f"the step failed at batch {batch_size}: {message}\n{runner.error_traceback or ''}")
+    b = data["breakdown"]
+    return MemoryBreakdown(parameters_bytes=b["parameters_bytes"], gradients_bytes=b["gradients_bytes"],
+                           optimizer_state_bytes=b["optimizer_state_bytes"], inputs_bytes=b["inputs_bytes"],
+                           activations_bytes=b["activations_bytes"], workspace_bytes=b["workspace_bytes"],
+                           other_bytes=b["other_bytes"], peak_allocated_bytes=b["peak_allocated_bytes"],
+                           peak_reserved_bytes=b["peak_reserved_bytes"], peak_phase=b.get("peak_phase", ""),
+                           table=data["table"], data=data)

@@ -1,0 +1,123 @@
+"""The drop-ins: Accelerate's find_executable_batch_size and Lightning's BatchSizeFinder, with
+saturate's search inside, against the originals on the same model and budget."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+import saturate
+
+MiB = 1 << 20
+
+
+class StepCounter:
+    """Counts every optimizer step in the process (all tools' trials end in one)."""
+
+    def __enter__(self):
+        self.steps = 0
+
+        def hook(opt, args, kwargs):
+            self.steps += 1
+
+        self._h = register_optimizer_step_post_hook(hook)
+        return self
+
+    def __exit__(self, *exc):
+        self._h.remove()
+        return False
+
+
+def mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def train_steps(batch_size, model, optimizer, steps=3):
+    for _ in range(steps):
+        x = torch.randn(batch_size, 784)
+        y = torch.randint(0, 10, (batch_size,))
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return batch_size
+
+
+def test_the_accelerate_drop_in_runs_once_at_an_exact_search_answer():
+    accelerate = pytest.importorskip("accelerate")
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    with saturate.cpu_memory_budget("40MiB"):
+        ours = saturate.find_executable_batch_size(train_steps, starting_batch_size=4096)
+        with StepCounter() as ours_count:
+            used = ours(model, opt)
+        theirs = accelerate.utils.find_executable_batch_size(train_steps, starting_batch_size=4096)
+        with StepCounter() as their_count:
+            their_batch = theirs(model, opt)
+    r = ours.search_result
+    assert r.max_batch_exact and not r.capped, str(r)
+    assert used == r.recommended_batch
+    assert their_batch <= r.max_batch  # Accelerate's 0.9x steps land at or below the boundary
+    assert ours_count.steps < their_count.steps, (ours_count.steps, their_count.steps)
+
+
+def test_the_accelerate_drop_in_keeps_accelerates_signature_rules():
+    with pytest.raises(TypeError, match="batch_size"):
+        saturate.find_executable_batch_size(lambda model: None)
+
+    @saturate.find_executable_batch_size(starting_batch_size=8)
+    def f(batch_size, x):
+        return batch_size
+
+    with pytest.raises(TypeError, match="Remove this"):
+        f(8, 1)
+
+
+def lightning_module(batch_size):
+    L = pytest.importorskip("lightning.pytorch")
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.batch_size = batch_size
+            self.net = mlp()
+            g = torch.Generator().manual_seed(0)
+            self.data = torch.utils.data.TensorDataset(torch.randn(4096, 784, generator=g),
+                                                       torch.randint(0, 10, (4096,), generator=g))
+
+        def training_step(self, batch, i):
+            x, y = batch
+            return F.cross_entropy(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters())
+
+        def train_dataloader(self):
+            return torch.utils.data.DataLoader(self.data, batch_size=self.batch_size, shuffle=True)
+
+    return L, Module()
+
+
+def run_finder(finder, tmp_path, headroom):
+    L, module = lightning_module(2)
+    budget = saturate._memory.cpu_allocated_bytes() + headroom  # the model and its data, and headroom
+    trainer = L.Trainer(accelerator="cpu", max_steps=1, callbacks=[finder], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path))
+    with saturate.cpu_memory_budget(budget), StepCounter() as count:
+        trainer.fit(module)
+    return module, count.steps - 1  # the fit's own step
+
+
+def test_the_lightning_callback_finds_lightnings_binsearch_answer_in_fewer_steps(tmp_path):
+    from saturate.lightning import SaturateBatchSizeFinder
+    from lightning.pytorch.callbacks import BatchSizeFinder
+
+    ours = SaturateBatchSizeFinder()
+    module, our_steps = run_finder(ours, tmp_path / "ours", 20 * MiB)
+    theirs = BatchSizeFinder(mode="binsearch", margin=0.0, max_trials=40)
+    _, their_steps = run_finder(theirs, tmp_path / "theirs", 20 * MiB)
+    r = ours.search_result
+    assert r.max_batch_exact, str(r)
+    assert ours.optimal_batch_size == r.max_batch == module.batch_size
+    assert theirs.optimal_batch_size == r.max_batch, (theirs.optimal_batch_size, str(r))
+    assert our_steps < their_steps, (our_steps, their_steps)

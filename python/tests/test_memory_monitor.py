@@ -1,0 +1,97 @@
+"""saturate.memory_breakdown and saturate.monitor on plain-Python loops."""
+import time
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import saturate
+from loops import LOOPS
+
+MiB = 1 << 20
+
+
+def test_the_breakdown_splits_the_peak_into_parts_that_add_up():
+    model, opt, step = LOOPS["two_input"]()
+    b = saturate.memory_breakdown(step, 64, model=model, optimizer=opt, memory_budget="256MiB")
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert b.parameters_bytes == params
+    parts = (b.parameters_bytes + b.gradients_bytes + b.optimizer_state_bytes + b.inputs_bytes +
+             b.activations_bytes + b.workspace_bytes + b.other_bytes)
+    assert parts == b.peak_allocated_bytes
+    # AdamW keeps two moments per parameter (and a step count each); gradients are the
+    # parameters' size, alive at the peak or not
+    assert 2 * params <= b.optimizer_state_bytes <= 2 * params + 4096
+    assert b.activations_bytes > 0
+    assert "parameters" in b.table
+    assert b.to_json().startswith("{")
+
+
+def test_the_model_is_found_in_the_steps_closure():
+    model, opt, step = LOOPS["two_input"]()
+    found = saturate.memory_breakdown(step, 32, memory_budget="256MiB")
+    given = saturate.memory_breakdown(step, 32, model=model, optimizer=opt, memory_budget="256MiB")
+    assert found.parameters_bytes == given.parameters_bytes > 0
+
+
+def test_a_batch_that_does_not_fit_raises_out_of_memory():
+    model, opt, step = LOOPS["mlp"]()
+    with pytest.raises(torch.OutOfMemoryError, match="batch 100000"):
+        saturate.memory_breakdown(step, 100000, memory_budget="32MiB")
+
+
+class SlowData(torch.utils.data.Dataset):
+    def __init__(self, n, sleep_s):
+        self.n, self.sleep_s = n, sleep_s
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.sleep_s)
+        return torch.randn(64), i % 10
+
+
+def run_monitored(sleep_s, width, batch=8, batches=12):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(SlowData(batch * batches, sleep_s), batch_size=batch)
+    with saturate.monitor(device="cpu", sample_hz=0) as mon:
+        for x, y in mon.loop(loader):
+            with saturate.phase("forward"):
+                loss = F.cross_entropy(model(x), y)
+            with saturate.phase("backward"):
+                loss.backward()
+            with saturate.phase("optimizer"):
+                opt.step()
+                opt.zero_grad()
+    return mon.report
+
+
+def test_a_loop_waiting_for_its_loader_is_data_bound():
+    r = run_monitored(sleep_s=0.01, width=32)  # 80 ms of loading, well under 1 ms of compute
+    assert r.steps == 12 and r.timed_steps == 11
+    assert r.verdict == "data-bound", str(r)
+    assert r.phases_ms["data_wait"] > 10 * (r.phases_ms["forward"] + r.phases_ms["backward"])
+
+
+def test_a_loop_with_heavy_compute_and_instant_data_is_not_data_bound():
+    r = run_monitored(sleep_s=0.0, width=1024, batch=256, batches=6)
+    assert r.verdict not in ("data-bound", ""), str(r)
+    for phase in ("forward", "backward", "optimizer"):
+        assert r.phases_ms[phase] > 0, phase
+    assert "bottleneck" in str(r)
+
+
+def test_steps_can_be_marked_by_hand_and_unknown_phases_are_refused():
+    with saturate.monitor(device="cpu", sample_hz=0, warmup_steps=0) as mon:
+        for _ in range(3):
+            with mon.step():
+                with saturate.phase("forward"):
+                    torch.randn(256, 256) @ torch.randn(256, 256)
+    assert mon.report.steps == 3 and mon.report.timed_steps == 3
+    assert mon.report.phases_ms["forward"] > 0
+    with pytest.raises(ValueError, match="data_wait, h2d, forward"):
+        saturate.phase("thinking")

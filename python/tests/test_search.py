@@ -1,0 +1,130 @@
+"""saturate.search on plain-Python training steps under CPU budgets."""
+import json
+import os
+import subprocess
+
+import pytest
+import torch
+
+import saturate
+from loops import LOOPS, run_fresh
+
+MiB = 1 << 20
+
+
+def search_loop(name, budget, **kw):
+    model, opt, step = LOOPS[name]()
+    return saturate.search(step, device="cpu", memory_budget=budget, **kw)
+
+
+@pytest.mark.parametrize("name,budget", [("two_input", 96 * MiB), ("resnet18", 200 * MiB)])
+def test_the_max_is_exact_for_the_users_loop_in_fresh_processes(name, budget):
+    r = search_loop(name, budget)
+    assert not r.error, r.error
+    assert r.max_batch_exact, str(r)
+    assert r.max_batch > 4, str(r)
+    steps = 3  # one warm-up and two timed steps, as each trial ran
+    assert run_fresh(name, budget, r.max_batch, steps) == "ok"
+    assert run_fresh(name, budget, r.max_batch + 1, steps) == "oom"
+
+
+def test_fit_needs_fewer_steps_than_lightnings_binsearch_for_the_same_answer():
+    fit = search_loop("two_input", 96 * MiB)
+    binsearch = search_loop("two_input", 96 * MiB, strategy="binsearch")
+    assert fit.max_batch == binsearch.max_batch, f"{fit}\n{binsearch}"
+    assert fit.trial_steps < binsearch.trial_steps, f"{fit.trial_steps} vs {binsearch.trial_steps}"
+
+
+def test_each_trial_reports_its_batch_status_peak_and_step_time():
+    r = search_loop("mlp", 48 * MiB)
+    assert {t.status for t in r.trials} >= {"ok", "oom"}
+    for t in r.trials:
+        assert t.batch > 0 and t.steps > 0
+        if t.status == "ok":
+            assert 0 < t.peak_bytes <= 48 * MiB and t.ms_per_step > 0 and t.samples_per_s > 0
+    fits = [t for t in r.trials if t.status == "ok"]
+    assert max(t.batch for t in fits) == r.max_batch
+    assert 0 < r.recommended_batch <= r.max_batch
+    within = [t for t in fits if t.batch == r.recommended_batch]
+    assert not within or within[0].peak_bytes <= r.target_bytes
+    assert r.target_bytes == pytest.approx(0.9 * 48 * MiB, rel=1e-6)
+
+
+def test_to_json_has_the_fields_of_the_command_lines_json(tmp_path):
+    build = os.environ.get("SATURATE_BUILD_DIR", "")
+    tool = os.path.join(build, "saturate")
+    if not os.path.exists(tool):
+        pytest.skip("the saturate tool is not built next to the module")
+    out = tmp_path / "cli.json"
+    subprocess.run([tool, "search", "--model", "mlp", "--device", "cpu", "--memory-budget", "256MiB", "--json",
+                    str(out)], check=True, capture_output=True, timeout=600)
+    cli = json.loads(out.read_text())
+    py = json.loads(search_loop("mlp", 48 * MiB).to_json())
+    # the command line's own step has a precision, checkpointing and a breakdown of its
+    # recommended batch; a user's step sets the first two itself (saturate.memory_breakdown
+    # gives the third)
+    assert set(cli) - set(py) <= {"precision", "checkpointing", "memory_breakdown"}, set(cli) - set(py)
+    cli_trial = set(cli["trials"][0])
+    for t in py["trials"]:
+        assert cli_trial - set(t) <= {"phases_ms", "utilization", "bottleneck", "monitor_overhead"}, cli_trial - set(t)
+
+
+def test_the_search_leaves_the_weights_and_optimizer_as_they_were():
+    model, opt, step = LOOPS["two_input"]()
+    step(8)  # the user trained a step before searching: weights moved, optimizer state exists
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    state_before = len(opt.state)
+    r = saturate.search(step, device="cpu", memory_budget=96 * MiB)
+    assert r.max_batch > 0
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    assert len(opt.state) == state_before
+
+
+def test_the_budget_of_a_search_does_not_outlive_it():
+    model, opt, step = LOOPS["mlp"]()
+    saturate.search(step, device="cpu", memory_budget=48 * MiB)
+    torch.empty(64 * MiB, dtype=torch.uint8)  # over the search's budget: allowed again
+    with saturate.cpu_memory_budget("100MiB"):
+        saturate.search(step, device="cpu", memory_budget=48 * MiB)
+        with pytest.raises(torch.OutOfMemoryError):
+            torch.empty(101 * MiB, dtype=torch.uint8)  # the enclosing budget is back
+
+
+def test_an_error_that_is_not_out_of_memory_stops_the_search_with_its_message():
+    model, opt, step = LOOPS["mlp"]()
+
+    def broken(batch_size):
+        if batch_size > 16:
+            raise ValueError(f"shape mismatch at {batch_size}")
+        step(batch_size)
+
+    with pytest.warns(RuntimeWarning, match="shape mismatch"):
+        r = saturate.search(broken, device="cpu", memory_budget=48 * MiB)
+    assert "shape mismatch" in r.error
+    assert any(t.status == "error" for t in r.trials)
+
+
+def test_bad_arguments_name_the_value_and_what_is_allowed():
+    model, opt, step = LOOPS["mlp"]()
+    with pytest.raises(ValueError, match="memory_budget"):
+        saturate.search(step, device="cpu")  # CPU without a budget
+    with pytest.raises(ValueError, match="lots"):
+        saturate.search(step, device="cpu", memory_budget="lots")
+    with pytest.raises(ValueError, match="target_memory"):
+        saturate.search(step, device="cpu", memory_budget="48MiB", target_memory=1.5)
+    with pytest.raises(ValueError, match="strategy=.guess.*fit.*power.*binsearch"):
+        saturate.search(step, device="cpu", memory_budget="48MiB", strategy="guess")
+    with pytest.raises(ValueError, match="max_batch"):
+        saturate.search(step, device="cpu", memory_budget="48MiB", max_batch=0)
+    with pytest.raises(TypeError, match="callable"):
+        saturate.search(42, device="cpu", memory_budget="48MiB")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="(?i)cuda|gpu"):
+            saturate.search(step)  # the default device is cuda
+
+
+def test_min_batch_that_does_not_fit_is_reported():
+    r = search_loop("mlp", 48 * MiB, max_batch=None, min_batch=100000, strategy="power")
+    assert r.max_batch < 100000
+    assert "min_batch" in r.error
