@@ -24,6 +24,16 @@ MiB = 1 << 20
 STEPS = 3  # per trial: Lightning's steps_per_trial, saturate's 1 warm-up + 2 timed
 
 
+class SizeData(torch.utils.data.Dataset):
+    """10^7 empty samples: a batch of them tells the step only its size."""
+
+    def __len__(self):
+        return 10_000_000
+
+    def __getitem__(self, i):
+        return 0
+
+
 class Counted:
     def __init__(self, fn):
         self.fn, self.calls = fn, 0
@@ -64,7 +74,8 @@ def with_accelerate(name, budget, start):
     t = time.perf_counter()
     with saturate.cpu_memory_budget(budget):
         b = run()
-    return b, counted.calls, time.perf_counter() - t, f"starting_batch_size {start}, x0.9 after each OOM"
+    note = f"starting_batch_size {start}{' (default)' if start == 128 else ''}, x0.9 after each OOM"
+    return b, counted.calls, time.perf_counter() - t, note
 
 
 def with_lightning(name, budget, tmp):
@@ -91,9 +102,10 @@ def with_lightning(name, budget, tmp):
             return opt
 
         def train_dataloader(self):
-            # batches of one number, the batch size: the loss makes its own tensors, as the step does
-            n = self.batch_size
-            return torch.utils.data.DataLoader([n] * 16, batch_size=1, collate_fn=lambda b: torch.tensor(b))
+            # batches of one number, the batch size: the loss makes its own tensors, as the step
+            # does. The dataset is long: Lightning caps the batch size at the dataset's length.
+            return torch.utils.data.DataLoader(SizeData(), batch_size=self.batch_size,
+                                               collate_fn=lambda b: torch.tensor([len(b)]))
 
     finder = BatchSizeFinder(mode="binsearch", steps_per_trial=STEPS)
     trainer = L.Trainer(accelerator="cpu", max_steps=1, callbacks=[finder], logger=False, enable_checkpointing=False,
@@ -133,7 +145,8 @@ def main():
                  ("saturate.search (binsearch)", lambda: with_saturate_binsearch(name, budget)),
                  ("Lightning BatchSizeFinder", lambda: with_lightning(name, budget, tempfile.mkdtemp())),
                  ("Accelerate find_executable_batch_size",
-                  lambda: with_accelerate(name, budget, args.accelerate_start))]
+                  lambda: with_accelerate(name, budget, args.accelerate_start)),
+                 ("Accelerate find_executable_batch_size", lambda: with_accelerate(name, budget, 128))]
         for tool, run in tools:
             batch, steps, seconds, note = run()
             v = verdict(name, budget, batch)

@@ -42,12 +42,22 @@ struct PythonStepError : std::runtime_error {
 
 /// The C++ step over the Python one. Kinds: "oom" becomes c10::OutOfMemoryError (a trial
 /// result), anything else a PythonStepError (the search stops there, with the message).
-UserTrialStep::StepFn wrap_step(py::function run_step) {
+/// A Python callable held for C++ code that runs without the GIL: copies share one reference
+/// (no reference counting without the GIL), and each call takes the GIL.
+using SharedFn = std::shared_ptr<py::function>;
+SharedFn share(py::function fn) { return std::make_shared<py::function>(std::move(fn)); }
+
+// The searches run with the GIL released (LibTorch's autograd engine refuses to run while it is
+// held: the monitor's calibration runs a backward in C++), and take it back to call Python.
+UserTrialStep::StepFn wrap_step(SharedFn run_step) {
   return [run_step](int64_t batch) {
-    py::object r = run_step(batch);
-    if (r.is_none()) return;
-    const auto report = r.cast<std::pair<std::string, std::string>>();
-    r = py::object();
+    std::pair<std::string, std::string> report;
+    {
+      py::gil_scoped_acquire gil;
+      py::object r = (*run_step)(batch);
+      if (r.is_none()) return;
+      report = r.cast<std::pair<std::string, std::string>>();
+    }
     if (report.first == "oom") throw c10::OutOfMemoryError({__func__, __FILE__, __LINE__}, report.second);
     throw PythonStepError(report.second);
   };
@@ -60,10 +70,11 @@ UserStepOptions step_options(const std::string& device, std::vector<torch::Tenso
   o.parameters = std::move(parameters);
   o.name = name;
   if (!after_trial.is_none()) {
-    auto fn = after_trial.cast<py::function>();
+    SharedFn fn = share(after_trial.cast<py::function>());
     o.after_trial = [fn]() {
+      py::gil_scoped_acquire gil;
       try {
-        fn();
+        (*fn)();
       } catch (py::error_already_set& e) {
         e.discard_as_unraisable("saturate: after_trial");
       }
@@ -140,7 +151,8 @@ std::string search(py::function run_step, const std::string& device, int64_t bud
                                         std::to_string(warmup_steps) + " and " + std::to_string(timed_steps) + ")");
   if (max_batch < 0) throw UsageError("max_batch", "max_batch must be positive or None");
   const int64_t params = count_parameters(parameters);
-  UserTrialStep step(wrap_step(std::move(run_step)), step_options(device, std::move(parameters), after_trial, name));
+  UserTrialStep step(wrap_step(share(std::move(run_step))),
+                     step_options(device, std::move(parameters), after_trial, name));
   auto meter = make_meter(step.device(), budget_bytes);
   BudgetRestore restore(*meter, budget_bytes > 0);
   if (budget_bytes > 0) meter->set_budget_bytes(budget_bytes);
@@ -159,13 +171,26 @@ std::string search(py::function run_step, const std::string& device, int64_t bud
   so.max_batch = max_batch;
   so.start_batch = std::max<int64_t>(1, start_batch);
   so.warmup_steps = warmup_steps;
+  so.memory_warmup_steps = std::min(warmup_steps, 1);  // 0: each call of the step is a whole loop
   so.measure_steps = timed_steps;
   if (!on_trial.is_none()) {
-    auto fn = on_trial.cast<py::function>();
-    so.on_trial = [fn](const Trial& t) { fn(trial_json(t).dump()); };
+    SharedFn fn = share(on_trial.cast<py::function>());
+    so.on_trial = [fn](const Trial& t) {
+      const std::string text = trial_json(t).dump();
+      py::gil_scoped_acquire gil;
+      try {
+        (*fn)(text);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("saturate: on_trial");
+      }
+    };
   }
-  const SearchResult r = search_batch_size(probe, so);
-  if (mon) mon->finish();
+  SearchResult r;
+  {
+    py::gil_scoped_release nogil;
+    r = search_batch_size(probe, so);
+    if (mon) mon->finish();
+  }
   return search_json(context_for(step.device(), *meter, name, params, optimizer), r).dump();
 }
 
@@ -175,11 +200,16 @@ std::string memory_breakdown(py::function run_step, int64_t batch, const std::st
   if (batch < 1) throw UsageError("batch_size", "batch_size=" + std::to_string(batch) + " must be at least 1");
   if (warmup_steps < 0) throw UsageError("warmup_steps", "warmup_steps must be >= 0");
   const std::vector<torch::Tensor> held = parameters;
-  UserTrialStep step(wrap_step(std::move(run_step)), step_options(device, std::move(parameters), after_trial, name));
+  UserTrialStep step(wrap_step(share(std::move(run_step))),
+                     step_options(device, std::move(parameters), after_trial, name));
   auto meter = make_meter(step.device(), budget_bytes);
   BudgetRestore restore(*meter, budget_bytes > 0);
   if (budget_bytes > 0) meter->set_budget_bytes(budget_bytes);
-  const StepMemory m = measure_step_memory(step, *meter, batch, held, warmup_steps);
+  StepMemory m;
+  {
+    py::gil_scoped_release nogil;
+    m = measure_step_memory(step, *meter, batch, held, warmup_steps);
+  }
   nlohmann::json j = {{"trial", trial_json(m.trial)}, {"budget_bytes", meter->budget_bytes()}};
   if (m.trial.ok()) {
     j["breakdown"] = breakdown_json(m.breakdown);
@@ -319,11 +349,11 @@ PYBIND11_MODULE(_saturate, m) {
         py::arg("warmup_steps"));
   py::class_<LoopMonitor>(m, "LoopMonitor")
       .def(py::init<const std::string&, double, int, const std::string&>(), py::arg("device"), py::arg("sample_hz"),
-           py::arg("warmup_steps"), py::arg("trace_path"))
-      .def("start", &LoopMonitor::start)
-      .def("step_begin", &LoopMonitor::step_begin)
-      .def("step_end", &LoopMonitor::step_end)
-      .def("stop", &LoopMonitor::stop, py::arg("failed"));
+           py::arg("warmup_steps"), py::arg("trace_path"), py::call_guard<py::gil_scoped_release>())
+      .def("start", &LoopMonitor::start, py::call_guard<py::gil_scoped_release>())
+      .def("step_begin", &LoopMonitor::step_begin, py::call_guard<py::gil_scoped_release>())
+      .def("step_end", &LoopMonitor::step_end, py::call_guard<py::gil_scoped_release>())
+      .def("stop", &LoopMonitor::stop, py::arg("failed"), py::call_guard<py::gil_scoped_release>());
   py::class_<PhaseMarker>(m, "PhaseMarker")
       .def(py::init<const std::string&>(), py::arg("name"))
       .def("enter", &PhaseMarker::enter)

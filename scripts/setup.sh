@@ -29,4 +29,16 @@ if [ "$have" != "$TORCH_VERSION" ]; then
   fi
 fi
 $PY -c 'import numpy' 2>/dev/null || $PY -m pip install -q numpy >&2
+# the Python package's tests: pytest (required to run them; CTest skips them without it) and the
+# tools its drop-ins replace, Lightning and Accelerate (their tests skip without them). torch is
+# pinned in the same command so that pip keeps the installed 2.11.
+pymissing=()
+for m in pytest lightning accelerate torchvision; do
+  $PY -c "import $m" 2>/dev/null || pymissing+=("$m")
+done
+if ((${#pymissing[@]})); then
+  echo "setup: installing Python test dependencies: ${pymissing[*]}" >&2
+  $PY -m pip install -q "${pymissing[@]}" "torch==$TORCH_VERSION" >&2 ||
+    echo "setup: warning: could not install ${pymissing[*]}; their Python tests will be skipped" >&2
+fi
 exit 0

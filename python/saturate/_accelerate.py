@@ -61,8 +61,24 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
             raise TypeError(f"Batch size was passed into `{function.__name__}` as the first argument when called. "
                             f"Remove this as the decorator already does so: `{function.__name__}({args_text(args)})`")
 
+        # a model and optimizer passed in are trained by every trial: their gradients and state
+        # are dropped between trials and their weights put back after the search
+        given = list(args) + list(kwargs.values())
+        models = [a for a in given if isinstance(a, torch.nn.Module)]
+        optimizers = [a for a in given if isinstance(a, torch.optim.Optimizer)]
+
+        def clean() -> None:
+            # a run stopped after its optimizer step leaves gradients the function would have
+            # zeroed next: each run starts as the first would, without gradients or state
+            for m in models:
+                for p in m.parameters():
+                    p.grad = None
+            for o in optimizers:
+                o.state.clear()
+
         def one_trial(batch_size: int) -> None:
             count = 0
+            clean()
 
             def hook(optimizer, a, k):
                 nonlocal count
@@ -77,13 +93,9 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
                 release_exception(done)
             finally:
                 handle.remove()
+                clean()
 
         dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # a model and optimizer passed in are trained by every trial: their gradients and state
-        # are dropped between trials and their weights put back after the search
-        given = list(args) + list(kwargs.values())
-        models = [a for a in given if isinstance(a, torch.nn.Module)]
-        optimizers = [a for a in given if isinstance(a, torch.optim.Optimizer)]
         result = search(one_trial, device=dev, memory_budget=memory_budget, target_memory=target_memory,
                         strategy=strategy, max_batch=starting_batch_size, warmup_steps=0, timed_steps=1,
                         model=models, optimizer=optimizers, restore=bool(models or optimizers))

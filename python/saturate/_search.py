@@ -35,6 +35,7 @@ class Trial:
 class SearchResult:
     max_batch: int              # the largest batch that fits (0: batch 1 does not)
     max_batch_exact: bool       # max_batch fit and max_batch + 1 was seen not to
+    capped: bool                # the search stopped at max_batch= (the step may fit more)
     recommended_batch: int      # the largest whose peak stays within target_memory of the budget
     throughput_batch: int       # the smallest measured batch within 3 % of the best samples/s
     trials: List[Trial]
@@ -121,6 +122,7 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
         raise runner.interrupt
     data = json.loads(text)
     result = SearchResult(max_batch=data["max_batch"], max_batch_exact=data["max_batch_exact"],
+                          capped=data["capped"],
                           recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
                           trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
                           budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],

@@ -66,7 +66,7 @@ class SearchRun {
 
   TrialRequest timed() const { return {opt_.warmup_steps, opt_.measure_steps, 0}; }
   /// Enough for the steady-state peak: step 1 creates the optimizer state, step 2 runs with it.
-  TrialRequest memory_only(int64_t budget_bytes) const { return {1, 1, budget_bytes}; }
+  TrialRequest memory_only(int64_t budget_bytes) const { return {opt_.memory_warmup_steps, 1, budget_bytes}; }
 
   /// (batch, peak reserved) of every trial that ran to the end: what decides an OOM.
   std::vector<std::pair<int64_t, int64_t>> fitting_points() const {

@@ -31,6 +31,10 @@ struct SearchOptions {
   /// Steps of each timed trial (Lightning runs 3 per trial).
   int warmup_steps = 1;
   int measure_steps = 2;
+  /// Untimed steps before the one recorded step of a memory-only trial (the probes of the
+  /// boundary): 1, so that the first step creates the optimizer state and the second runs with
+  /// it; 0 where one step already runs several optimizer steps (a user's whole loop per call).
+  int memory_warmup_steps = 1;
   /// Safety net against a runaway search.
   int max_trials = 64;
   /// Re-probe the found boundary (max_batch and max_batch+1) this many more times (fit and
