@@ -29,11 +29,11 @@ if [ "$have" != "$TORCH_VERSION" ]; then
   fi
 fi
 $PY -c 'import numpy' 2>/dev/null || $PY -m pip install -q numpy >&2
-# the Python package's tests: pytest (required to run them; CTest skips them without it) and the
-# tools its drop-ins replace, Lightning and Accelerate (their tests skip without them). torch is
-# pinned in the same command so that pip keeps the installed 2.11.
+# `pip install --no-build-isolation .` needs wheel; the Python package's tests need pytest (CTest
+# skips them without it) and the tools its drop-ins replace, Lightning and Accelerate (their
+# tests skip without them). torch is pinned in the same command so that pip keeps 2.11.
 pymissing=()
-for m in pytest lightning accelerate torchvision; do
+for m in pytest wheel lightning accelerate torchvision; do
   $PY -c "import $m" 2>/dev/null || pymissing+=("$m")
 done
 if ((${#pymissing[@]})); then
