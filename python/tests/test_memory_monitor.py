@@ -96,3 +96,16 @@ def test_steps_can_be_marked_by_hand_and_unknown_phases_are_refused():
     assert mon.report.phases_ms["forward"] > 0
     with pytest.raises(ValueError, match="data_wait, h2d, forward"):
         saturate.phase("thinking")
+
+
+def test_a_search_with_the_monitor_explains_each_fitting_trial():
+    model, opt, step = LOOPS["two_input"]()  # marks forward, backward and optimizer
+    r = saturate.search(step, device="cpu", memory_budget=96 * MiB, monitor=True)
+    assert r.max_batch_exact, str(r)
+    ok = [t for t in r.trials if t.status == "ok" and t.data.get("phases_ms")]
+    assert ok, [t.data.keys() for t in r.trials]
+    for t in ok:
+        for phase in ("forward", "backward", "optimizer"):
+            assert t.data["phases_ms"][phase] > 0, (t.batch, t.data["phases_ms"])
+        assert t.data["bottleneck"]["verdict"], t.data["bottleneck"]
+    assert "phases_ms" in r.to_json()
