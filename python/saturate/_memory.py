@@ -75,15 +75,9 @@ def memory_breakdown(step: Callable[[int], Any], batch_size: int, *, model=None,
     if device is None:
         device = device_of(state.modules, "cuda" if torch.cuda.is_available() else "cpu")
     runner = StepRunner(step)
-    if restore:
-        state.save()
-    try:
-        state.reset()
+    with state.trials(restore):
         text = _C.memory_breakdown(runner, batch_size, device, to_bytes(memory_budget, device), state.parameters(),
                                    state.reset, step_name(step), int(warmup_steps))
-    finally:
-        if restore:
-            state.restore()
     if runner.interrupt is not None:
         raise runner.interrupt
     data = json.loads(text)

@@ -107,17 +107,10 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     report = None
     if on_trial is not None:
         report = lambda text: on_trial(Trial.from_json(json.loads(text)))  # noqa: E731
-    if restore:
-        state.save()
-    try:
-        state.reset()
+    with state.trials(restore):
         text = _C.search(runner, device, to_bytes(memory_budget, device), float(target_memory), strategy,
-                         int(max_batch or 0), max(min_batch, 2) if min_batch <= 2 else min_batch,
-                         int(warmup_steps), int(timed_steps), state.parameters(), reset, step_name(step),
-                         state.optimizer_name(), bool(monitor), report)
-    finally:
-        if restore:
-            state.restore()
+                         int(max_batch or 0), max(min_batch, 2), int(warmup_steps), int(timed_steps),
+                         state.parameters(), reset, step_name(step), state.optimizer_name(), bool(monitor), report)
     if runner.interrupt is not None:
         raise runner.interrupt
     data = json.loads(text)

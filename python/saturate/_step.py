@@ -4,12 +4,13 @@ optimizer state). Lightning issue #7335 is the pitfall this avoids: a kept trace
 failed step's activations alive, and every later trial then runs on less memory."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import inspect
 import io
 import traceback
-from typing import Any, Callable, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
 import torch
 
@@ -198,6 +199,19 @@ class StepState:
             p.grad = None
         for o in self.optimizers:
             o.state.clear()
+
+    @contextlib.contextmanager
+    def trials(self, restore: bool) -> Iterator[None]:
+        """Around a search or breakdown: the first trial starts without gradients or optimizer
+        state; with `restore`, weights and optimizer state are as before afterwards."""
+        if restore:
+            self.save()
+        try:
+            self.reset()
+            yield
+        finally:
+            if restore:
+                self.restore()
 
     def save(self) -> None:
         """Weights and optimizer state into host bytes (outside any device or CPU budget)."""
