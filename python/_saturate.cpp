@@ -20,6 +20,8 @@
 #include "saturate/core/units.h"
 #include "saturate/memory/breakdown.h"
 #include "saturate/memory/step_memory.h"
+#include "saturate/monitor/compute_observer.h"
+#include "saturate/monitor/gemm_peak.h"
 #include "saturate/monitor/monitor_observer.h"
 #include "saturate/probe/probe.h"
 #include "saturate/probe/user_step.h"
@@ -154,9 +156,18 @@ std::string search(py::function run_step, const std::string& device, int64_t bud
   UserTrialStep step(wrap_step(share(std::move(run_step))),
                      step_options(device, std::move(parameters), after_trial, name));
   auto meter = make_meter(step.device(), budget_bytes);
+  // the device's GEMM rate (MFU's denominator), measured before any budget applies
+  GemmPeak peak;
+  {
+    py::gil_scoped_release nogil;
+    peak = measure_gemm_peak(step.device(), Precision::kFp32);
+    meter->release_cache();
+  }
   BudgetRestore restore(*meter, budget_bytes > 0);
   if (budget_bytes > 0) meter->set_budget_bytes(budget_bytes);
   Probe probe(step, *meter);
+  ComputeObserver compute(peak.flops_per_s);  // FLOPs counted from the step's operators
+  probe.add_observer(&compute);
   std::unique_ptr<MonitorObserver> mon;
   if (monitor) {
     MonitorOptions mo;
@@ -191,7 +202,9 @@ std::string search(py::function run_step, const std::string& device, int64_t bud
     r = search_batch_size(probe, so);
     if (mon) mon->finish();
   }
-  return search_json(context_for(step.device(), *meter, name, params, optimizer), r).dump();
+  nlohmann::json j = search_json(context_for(step.device(), *meter, name, params, optimizer), r);
+  j["compute"] = compute_json(r, peak, std::nullopt);
+  return j.dump();
 }
 
 std::string memory_breakdown(py::function run_step, int64_t batch, const std::string& device, int64_t budget_bytes,

@@ -43,6 +43,10 @@ class SearchResult:
     budget_bytes: int
     target_bytes: int
     error: str = ""             # a trial failed with something else than out-of-memory
+    # FLOPs counted from the step's matrix products and convolutions (per sample), the rate at
+    # the throughput batch, the device's measured GEMM peak and MFU: flops_per_sample,
+    # achieved_flops_per_s, peak_flops_per_s, peak_method, mfu, batch
+    compute: Dict[str, Any] = field(default_factory=dict)
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -119,7 +123,7 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                           recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
                           trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
                           budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
-                          error=data.get("error", ""), data=data)
+                          error=data.get("error", ""), compute=data.get("compute", {}), data=data)
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"

@@ -60,10 +60,10 @@ def test_to_json_has_the_fields_of_the_command_lines_json(tmp_path):
                     str(out)], check=True, capture_output=True, timeout=600)
     cli = json.loads(out.read_text())
     py = json.loads(search_loop("mlp", 48 * MiB).to_json())
-    # the command line's own step has a precision, checkpointing and a breakdown of its
-    # recommended batch; a user's step sets the first two itself (saturate.memory_breakdown
-    # gives the third)
-    assert set(cli) - set(py) <= {"precision", "checkpointing", "memory_breakdown"}, set(cli) - set(py)
+    # the command line's own step has a precision, checkpointing, fast paths and a breakdown of
+    # its recommended batch; a user's step sets the first three itself (saturate.memory_breakdown
+    # gives the fourth)
+    assert set(cli) - set(py) <= {"precision", "checkpointing", "fast_paths", "memory_breakdown"}, set(cli) - set(py)
     cli_trial = set().union(*(set(t) for t in cli["trials"]))
     py_trial = set().union(*(set(t) for t in py["trials"]))
     # what the command line's observers add (the monitor: saturate.search(monitor=True); the
@@ -131,3 +131,24 @@ def test_min_batch_that_does_not_fit_is_reported():
     r = search_loop("mlp", 48 * MiB, max_batch=None, min_batch=100000, strategy="power")
     assert r.max_batch < 100000
     assert "min_batch" in r.error
+
+
+@pytest.mark.parametrize("name,budget", [("two_input", 96 * MiB), ("mlp", 48 * MiB)])
+def test_the_flops_per_sample_equal_pytorchs_own_flop_counter(name, budget):
+    from torch.utils.flop_counter import FlopCounterMode
+    r = search_loop(name, budget)
+    assert not r.error, r.error
+    c = r.compute
+    assert c["flops_method"] == "counted"
+    # the same step, counted by PyTorch's FlopCounterMode (forward and backward, from Python)
+    model, opt, step = LOOPS[name]()
+    batch = 16
+    with FlopCounterMode(display=False) as counter:
+        step(batch)
+    expected = counter.get_total_flops() / batch
+    assert expected > 0
+    assert c["flops_per_sample"] == pytest.approx(expected, rel=1e-9)
+    # the rate at the reported batch and its share of the measured GEMM peak
+    assert c["achieved_flops_per_s"] > 0 and c["peak_flops_per_s"] > 0
+    assert c["mfu"] == pytest.approx(c["achieved_flops_per_s"] / c["peak_flops_per_s"], rel=1e-9)
+    assert c["peak_method"].startswith("measured: fp32 GEMM")

@@ -89,6 +89,16 @@ std::string format_bytes(int64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
+std::string format_flops(double flops) {
+  static const char* const prefixes[] = {"P", "T", "G", "M", "k"};
+  double scale = 1e15;
+  for (const char* p : prefixes) {
+    if (std::fabs(flops) >= scale) return fmt::format("{:.{}f} {}FLOP", flops / scale, flops / scale >= 100 ? 1 : 2, p);
+    scale /= 1000;
+  }
+  return fmt::format("{:.0f} FLOP", flops);
+}
+
 std::vector<int64_t> parse_shape(const std::string& text, const std::string& flag) {
   std::vector<int64_t> dims;
   const auto bad = [&](const std::string& why) {

@@ -65,6 +65,9 @@ void WorkloadTrialStep::begin(int64_t batch) {
   o.checkpointing = footprint_.checkpointing;
   o.clip_grad_norm = footprint_.clip_grad_norm;
   o.micro_batch = batch;
+  o.fast_paths = footprint_.fast_paths;
+  switches_.reset();  // the previous trial's first: this one saves the switches as they were before it
+  switches_ = std::make_unique<ProcessSwitches>(footprint_.fast_paths);
   step_ = std::make_unique<TrainingStep>(workload_, o);
   workload_.model().train(true);
   last_batch_ = batch;
@@ -126,6 +129,7 @@ void WorkloadTrialStep::finish(int64_t batch) {
 
 void WorkloadTrialStep::end() noexcept {
   step_.reset();  // the optimizer and its state
+  switches_.reset();
   data_ = Batch{};
   window_.clear();
   for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();
@@ -135,6 +139,7 @@ void WorkloadTrialStep::end() noexcept {
 void WorkloadTrialStep::describe(nlohmann::json& extra) const {
   if (footprint_.checkpointing.enabled()) extra["checkpointing"] = to_string(footprint_.checkpointing);
   if (footprint_.precision != Precision::kFp32) extra["precision"] = to_string(footprint_.precision);
+  if (!footprint_.fast_paths.names().empty()) extra["fast_paths"] = footprint_.fast_paths.to_string();
   const bool accumulates = footprint_.global_batch > 0 || footprint_.accumulation > 1;
   if (accumulates) extra["global_batch"] = global_batch_of(last_batch_);
   if (footprint_.prefetched_batches > 0) extra["prefetched_batches"] = footprint_.prefetched_batches;

@@ -140,4 +140,42 @@ void write_json(const nlohmann::json& j, const std::string& path, std::ostream& 
     throw RuntimeFailure(fmt::format("--json {}: cannot move the finished file into place", path));
 }
 
+nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample) {
+  nlohmann::json j = {{"peak_flops_per_s", peak.flops_per_s}, {"peak_method", peak.method()}, {"flops_method", "counted"}};
+  if (analytic_flops_per_sample) j["analytic_flops_per_sample"] = *analytic_flops_per_sample;
+  const Trial* at = nullptr;
+  for (const int64_t want : {r.throughput_batch, r.recommended_batch, r.max_batch})
+    for (const Trial& t : r.trials)
+      if (!at && want > 0 && t.batch == want && t.ok() && t.extra.contains("compute") &&
+          t.extra["compute"].contains("achieved_flops_per_s"))
+        at = &t;
+  if (!at)
+    for (const Trial& t : r.trials)
+      if (t.ok() && t.extra.contains("compute")) at = &t;
+  if (!at) return j;
+  const nlohmann::json& c = at->extra["compute"];
+  j["batch"] = at->batch;
+  j["flops_per_sample"] = c.value("flops_per_sample", 0.0);
+  if (c.contains("achieved_flops_per_s")) {
+    j["achieved_flops_per_s"] = c["achieved_flops_per_s"];
+    j["mfu"] = c.value("mfu", 0.0);
+  }
+  return j;
+}
+
+std::string compute_text(const nlohmann::json& c) {
+  if (!c.contains("flops_per_sample")) return "";
+  std::string analytic;
+  if (c.contains("analytic_flops_per_sample"))
+    analytic = fmt::format(", analytic {}", format_flops(c["analytic_flops_per_sample"].get<double>()));
+  std::string rate;
+  if (c.contains("achieved_flops_per_s"))
+    rate = fmt::format("; {}/s at batch {} = {:.1f} % MFU of {}/s ({})",
+                       format_flops(c["achieved_flops_per_s"].get<double>()), c["batch"].get<int64_t>(),
+                       100 * c["mfu"].get<double>(), format_flops(c["peak_flops_per_s"].get<double>()),
+                       c["peak_method"].get<std::string>());
+  return fmt::format("compute            {}/sample (counted{}){}\n", format_flops(c["flops_per_sample"].get<double>()),
+                     analytic, rate);
+}
+
 }  // namespace saturate

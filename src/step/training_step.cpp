@@ -52,7 +52,12 @@ TrainingStep::TrainingStep(Workload& workload, StepOptions options)
     throw UsageError("micro_batch", fmt::format("{} is not a positive number of samples", options_.micro_batch));
   check_step_options(workload_, options_.precision, options_.checkpointing);
   if (options_.checkpointing.enabled()) blocks_ = as_block_model(workload_.model());
-  optimizer_ = workload_.make_optimizer();
+  // the model's layout follows the switch both ways (a trial without it after one with it)
+  std::vector<torch::Tensor> tensors;
+  for (auto& [name, t] : workload_.model().named_tensors()) tensors.push_back(t);
+  set_memory_format(tensors, options_.fast_paths.channels_last ? torch::MemoryFormat::ChannelsLast
+                                                               : torch::MemoryFormat::Contiguous);
+  optimizer_ = workload_.make_optimizer(options_.fast_paths.fused_optimizer);
 }
 
 void TrainingStep::set_micro_batch(int64_t micro_batch) {
@@ -91,7 +96,8 @@ StepResult TrainingStep::run(const Batch& batch) {
   for (int64_t start = 0; start < global; start += micro) {
     const int64_t n = std::min(micro, global - start);
     PhaseMark h2d(copies ? obs : nullptr, Phase::kHostToDevice);
-    const torch::Tensor x = batch.inputs.slice(0, start, start + n).to(device, /*non_blocking=*/true);
+    torch::Tensor x = batch.inputs.slice(0, start, start + n).to(device, /*non_blocking=*/true);
+    if (options_.fast_paths.channels_last && x.dim() == 4) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
     const torch::Tensor y = batch.targets.slice(0, start, start + n).to(device, /*non_blocking=*/true);
     h2d.end();
     // each micro-batch's mean loss weighted by its share: the sum is the batch's mean loss.

@@ -1,5 +1,7 @@
 #include "saturate/step/workload.h"
 
+#include "saturate/step/fused_optimizer.h"
+
 #include <fmt/format.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
@@ -72,10 +74,20 @@ torch::Tensor Workload::loss(const torch::Tensor& logits, const torch::Tensor& t
                                format_shape(logits.sizes().vec()), format_shape(targets.sizes().vec())));
 }
 
-std::unique_ptr<torch::optim::Optimizer> Workload::make_optimizer() {
+std::unique_ptr<torch::optim::Optimizer> Workload::make_optimizer(bool fused) {
   std::vector<torch::Tensor> params;
   for (auto& p : built_.model->parameters())
     if (p.requires_grad()) params.push_back(p);
+  if (fused) {
+    switch (optimizer_) {
+      case OptimizerKind::kSgd:
+        return std::make_unique<FusedSGD>(params, torch::optim::SGDOptions(lr_).momentum(0.9));
+      case OptimizerKind::kAdam:
+        return std::make_unique<FusedAdam>(params, torch::optim::AdamOptions(lr_));
+      case OptimizerKind::kAdamW:
+        return std::make_unique<FusedAdamW>(params, torch::optim::AdamWOptions(lr_).weight_decay(0.01));
+    }
+  }
   switch (optimizer_) {
     case OptimizerKind::kSgd:
       return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr_).momentum(0.9));

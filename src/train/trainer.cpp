@@ -6,11 +6,13 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <torch/cuda.h>
 #include <torch/serialize.h>
 
 #include "saturate/core/errors.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
+#include "saturate/monitor/flop_counter.h"
 #include "saturate/train/checkpoint_file.h"
 #include "saturate/step/grad_scaler.h"
 #include "saturate/step/rng_state.h"
@@ -177,6 +179,11 @@ TrainResult Trainer::run() {
   so.clip_grad_norm = opt_.clip_grad_norm;
   so.sync = opt_.sync;
   so.observer = opt_.observer;
+  so.fast_paths = opt_.fast_paths;
+  if (opt_.loss_every < 1)
+    throw UsageError("loss_every", fmt::format("{} is not a positive number of steps; 1 reads every step's loss",
+                                               opt_.loss_every));
+  ProcessSwitches switches(opt_.fast_paths);
   TrainingStep training_step(workload_, so);
   torch::optim::Optimizer* const optimizer = &training_step.optimizer();
   GradScaler& scaler = training_step.scaler();
@@ -196,6 +203,25 @@ TrainResult Trainer::run() {
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   PhaseObserver* const obs = opt_.observer;
   const int64_t first_step = step;
+  // losses still on the device: read together every loss_every steps (one wait for the device)
+  struct PendingLoss {
+    int64_t step;
+    torch::Tensor loss;
+    double lr;
+  };
+  std::vector<PendingLoss> pending;
+  const auto read_losses = [&] {
+    for (const PendingLoss& p : pending) {
+      const double loss = p.loss.item<double>();
+      if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
+        throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower --lr (now {:g}) or add "
+                                         "--clip-grad-norm 1.0",
+                                         loss, p.step, p.lr));
+      result.losses.push_back(loss);
+      if (opt_.on_step) opt_.on_step(p.step, loss, p.lr);
+    }
+    pending.clear();
+  };
   for (; step < total_steps; ++step) {
     // the run's first step warms up (allocator, caches, loader start): not measured
     bool measured = step > first_step;
@@ -209,14 +235,19 @@ TrainResult Trainer::run() {
     const double lr = opt_.schedule.lr_at(step);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     StepResult outcome;
-    double loss = 0;
+    std::unique_ptr<FlopCounter> flops;
     while (true) {
       try {
+        if (opt_.count_flops && step == first_step) flops = std::make_unique<FlopCounter>();
         outcome = training_step.run(batch);
-        // item() waits for the step's device work: the observer's step_end follows it, no extra sync
-        loss = outcome.loss.item<double>();
+        if (flops) {
+          result.flops_per_step = flops->total_flops();
+          result.flops_counted_batch = batch.inputs.size(0);  // this rank's samples
+          flops.reset();
+        }
         break;
       } catch (const std::exception& e) {
+        flops.reset();
         const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
         if (!peer_oom && !is_out_of_memory(e)) throw;
         if (!peer_oom && !opt_.oom_backoff) {
@@ -254,28 +285,35 @@ TrainResult Trainer::run() {
         }
       }
     }
+    pending.push_back({step, outcome.loss, lr});
+    const bool epoch_end = (step + 1) % per_epoch == 0;
+    const bool periodic = opt_.checkpoint_every > 0 && (step + 1) % opt_.checkpoint_every == 0;
+    const bool checkpoint = !opt_.checkpoint_dir.empty() && (periodic || epoch_end || step + 1 == total_steps);
+    const bool read_now = static_cast<int64_t>(pending.size()) >= opt_.loss_every || checkpoint ||
+                          (epoch_end && eval_) || step + 1 == total_steps;
+    // the read waits for the step's device work, so the observer's step_end follows it; without
+    // a read, an observer on a GPU still needs the step finished to read its timing events
+    if (read_now) {
+      (void)pending.back().loss.item<double>();
+    } else if (obs && workload_.device().is_cuda()) {
+      torch::cuda::synchronize(workload_.device().index());
+    }
     if (obs) obs->step_end(static_cast<int>(step), measured);
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
-    if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
-      throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower --lr (now {:g}) or add "
-                                       "--clip-grad-norm 1.0",
-                                       loss, step, lr));
-    result.losses.push_back(loss);
+    if (read_now) read_losses();
     samples_this_run += global;
-    if (opt_.on_step) opt_.on_step(step, loss, lr);
-    const bool epoch_end = (step + 1) % per_epoch == 0;
     if (epoch_end && eval_) {
       auto [test_loss, accuracy] = evaluate();
       result.final_test_loss = test_loss;
       result.final_test_accuracy = accuracy;
       if (opt_.on_eval) opt_.on_eval((step + 1) / per_epoch, test_loss, accuracy);
     }
-    const bool periodic = opt_.checkpoint_every > 0 && (step + 1) % opt_.checkpoint_every == 0;
-    if (!opt_.checkpoint_dir.empty() && (periodic || epoch_end || step + 1 == total_steps)) {
+    if (checkpoint) {
       if (opt_.write_checkpoints) save_checkpoint(step + 1, *optimizer, scaler, result);
       ++result.checkpoints_written;
     }
   }
+  read_losses();
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   result.steps = step;
   if (global == 0) global = micro_ * accumulation_ * world;

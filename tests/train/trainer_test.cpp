@@ -261,3 +261,57 @@ TEST(TrainerTest, Bf16AutocastTrainsOnCpu) {
   for (double l : r.losses) EXPECT_TRUE(std::isfinite(l));
   for (auto& p : rig.workload->model().parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);  // fp32 master weights
 }
+
+TEST(TrainerTest, ReadingTheLossEveryFewStepsKeepsEveryStepsLossInOrder) {
+  std::vector<std::vector<double>> losses;
+  std::vector<std::vector<int64_t>> told;
+  for (int64_t every : {1, 3, 100}) {
+    TrainOptions o;
+    o.micro_batch = 64;
+    o.max_steps = 7;
+    o.loss_every = every;
+    told.emplace_back();
+    o.on_step = [&told](int64_t step, double, double) { told.back().push_back(step); };
+    Rig rig;
+    losses.push_back(rig.train(o).losses);
+  }
+  ASSERT_EQ(losses[0].size(), 7u);
+  EXPECT_EQ(losses[1], losses[0]);  // the same steps, read later: bit for bit
+  EXPECT_EQ(losses[2], losses[0]);
+  for (const auto& steps : told) EXPECT_EQ(steps, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+TEST(TrainerTest, ANanLossReadLaterStillNamesItsStep) {
+  Rig rig;
+  TrainOptions o;
+  o.micro_batch = 64;
+  o.max_steps = 5;
+  o.loss_every = 4;
+  rig.inputs[100][0][0][0] = std::numeric_limits<float>::quiet_NaN();  // in the second global batch
+  ASSERT_THROWS_WITH(rig.train(o), RuntimeFailure, "became nan at step 1; lower --lr");
+}
+
+TEST(TrainerTest, ANonPositiveLossIntervalIsRefused) {
+  Rig rig;
+  TrainOptions o;
+  o.micro_batch = 64;
+  o.max_steps = 1;
+  o.loss_every = 0;
+  ASSERT_THROWS_WITH(rig.train(o), UsageError, "0 is not a positive number of steps");
+}
+
+TEST(TrainerTest, TheFirstStepsFlopsAreCountedWhenAsked) {
+  Rig rig;
+  TrainOptions o;
+  o.micro_batch = 32;
+  o.accumulation = 2;
+  o.max_steps = 2;
+  o.count_flops = true;
+  const TrainResult r = rig.train(o);
+  EXPECT_EQ(r.flops_counted_batch, 64);
+  // mlp 784 -> 64 -> 64 -> 10: forward 2 x (784x64 + 64x64 + 64x10) per sample; the backward
+  // adds the weight gradients of every layer and the input gradients of all but the first
+  const double fwd = 2.0 * (784 * 64 + 64 * 64 + 64 * 10);
+  const double bwd = fwd + 2.0 * (64 * 64 + 64 * 10);
+  EXPECT_DOUBLE_EQ(r.flops_per_step, 64 * (fwd + bwd));
+}

@@ -1,5 +1,8 @@
 // saturate search: find the largest, the recommended and the saturating batch size.
+#include <algorithm>
 #include <iostream>
+
+#include <ATen/Parallel.h>
 #include <optional>
 
 #include <fmt/format.h>
@@ -13,7 +16,10 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/dist/search_run.h"
+#include "saturate/models/flops.h"
+#include "saturate/monitor/compute_observer.h"
 #include "saturate/probe/probe.h"
+#include "saturate/search/fast_path_choice.h"
 #include "saturate/report/checkpointing_report.h"
 
 namespace saturate::cli {
@@ -29,6 +35,48 @@ struct SearchFlags {
   bool quiet = false;
   int64_t required_batch = 0;
 };
+
+/// Tries the fast paths at the batch the search found (docs/search.md, "Fast paths").
+FastPathChoice try_fast_paths(Probe& probe, Session& s, int64_t batch, int steps, bool quiet) {
+  const TrainingFootprint start = probe.footprint();
+  const auto measure = [&](const FastPaths& paths) {
+    TrainingFootprint f = start;
+    f.fast_paths = paths;
+    probe.set_footprint(f);
+    return probe.run(batch, {1, steps, 0});
+  };
+  const auto candidates = fast_path_candidates(s.device.is_cuda(), has_4d(s.workload->model().parameters()),
+                                               start.precision == Precision::kFp32, at::get_num_threads());
+  FastPathChoice choice = choose_fast_paths(start.fast_paths, candidates, measure);
+  probe.set_footprint(start);
+  if (!quiet)
+    for (const auto& t : choice.tried)
+      std::cerr << fmt::format("saturate: fast path {:<16} {:>8.2f} ms -> {:>8.2f} ms  {:+6.1f} %  {}\n", t.name,
+                               t.baseline_ms, t.with_ms, 100 * t.gain, t.kept ? "kept" : "not kept: " + t.note);
+  return choice;
+}
+
+nlohmann::json fast_paths_json(const FastPathChoice& c, int64_t batch) {
+  nlohmann::json tried = nlohmann::json::array();
+  for (const auto& t : c.tried)
+    tried.push_back({{"name", t.name}, {"kept", t.kept}, {"baseline_ms", t.baseline_ms}, {"with_ms", t.with_ms},
+                     {"gain", t.gain}, {"note", t.note}});
+  return {{"chosen", c.chosen.to_string()}, {"batch", batch},        {"baseline_ms", c.baseline_ms},
+          {"chosen_ms", c.chosen_ms},       {"tried", tried}};
+}
+
+std::string fast_paths_text(const FastPathChoice& c, int64_t batch) {
+  std::string tried;
+  for (const auto& t : c.tried)
+    tried += fmt::format("{}{} {}{}", tried.empty() ? "" : ", ", t.name,
+                         t.with_ms > 0 ? fmt::format("{:+.1f} %", 100 * t.gain) : "failed", t.kept ? " (kept)" : "");
+  const bool any = std::any_of(c.tried.begin(), c.tried.end(), [](const FastPathTrial& t) { return t.kept; });
+  const std::string what =
+      any ? fmt::format("{} ({:.2f} -> {:.2f} ms/step at batch {}, {:+.1f} % steps/s)", c.chosen.to_string(), c.baseline_ms,
+                        c.chosen_ms, batch, 100 * (c.baseline_ms / c.chosen_ms - 1))
+          : fmt::format("{}: none measured faster at batch {} ({:.2f} ms/step)", c.chosen.to_string(), batch, c.baseline_ms);
+  return fmt::format("fast paths         {}; tried: {}\n", what, tried.empty() ? "none" : tried);
+}
 
 /// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
 std::string batch_one_need(Session& s, const TrainingFootprint& footprint) {
@@ -110,6 +158,10 @@ void add_search_command(CLI::App& app, Action& action) {
                                  to_string(opt.strategy));
       Probe probe(*session->workload, *session->meter);
       probe.set_footprint(footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
+      // FLOPs of each trial's first step and MFU against the device's measured GEMM rate
+      const GemmPeak peak = session_gemm_peak(*session, footprint.precision, footprint.fast_paths);
+      ComputeObserver compute(peak.flops_per_s);
+      probe.add_observer(&compute);
       auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown per trial
       probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
       // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
@@ -136,11 +188,28 @@ void add_search_command(CLI::App& app, Action& action) {
       }
       const SearchResult& result = dres.result;
       if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
+      std::optional<FastPathChoice> fast;
+      const int64_t fast_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
+      nlohmann::json fast_j = {{"policy", stepflags->fast_paths}, {"chosen", footprint.fast_paths.to_string()}};
+      if (fast_paths_tried(*stepflags, session->device.is_cuda())) {
+        if (dist) {
+          fast_j["reason"] = "not tried with several ranks";
+        } else if (fast_batch > 0 && result.error.empty()) {
+          fast = try_fast_paths(probe, *session, fast_batch, sf->steps, sf->quiet);
+          fast_j = fast_paths_json(*fast, fast_batch);
+          fast_j["policy"] = stepflags->fast_paths;
+        }
+      } else if (stepflags->fast_paths == "auto") {
+        fast_j["reason"] = "auto tries them on CUDA; --fast-paths try measures them on this CPU";
+      }
       if (monitor) monitor->finish();
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
       nlohmann::json j = search_json(session->context, result);
       j["checkpointing"] = checkpointing_j;
       j["precision"] = to_string(footprint.precision);
+      const auto analytic = analytic_flops(session->workload->built().spec);
+      j["compute"] = compute_json(result, peak, analytic ? std::optional<double>(analytic->training_per_sample) : std::nullopt);
+      j["fast_paths"] = fast_j;
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
@@ -151,6 +220,8 @@ void add_search_command(CLI::App& app, Action& action) {
         print_search(std::cout, session->context, result);
         if (checkpointing.enabled()) std::cout << "checkpointing      " << to_string(checkpointing) << "\n";
         if (footprint.precision != Precision::kFp32) std::cout << "precision          " << to_string(footprint.precision) << "\n";
+        std::cout << compute_text(j["compute"]);
+        if (fast) std::cout << fast_paths_text(*fast, fast_batch);
         std::cout << checkpointing_text;
         if (dist) std::cout << rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
         if (plan) std::cout << plan_text(*plan);

@@ -9,6 +9,8 @@
 #include "dist_flags.h"
 #include "monitor_flags.h"
 #include "step_flags.h"
+#include "saturate/models/flops.h"
+#include "saturate/monitor/gemm_peak.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/leak_check.h"
@@ -43,6 +45,7 @@ struct TrainFlags {
   double clip_grad_norm = 0;
   bool no_backoff = false;
   int64_t log_every = 50;
+  int64_t loss_every = 10;
   bool quiet = false;
 };
 
@@ -71,6 +74,26 @@ nlohmann::json summary_json(const Session& s, const DataFlags& data, const StepF
             {"losses", r.losses}});
   j["leak"]["sites"] = leak_sites_json(leak.sites());  // filled a few steps after a detection
   add_train_rank_json(j, ranks);
+  return j;
+}
+
+/// FLOPs of the run's first step (counted), the rate the run sustained and its MFU against the
+/// device's measured GEMM rate (every rank's: MFU per device) (train JSON: flops_per_sample, achieved_flops_per_s, peak_flops_per_s,
+/// peak_method, mfu).
+nlohmann::json train_compute_json(Session& s, const TrainOptions& o, const TrainResult& r, int world) {
+  nlohmann::json j = nlohmann::json::object();
+  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return j;
+  const double per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
+  const GemmPeak peak = session_gemm_peak(s, o.precision, o.fast_paths);
+  const double achieved = per_sample * r.samples_per_s;
+  j["flops_per_sample"] = per_sample;
+  j["flops_method"] = "counted";
+  if (const auto analytic = analytic_flops(s.workload->built().spec)) j["analytic_flops_per_sample"] = analytic->training_per_sample;
+  j["achieved_flops_per_s"] = achieved;
+  j["peak_flops_per_s"] = peak.flops_per_s;
+  j["peak_method"] = peak.method();
+  // samples/s are the whole job's: against the peak of every rank's device
+  j["mfu"] = model_flops_utilization(achieved / std::max(1, world), peak);
   return j;
 }
 
@@ -144,6 +167,10 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--clip-grad-norm", tf->clip_grad_norm, "clip the global gradient norm (0: off)");
   cmd->add_flag("--no-oom-backoff", tf->no_backoff, "fail on OOM instead of halving the micro-batch");
   cmd->add_option("--log-every", tf->log_every, "progress line every N steps on stderr")->capture_default_str();
+  cmd->add_option("--loss-every", tf->loss_every,
+                  "read the loss back from the device every N steps (each read is a sync that stops the host from "
+                  "queueing work ahead; 1: every step)")
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", tf->quiet, "no progress lines");
   cmd->callback([=, &action] {
     action = [=]() -> int {
@@ -151,6 +178,12 @@ void add_train_command(CLI::App& app, Action& action) {
       const TrainingFootprint step_footprint_flags = step_footprint(*stepflags);
       o.precision = step_footprint_flags.precision;
       o.checkpointing = step_footprint_flags.checkpointing;
+      o.fast_paths = step_footprint_flags.fast_paths;
+      if (tf->loss_every < 1)
+        throw UsageError(fmt::format("--loss-every: {} is not a positive number of steps; 1 reads every step's loss",
+                                     tf->loss_every));
+      o.loss_every = tf->loss_every;
+      o.count_flops = true;
       const LrDecay decay = parse_lr_decay(tf->lr_schedule);
       const LrScaling scaling = parse_lr_scaling(tf->lr_scaling);
       const bool auto_batch = tf->batch == "auto";
@@ -350,6 +383,10 @@ void add_train_command(CLI::App& app, Action& action) {
       nlohmann::json j = summary_json(*session, *data, *stepflags, r, leak_watch, ranks);
       j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
+      j["fast_paths"] = o.fast_paths.to_string();
+      j["loss_every"] = o.loss_every;
+      const nlohmann::json compute = train_compute_json(*session, o, r, world);
+      j.update(compute);
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {
@@ -365,6 +402,13 @@ void add_train_command(CLI::App& app, Action& action) {
         if (r.final_test_accuracy)  // the held-out split's: "test" or "val"
           std::cout << fmt::format("{:<12}loss {:.4f}, accuracy {:.2f} %\n", eval_split, *r.final_test_loss,
                                    100.0 * *r.final_test_accuracy);
+        if (compute.contains("mfu"))
+          std::cout << fmt::format("compute     {}/sample, {}/s = {:.1f} % MFU of {}/s ({})\n",
+                                   format_flops(compute["flops_per_sample"].get<double>()),
+                                   format_flops(compute["achieved_flops_per_s"].get<double>()),
+                                   100 * compute["mfu"].get<double>(),
+                                   format_flops(compute["peak_flops_per_s"].get<double>()),
+                                   compute["peak_method"].get<std::string>());
         std::cout << fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
                                  r.oom_backoffs.size(), r.checkpoints_written,
                                  r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "");

@@ -17,6 +17,14 @@ void add_step_flags(CLI::App& app, StepFlags& f, bool allow_auto) {
                               "and with blocks, report both curves, use checkpointing only when it wins)"
                             : "activation checkpointing in the forward pass: none | blocks | every-N")
       ->capture_default_str();
+  if (allow_auto) f.fast_paths = "auto";
+  app.add_option("--fast-paths", f.fast_paths,
+                 allow_auto ? "framework switches (seed B7): auto (try them at the found batch on CUDA, keep those "
+                              "measured faster) | try (also on CPU) | none | a list to use as given: "
+                              "cudnn_benchmark,tf32,channels_last,fused_optimizer,threads=N"
+                            : "framework switches (seed B7): none | a list of cudnn_benchmark, tf32, channels_last, "
+                              "fused_optimizer, threads=N (as `saturate search` chose them)")
+      ->capture_default_str();
 }
 
 CheckpointPolicy step_checkpointing(const StepFlags& f) {
@@ -35,7 +43,35 @@ TrainingFootprint step_footprint(const StepFlags& f) {
   TrainingFootprint t;
   t.precision = parse_precision(f.precision);
   t.checkpointing = step_checkpointing(f);
+  const bool tried = f.allow_auto && (f.fast_paths == "auto" || f.fast_paths == "try");
+  if (!tried) {
+    try {
+      t.fast_paths = parse_fast_paths(f.fast_paths);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--fast-paths: {}{}", e.what(), f.allow_auto ? "; or auto, or try" : ""));
+    }
+  }
   return t;
+}
+
+bool fast_paths_tried(const StepFlags& f, bool cuda) {
+  return f.allow_auto && (f.fast_paths == "try" || (f.fast_paths == "auto" && cuda));
+}
+
+GemmPeak session_gemm_peak(Session& s, Precision precision, const FastPaths& paths) {
+  const int64_t budget = s.meter->budget_bytes();
+  s.meter->set_budget_bytes(s.meter->capacity_bytes());
+  GemmPeak peak;
+  try {
+    ProcessSwitches switches(paths);  // the threads the step runs with
+    peak = measure_gemm_peak(s.device, precision, paths.tf32);
+  } catch (...) {
+    s.meter->set_budget_bytes(budget);
+    throw;
+  }
+  s.meter->release_cache();
+  s.meter->set_budget_bytes(budget);
+  return peak;
 }
 
 }  // namespace saturate::cli

@@ -23,6 +23,9 @@ MemorySize parse_memory_size(const std::string& text, const std::string& flag = 
 /// "1.50 GiB", "512.0 MiB", "900 B".
 std::string format_bytes(int64_t bytes);
 
+/// "1.23 GFLOP", "456.0 TFLOP", "12 FLOP" (decimal prefixes, as FLOP rates are quoted).
+std::string format_flops(double flops);
+
 /// Parses "3x224x224" into {3, 224, 224}; every dimension must be a positive integer.
 std::vector<int64_t> parse_shape(const std::string& text, const std::string& flag = "shape");
 

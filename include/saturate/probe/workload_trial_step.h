@@ -39,6 +39,8 @@ struct TrainingFootprint {
   int64_t eval_batch_per_micro = 0;
   /// Evaluation batches the evaluation loader keeps in flight.
   int64_t eval_prefetched_batches = 0;
+  /// Framework switches (step/fast_paths.h); the process-wide ones hold for the trial only.
+  FastPaths fast_paths;
   /// Throws UsageError naming the field for negative values.
   void validate() const;
 };
@@ -72,6 +74,7 @@ class WorkloadTrialStep final : public TrialStep {
   Workload& workload_;
   TrainingFootprint footprint_;
   BatchSource* source_ = nullptr;
+  std::unique_ptr<ProcessSwitches> switches_;  ///< the trial's process-wide fast paths
   std::unique_ptr<TrainingStep> step_;
   Batch data_;
   std::vector<Batch> window_;

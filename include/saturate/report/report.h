@@ -3,11 +3,13 @@
 // itself, callers hand in the stream.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/monitor/gemm_peak.h"
 #include "saturate/search/search.h"
 
 namespace saturate {
@@ -34,6 +36,13 @@ std::string trial_line(const Trial& t);
 /// The table of trials and the answer, for people.
 void print_search(std::ostream& out, const RunContext& c, const SearchResult& r);
 void print_trial(std::ostream& out, const RunContext& c, const Trial& t);
+
+/// FLOPs and MFU of a search (search JSON "compute"): the counted FLOPs per sample of the trial at
+/// the throughput batch (else the recommended, else the largest; monitor/compute_observer.h), the
+/// rate it ran at, the measured GEMM peak and their ratio (mfu); the analytic figure when known.
+nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample);
+/// One line for the search table ("" without FLOPs).
+std::string compute_text(const nlohmann::json& compute);
 
 /// Writes `j` to `path` ("-" = stdout) atomically (temporary file, then rename).
 void write_json(const nlohmann::json& j, const std::string& path, std::ostream& stdout_stream);

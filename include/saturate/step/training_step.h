@@ -13,6 +13,7 @@
 #include <torch/types.h>
 
 #include "saturate/step/activation_checkpoint.h"
+#include "saturate/step/fast_paths.h"
 #include "saturate/step/grad_scaler.h"
 #include "saturate/step/phase_observer.h"
 #include "saturate/step/precision.h"
@@ -30,6 +31,9 @@ struct StepOptions {
   bool retain_graph = false;
   StepSync* sync = nullptr;         ///< not owned; nullptr: one process
   PhaseObserver* observer = nullptr;  ///< not owned; told of h2d, forward, backward, optimizer
+  /// The step's own switches: channels_last (model and inputs), fused_optimizer. The process-wide
+  /// ones (cudnn_benchmark, tf32, threads) are the caller's to set (ProcessSwitches).
+  FastPaths fast_paths;
 };
 
 struct StepResult {

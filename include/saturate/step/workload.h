@@ -47,8 +47,9 @@ class Workload {
   Batch empty_batch(int64_t batch, const torch::Device& where) const;
   /// Mean cross-entropy; logits [B, C] against labels [B], or [B, T, V] against [B, T].
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets) const;
-  /// A fresh optimizer over the model's trainable parameters (its state is made lazily).
-  std::unique_ptr<torch::optim::Optimizer> make_optimizer();
+  /// A fresh optimizer over the model's trainable parameters (its state is made lazily);
+  /// `fused`: the same optimizer with a fused update kernel (step/fused_optimizer.h).
+  std::unique_ptr<torch::optim::Optimizer> make_optimizer(bool fused = false);
   /// Bytes of the trainable parameters.
   int64_t parameter_bytes();
 

@@ -21,6 +21,7 @@
 #include "saturate/step/step_sync.h"
 #include "saturate/step/training_step.h"
 #include "saturate/train/lr_schedule.h"
+#include "saturate/step/fast_paths.h"
 #include "saturate/step/precision.h"
 
 namespace saturate {
@@ -73,6 +74,15 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  ///< steps; 0: only at epoch ends
   bool resume = false;           ///< continue from checkpoint_dir
   bool oom_backoff = true;
+  /// Framework switches (step/fast_paths.h); the process-wide ones hold for the run.
+  FastPaths fast_paths;
+  /// Read the loss back every this many steps (each read waits for the device: a sync that
+  /// stops the host from queueing work ahead); the steps between keep their losses on the
+  /// device and are read together, then on_step runs for each. A non-finite loss is found at
+  /// the next read. Reads also happen before evaluations, checkpoints and the last step.
+  int64_t loss_every = 1;
+  /// Count the FLOPs of the run's first step (monitor/flop_counter.h): TrainResult::flops_per_step.
+  bool count_flops = false;
   /// false on ranks other than 0: they read checkpoints (resume) but never write them.
   bool write_checkpoints = true;
   /// Data parallelism (not owned; nullptr: one process). The data gives this rank's share.
@@ -111,6 +121,8 @@ struct TrainResult {
   int64_t checkpoints_written = 0;
   std::optional<int64_t> resumed_from;
   int64_t skipped_steps = 0;         ///< fp16 steps skipped for inf/NaN gradients
+  double flops_per_step = 0;         ///< with TrainOptions::count_flops: the first step's FLOPs
+  int64_t flops_counted_batch = 0;   ///< this rank's samples in that step
 };
 
 class Trainer {

@@ -1,0 +1,43 @@
+#include "saturate/monitor/compute_observer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace saturate {
+
+void ComputeObserver::trial_begin(int64_t batch) {
+  batch_ = batch;
+  counted_ = false;
+  flops_per_step_ = 0;
+  counter_.reset();
+}
+
+void ComputeObserver::step_begin(int step, bool measured) {
+  if (counted_ || counter_) return;
+  counter_ = std::make_unique<FlopCounter>();
+}
+
+void ComputeObserver::step_end(int step, bool measured) {
+  if (!counter_) return;
+  flops_per_step_ = counter_->total_flops();
+  counter_.reset();
+  counted_ = true;
+}
+
+void ComputeObserver::trial_end(Trial& trial) {
+  counter_.reset();  // a step that ran out of memory ends without step_end
+  if (!counted_ || flops_per_step_ <= 0 || !trial.ok()) return;
+  // a step may run more samples than the trial's batch (two micro-batches when it accumulates)
+  double samples_per_step = static_cast<double>(std::max<int64_t>(1, batch_));
+  if (trial.step_time_ms > 0 && trial.samples_per_s > 0)
+    samples_per_step = std::max(1.0, std::round(trial.samples_per_s * trial.step_time_ms / 1000.0));
+  nlohmann::json c = {{"flops_per_step", flops_per_step_}, {"flops_per_sample", flops_per_step_ / samples_per_step}};
+  if (trial.step_time_ms > 0) {
+    const double achieved = flops_per_step_ / (trial.step_time_ms / 1000.0);
+    c["achieved_flops_per_s"] = achieved;
+    if (peak_flops_per_s_ > 0) c["mfu"] = achieved / peak_flops_per_s_;
+  }
+  trial.extra["compute"] = c;
+}
+
+}  // namespace saturate

@@ -1,0 +1,84 @@
+#include "saturate/monitor/gemm_peak.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <ATen/Context.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+
+namespace saturate {
+namespace {
+
+void sync(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+GemmPeak measure(const c10::Device& device, const std::string& dtype_name, torch::ScalarType dtype, bool tf32) {
+  GemmPeak peak;
+  peak.dtype = dtype_name;
+  peak.size = device.is_cuda() ? 8192 : 1024;
+  peak.repetitions = device.is_cuda() ? 10 : 4;
+  // TF32 only for this measurement when asked; the step's own setting is put back after
+  auto& ctx = at::globalContext();
+  const bool was_tf32 = ctx.allowTF32CuBLAS();
+  if (device.is_cuda()) ctx.setAllowTF32CuBLAS(tf32);
+  torch::NoGradGuard no_grad;
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  const torch::Tensor a = torch::randn({peak.size, peak.size}, opts);
+  const torch::Tensor b = torch::randn({peak.size, peak.size}, opts);
+  torch::Tensor c = torch::mm(a, b);  // warm-up: kernels chosen, workspace allocated
+  sync(device);
+  const double flops = 2.0 * static_cast<double>(peak.size) * static_cast<double>(peak.size) * static_cast<double>(peak.size);
+  double best_s = 0;
+  for (int i = 0; i < peak.repetitions; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    torch::mm_out(c, a, b);
+    sync(device);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (best_s == 0 || s < best_s) best_s = s;
+  }
+  if (device.is_cuda()) ctx.setAllowTF32CuBLAS(was_tf32);
+  peak.flops_per_s = best_s > 0 ? flops / best_s : 0;
+  return peak;
+}
+
+}  // namespace
+
+std::string GemmPeak::method() const {
+  return fmt::format("measured: {} GEMM {}^3, best of {}", dtype, size, repetitions);
+}
+
+GemmPeak measure_gemm_peak(const c10::Device& device, Precision precision, bool tf32) {
+  std::string name = "fp32";
+  torch::ScalarType dtype = torch::kFloat;
+  if (precision == Precision::kBf16) {
+    name = "bf16";
+    dtype = torch::kBFloat16;
+  } else if (precision == Precision::kFp16) {
+    name = "fp16";
+    dtype = torch::kHalf;
+  } else if (device.is_cuda() && (tf32 || precision == Precision::kTf32)) {
+    name = "tf32";
+  }
+  static std::mutex mu;
+  static std::map<std::tuple<c10::DeviceType, int, std::string>, GemmPeak> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(device.type(), static_cast<int>(device.index()), name);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  GemmPeak peak = measure(device, name, dtype, name == "tf32");
+  cache.emplace(key, peak);
+  return peak;
+}
+
+double model_flops_utilization(double achieved_flops_per_s, const GemmPeak& peak) {
+  if (achieved_flops_per_s <= 0 || peak.flops_per_s <= 0) return 0;
+  return achieved_flops_per_s / peak.flops_per_s;
+}
+
+}  // namespace saturate

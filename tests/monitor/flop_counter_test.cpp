@@ -1,0 +1,188 @@
+// FLOPs: the counter reads real operator shapes (forward and the autograd engine's backward);
+// the built-in models' analytic figures come from their architecture. Both are checked against
+// sums written out by hand from the layer lists below, and against each other.
+#include "saturate/monitor/flop_counter.h"
+
+#include <torch/torch.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/memory_meter.h"
+#include "saturate/models/flops.h"
+#include "saturate/monitor/compute_observer.h"
+#include "saturate/monitor/gemm_peak.h"
+#include "saturate/probe/probe.h"
+#include "saturate/step/training_step.h"
+#include "support/support.h"
+
+using namespace saturate;
+
+namespace {
+
+/// FLOPs of one training step at `batch` of a built-in model, counted from its operators.
+double counted_training_flops(const ModelSpec& spec, int64_t batch) {
+  Workload w(build_model(resolve_model_spec(spec)), torch::kCPU, OptimizerKind::kSgd);
+  TrainingStep step(w, {});
+  const Batch b = w.synthetic_batch(batch);
+  FlopCounter counter;
+  (void)step.run(b);
+  return counter.total_flops();
+}
+
+double forward_flops(const ModelSpec& spec, int64_t batch) {
+  Workload w(build_model(resolve_model_spec(spec)), torch::kCPU, OptimizerKind::kSgd);
+  const Batch b = w.synthetic_batch(batch);
+  torch::NoGradGuard no_grad;
+  FlopCounter counter;
+  (void)w.model().forward(b.inputs);
+  return counter.total_flops();
+}
+
+ModelSpec spec_of(const std::string& name) {
+  ModelSpec s;
+  s.name = name;
+  return s;
+}
+
+}  // namespace
+
+TEST(FlopCounterTest, AMatrixProductCountsTwoFlopsPerMultiplyAdd) {
+  const auto a = torch::randn({3, 4}), b = torch::randn({4, 5});
+  FlopCounter counter;
+  (void)torch::mm(a, b);
+  (void)torch::addmm(torch::zeros({3, 5}), a, b);
+  (void)torch::bmm(torch::randn({2, 3, 4}), torch::randn({2, 4, 5}));
+  EXPECT_DOUBLE_EQ(counter.total_flops(), 2.0 * 3 * 4 * 5 * (1 + 1 + 2));
+  EXPECT_DOUBLE_EQ(counter.flops_by_operator().at("aten::bmm"), 2.0 * 2 * 3 * 4 * 5);
+}
+
+TEST(FlopCounterTest, ElementwiseWorkAndOperatorsOutsideTheCounterAreNotCounted) {
+  const auto a = torch::randn({64, 64});
+  (void)torch::mm(a, a);  // before the counter
+  FlopCounter counter;
+  (void)(a * a + a).relu().sum();
+  EXPECT_EQ(counter.total_flops(), 0);
+}
+
+TEST(FlopCounterTest, ASecondCounterWhileOneCountsIsRefused) {
+  FlopCounter first;
+  ASSERT_THROWS_WITH(FlopCounter second, RuntimeFailure, "already counting");
+}
+
+TEST(FlopCounterTest, ConvolutionForwardCountsOutputElementsTimesKernelAndInputChannels) {
+  auto conv = torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).stride(2).padding(1));
+  const auto x = torch::randn({2, 3, 17, 17});
+  torch::NoGradGuard no_grad;
+  FlopCounter counter;
+  (void)conv->forward(x);
+  // output 2 x 8 x 9 x 9, each element 3 x 3 x 3 multiply-adds
+  EXPECT_DOUBLE_EQ(counter.total_flops(), 2.0 * (2 * 8 * 9 * 9) * (3 * 3 * 3));
+}
+
+// mlp 1x28x28 -> 1024 -> 1024 -> 1024 -> 10 (the default: 3 hidden layers of width 1024).
+// Forward: 2 x (784x1024 + 1024x1024 + 1024x1024 + 1024x10) per sample. Backward: the weight
+// gradient of every layer (one product each) and the input gradient of every layer but the
+// first (its input is the data).
+TEST(FlopCounterTest, ATrainingStepOfTheMlpCountsWhatTheLayersComputeByHand) {
+  const double l1 = 784.0 * 1024, l2 = 1024.0 * 1024, l3 = 1024.0 * 1024, head = 1024.0 * 10;
+  const double forward = 2 * (l1 + l2 + l3 + head);
+  const double backward = 2 * (l1 + l2 + l3 + head) + 2 * (l2 + l3 + head);
+  EXPECT_DOUBLE_EQ(counted_training_flops(spec_of("mlp"), 8), 8 * (forward + backward));
+  EXPECT_DOUBLE_EQ(forward_flops(spec_of("mlp"), 8), 8 * forward);
+}
+
+// convnet on 1x28x28: conv 1->32 at 28x28, conv 32->64 at 28x28, max pool -> 14x14, conv
+// 64->128 at 14x14 (3x3 kernels), then the classifier 128*4*4 -> 10.
+TEST(FlopCounterTest, ATrainingStepOfTheConvnetCountsWhatTheLayersComputeByHand) {
+  const double c1 = 28.0 * 28 * 32 * 1 * 9, c2 = 28.0 * 28 * 64 * 32 * 9, c3 = 14.0 * 14 * 128 * 64 * 9,
+               head = 2048.0 * 10;
+  const double forward = 2 * (c1 + c2 + c3 + head);
+  const double backward = 2 * (c1 + c2 + c3 + head) + 2 * (c2 + c3 + head);  // no input gradient for c1
+  EXPECT_DOUBLE_EQ(counted_training_flops(spec_of("convnet"), 4), 4 * (forward + backward));
+}
+
+// gpt with 2 blocks, width 64, 4 heads, 16 tokens, vocabulary 100. Per token and block: qkv
+// 64x192, proj 64x64, fc 64x256, out 256x64; attention per sample and block: q k^T and the
+// weighted sum of v over the 16x16 square, 16x16x64 multiply-adds each; head 64x100 per token.
+// Every product's input descends from the embeddings, so each backward computes both gradients.
+TEST(FlopCounterTest, ATrainingStepOfTheGptCountsWhatTheLayersComputeByHand) {
+  ModelSpec s = spec_of("gpt");
+  s.layers = 2;
+  s.width = 64;
+  s.heads = 4;
+  s.seq_len = 16;
+  s.vocab = 100;
+  const double per_block = 16.0 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64) + 2 * (16.0 * 16 * 64);
+  const double forward = 2 * (2 * per_block + 16.0 * 64 * 100);
+  EXPECT_DOUBLE_EQ(counted_training_flops(s, 3), 3 * 3 * forward);
+}
+
+TEST(FlopCounterTest, AnalyticFlopsOfEveryBuiltInModelEqualTheCountedOnes) {
+  for (const std::string& name : zoo_model_names()) {
+    ModelSpec s = spec_of(name);
+    if (name.rfind("resnet", 0) == 0) {
+      s.input_shape = {3, 64, 64};  // small enough for a CPU; odd sizes come out of the strides
+      s.classes = 10;
+    }
+    if (name == "gpt") s.seq_len = 32;
+    const auto analytic = analytic_flops(resolve_model_spec(s));
+    ASSERT_TRUE(analytic) << name;
+    EXPECT_NEAR(counted_training_flops(s, 2), 2 * analytic->training_per_sample, 1e-9 * analytic->training_per_sample)
+        << name;
+    EXPECT_NEAR(forward_flops(s, 2), 2 * analytic->forward_per_sample, 1e-9 * analytic->forward_per_sample) << name;
+  }
+}
+
+TEST(FlopCounterTest, ATorchScriptFileHasNoAnalyticFlops) {
+  EXPECT_FALSE(analytic_flops(spec_of("/tmp/model.pt")));
+}
+
+TEST(ComputeObserverTest, AProbeTrialReportsItsFlopsAndAnMfuAgainstTheMeasuredGemmPeak) {
+  ModelSpec s = spec_of("mlp");
+  s.width = 256;
+  Workload w(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kAdamW);
+  auto meter = make_memory_meter(torch::kCPU);
+  Probe probe(w, *meter);
+  const GemmPeak peak = measure_gemm_peak(torch::kCPU, Precision::kFp32);
+  ASSERT_GT(peak.flops_per_s, 0);
+  ComputeObserver compute(peak.flops_per_s);
+  probe.add_observer(&compute);
+  const Trial t = probe.run(32, {1, 2, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  ASSERT_TRUE(t.extra.contains("compute")) << t.extra.dump();
+  const auto& c = t.extra["compute"];
+  const double per_sample = analytic_flops(resolve_model_spec(s))->training_per_sample;
+  EXPECT_NEAR(c["flops_per_sample"].get<double>(), per_sample, 1e-9 * per_sample);
+  // achieved = FLOPs per step / the median step time, mfu = achieved / peak
+  const double achieved = c["achieved_flops_per_s"].get<double>();
+  EXPECT_NEAR(achieved, 32 * per_sample / (t.step_time_ms / 1000), 1e-6 * achieved);
+  EXPECT_NEAR(c["mfu"].get<double>(), achieved / peak.flops_per_s, 1e-12);
+}
+
+TEST(ComputeObserverTest, ATrialThatRunsOutOfMemoryReportsNoFlops) {
+  Workload w(build_model(resolve_model_spec(spec_of("mlp"))), torch::kCPU, OptimizerKind::kSgd);
+  auto meter = make_memory_meter(torch::kCPU);
+  Probe probe(w, *meter);
+  ComputeObserver compute(1e9);
+  probe.add_observer(&compute);
+  const Trial t = probe.run(4096, {1, 1, 20 << 20});  // 20 MiB: the mlp's weights and gradients alone take ~14
+  ASSERT_FALSE(t.ok());
+  EXPECT_FALSE(t.extra.contains("compute"));
+  // and the counter of the failed step is gone: a new one can count
+  FlopCounter after;
+  EXPECT_EQ(after.total_flops(), 0);
+}
+
+TEST(GemmPeakTest, TheCpuPeakIsMeasuredOnceAndNamesItsMethod) {
+  const GemmPeak a = measure_gemm_peak(torch::kCPU, Precision::kFp32);
+  const GemmPeak b = measure_gemm_peak(torch::kCPU, Precision::kFp32);
+  EXPECT_GT(a.flops_per_s, 1e8);  // any CPU of this decade multiplies faster than 0.1 GFLOP/s
+  EXPECT_EQ(a.flops_per_s, b.flops_per_s);
+  EXPECT_EQ(a.method(), "measured: fp32 GEMM 1024^3, best of 4");
+}
+
+TEST(GemmPeakTest, TheBf16PeakOfAGpuIsMeasuredInBf16_CUDA) {
+  SKIP_WITHOUT_CUDA();
+  const GemmPeak p = measure_gemm_peak(torch::Device(torch::kCUDA, 0), Precision::kBf16);
+  EXPECT_EQ(p.dtype, "bf16");
+  EXPECT_GT(p.flops_per_s, 1e13);  // any data-center GPU's bf16 tensor cores exceed 10 TFLOP/s
+}
