@@ -61,13 +61,15 @@ FastPathChoice choose_fast_paths(const FastPaths& start, const std::vector<FastP
   return choice;
 }
 
-std::vector<FastPathCandidate> fast_path_candidates(bool cuda, bool conv_model, bool fp32_step, int threads) {
+std::vector<FastPathCandidate> fast_path_candidates(bool cuda, bool conv_model, bool fp32_step, int threads,
+                                                    bool graphable) {
   std::vector<FastPathCandidate> out;
   if (cuda && conv_model)
     out.push_back({"cudnn_benchmark", [](FastPaths p) { p.cudnn_benchmark = true; return p; }});
   if (cuda && fp32_step) out.push_back({"tf32", [](FastPaths p) { p.tf32 = true; return p; }});
   if (conv_model) out.push_back({"channels_last", [](FastPaths p) { p.channels_last = true; return p; }});
   out.push_back({"fused_optimizer", [](FastPaths p) { p.fused_optimizer = true; return p; }});
+  if (cuda && graphable) out.push_back({"cuda_graphs", [](FastPaths p) { p.cuda_graphs = true; return p; }});
   if (!cuda && threads > 1) {
     const int half = threads / 2;
     out.push_back({fmt::format("threads={}", half), [half](FastPaths p) { p.threads = half; return p; }});

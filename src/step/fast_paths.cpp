@@ -10,7 +10,8 @@
 namespace saturate {
 
 const std::vector<std::string>& fast_path_names() {
-  static const std::vector<std::string> names = {"cudnn_benchmark", "tf32", "channels_last", "fused_optimizer", "threads=N"};
+  static const std::vector<std::string> names = {"cudnn_benchmark", "tf32", "channels_last", "fused_optimizer",
+                                                  "cuda_graphs", "threads=N"};
   return names;
 }
 
@@ -20,6 +21,7 @@ std::vector<std::string> FastPaths::names() const {
   if (tf32) out.push_back("tf32");
   if (channels_last) out.push_back("channels_last");
   if (fused_optimizer) out.push_back("fused_optimizer");
+  if (cuda_graphs) out.push_back("cuda_graphs");
   if (threads > 0) out.push_back(fmt::format("threads={}", threads));
   return out;
 }
@@ -44,6 +46,8 @@ FastPaths parse_fast_paths(const std::string& text) {
       p.channels_last = true;
     } else if (item == "fused_optimizer") {
       p.fused_optimizer = true;
+    } else if (item == "cuda_graphs") {
+      p.cuda_graphs = true;
     } else if (item.rfind("threads=", 0) == 0) {
       int n = 0;
       size_t used = 0;

@@ -57,12 +57,34 @@ TrainingStep::TrainingStep(Workload& workload, StepOptions options)
   for (auto& [name, t] : workload_.model().named_tensors()) tensors.push_back(t);
   set_memory_format(tensors, options_.fast_paths.channels_last ? torch::MemoryFormat::ChannelsLast
                                                                : torch::MemoryFormat::Contiguous);
-  optimizer_ = workload_.make_optimizer(options_.fast_paths.fused_optimizer);
+  const FastPaths& fp = options_.fast_paths;
+  if (fp.cuda_graphs) {
+    std::string why;
+    if (!workload_.device().is_cuda()) why = "needs a CUDA device";
+    else if (options_.precision == Precision::kFp16) why = "cannot hold fp16 loss scaling (its skipped steps are host decisions); use bf16";
+    else if (options_.clip_grad_norm > 0) why = "cannot hold gradient clipping (it reads the norm back); drop --clip-grad-norm";
+    else if (options_.checkpointing.enabled()) why = "is not combined with activation checkpointing";
+    else if (options_.retain_graph) why = "cannot keep each step's autograd graph";
+    else if (options_.sync) why = "does not capture steps that synchronize with other ranks";
+    if (!why.empty()) throw UsageError("fast_paths", "cuda_graphs " + why);
+  }
+  optimizer_ = workload_.make_optimizer(fp.fused_optimizer || fp.cuda_graphs);
+  if (fp.cuda_graphs) make_graph();
+}
+
+TrainingStep::~TrainingStep() = default;
+
+void TrainingStep::make_graph() {
+  auto* capturable = dynamic_cast<CapturableOptimizer*>(optimizer_.get());
+  if (!capturable) throw RuntimeFailure("cuda_graphs: the optimizer is not capturable");  // make_optimizer made it
+  graph_ = std::make_unique<GraphedStep>([this](const Batch& b) { return run_eager(b); }, *capturable,
+                                         workload_.device());
 }
 
 void TrainingStep::set_micro_batch(int64_t micro_batch) {
   if (micro_batch < 0)
     throw UsageError("micro_batch", fmt::format("{} is not a positive number of samples", micro_batch));
+  if (graph_ && micro_batch != options_.micro_batch) make_graph();  // a graph holds one split of the batch
   options_.micro_batch = micro_batch;
 }
 
@@ -77,7 +99,14 @@ void TrainingStep::release_gradients() {
 }
 
 StepResult TrainingStep::run(const Batch& batch) {
-  PhaseObserver* const obs = options_.observer;
+  if (graph_) return graph_->run(batch);
+  return run_eager(batch);
+}
+
+StepResult TrainingStep::run_eager(const Batch& batch) {
+  // timing events may not be recorded into a graph being captured
+  const auto* capturable = dynamic_cast<const CapturableOptimizer*>(optimizer_.get());
+  PhaseObserver* const obs = capturable && capturable->capturing() ? nullptr : options_.observer;
   StepSync* const sync = options_.sync;
   const bool has_peers = sync && sync->communicates();
   const torch::Device device = workload_.device();

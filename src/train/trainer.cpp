@@ -14,6 +14,7 @@
 #include "saturate/core/units.h"
 #include "saturate/monitor/flop_counter.h"
 #include "saturate/train/checkpoint_file.h"
+#include "saturate/step/fused_optimizer.h"
 #include "saturate/step/grad_scaler.h"
 #include "saturate/step/rng_state.h"
 
@@ -76,6 +77,9 @@ std::string Trainer::model_signature() {
 
 void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
                               const TrainResult& result) {
+  // a replayed CUDA graph advanced the step counts on the device only
+  if (auto* capturable = dynamic_cast<CapturableOptimizer*>(&optimizer); capturable && capturable->capturable())
+    capturable->sync_host_state();
   torch::serialize::OutputArchive archive;
   archive.write("signature_hash", torch::tensor(static_cast<int64_t>(fnv1a64(model_signature()) >> 1)));
   archive.write("steps_done", torch::tensor(steps_done));

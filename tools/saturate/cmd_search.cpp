@@ -43,10 +43,14 @@ FastPathChoice try_fast_paths(Probe& probe, Session& s, int64_t batch, int steps
     TrainingFootprint f = start;
     f.fast_paths = paths;
     probe.set_footprint(f);
-    return probe.run(batch, {1, steps, 0});
+    // a graph is captured after 3 eager warm-up steps: the timed steps must be replays
+    return probe.run(batch, {paths.cuda_graphs ? 4 : 1, steps, 0});
   };
+  // a graph holds one step with no host decisions: not fp16 loss scaling, clipping or checkpointing
+  const bool graphable = start.precision != Precision::kFp16 && start.clip_grad_norm == 0 &&
+                         !start.checkpointing.enabled() && cuda_graphs_compiled();
   const auto candidates = fast_path_candidates(s.device.is_cuda(), has_4d(s.workload->model().parameters()),
-                                               start.precision == Precision::kFp32, at::get_num_threads());
+                                               start.precision == Precision::kFp32, at::get_num_threads(), graphable);
   FastPathChoice choice = choose_fast_paths(start.fast_paths, candidates, measure);
   probe.set_footprint(start);
   if (!quiet)

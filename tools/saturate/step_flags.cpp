@@ -21,9 +21,9 @@ void add_step_flags(CLI::App& app, StepFlags& f, bool allow_auto) {
   app.add_option("--fast-paths", f.fast_paths,
                  allow_auto ? "framework switches (seed B7): auto (try them at the found batch on CUDA, keep those "
                               "measured faster) | try (also on CPU) | none | a list to use as given: "
-                              "cudnn_benchmark,tf32,channels_last,fused_optimizer,threads=N"
+                              "cudnn_benchmark,tf32,channels_last,fused_optimizer,cuda_graphs,threads=N"
                             : "framework switches (seed B7): none | a list of cudnn_benchmark, tf32, channels_last, "
-                              "fused_optimizer, threads=N (as `saturate search` chose them)")
+                              "fused_optimizer, cuda_graphs, threads=N (as `saturate search` chose them)")
       ->capture_default_str();
 }
 

@@ -47,8 +47,10 @@ FastPathChoice choose_fast_paths(const FastPaths& start, const std::vector<FastP
                                  const FastPathMeasure& measure, const FastPathChoiceOptions& options = {});
 
 /// The candidates worth trying for a device and model: on CUDA cudnn_benchmark and channels_last
-/// (models with 4-D weights), tf32 (an fp32 step), fused_optimizer; on a CPU channels_last (4-D
-/// weights), fused_optimizer and half the threads (when there are more than one).
-std::vector<FastPathCandidate> fast_path_candidates(bool cuda, bool conv_model, bool fp32_step, int threads);
+/// (models with 4-D weights), tf32 (an fp32 step), fused_optimizer, and cuda_graphs when the step
+/// can be captured (`graphable`); on a CPU channels_last (4-D weights), fused_optimizer and half
+/// the threads (when there are more than one).
+std::vector<FastPathCandidate> fast_path_candidates(bool cuda, bool conv_model, bool fp32_step, int threads,
+                                                    bool graphable = false);
 
 }  // namespace saturate

@@ -4,6 +4,7 @@
 //  - tf32: fp32 matrix products and convolutions on TF32 tensor cores (CUDA; precision fp32)
 //  - channels_last: 4-D weights and inputs in NHWC, the layout tensor cores and oneDNN prefer
 //  - fused_optimizer: one fused kernel for the optimizer step (step/fused_optimizer.h)
+//  - cuda_graphs: the whole step captured once as a CUDA graph and replayed (step/graphed_step.h)
 //  - threads: CPU intra-op threads (0: as the process has them)
 // Process-wide switches (cudnn_benchmark, tf32, threads) are set by ProcessSwitches; the others
 // are the step's (TrainingStep applies them to the model, inputs and optimizer it makes).
@@ -20,11 +21,12 @@ struct FastPaths {
   bool tf32 = false;
   bool channels_last = false;
   bool fused_optimizer = false;
+  bool cuda_graphs = false;  ///< implies a capturable fused optimizer
   int threads = 0;
 
   bool operator==(const FastPaths& o) const {
     return cudnn_benchmark == o.cudnn_benchmark && tf32 == o.tf32 && channels_last == o.channels_last &&
-           fused_optimizer == o.fused_optimizer && threads == o.threads;
+           fused_optimizer == o.fused_optimizer && cuda_graphs == o.cuda_graphs && threads == o.threads;
   }
   /// "channels_last,fused_optimizer,threads=1"; "none" when nothing is on.
   std::string to_string() const;

@@ -15,6 +15,7 @@
 #include "saturate/step/activation_checkpoint.h"
 #include "saturate/step/fast_paths.h"
 #include "saturate/step/grad_scaler.h"
+#include "saturate/step/graphed_step.h"
 #include "saturate/step/phase_observer.h"
 #include "saturate/step/precision.h"
 #include "saturate/step/step_sync.h"
@@ -52,8 +53,11 @@ void check_step_options(Workload& workload, Precision precision, const Checkpoin
 class TrainingStep {
  public:
   /// Makes the optimizer (its state comes with the first step) and the grad scaler (fp16 only).
-  /// Throws UsageError for fp16 on CPU and for a non-positive micro-batch.
+  /// Throws UsageError for fp16 on CPU, for a non-positive micro-batch, and for fast path
+  /// cuda_graphs off a GPU or with what a graph cannot hold (fp16 loss scaling, gradient
+  /// clipping, activation checkpointing, a kept graph, ranks to synchronize with).
   TrainingStep(Workload& workload, StepOptions options);
+  ~TrainingStep();
 
   /// One optimizer step over `batch` (host or device tensors; micro-batches are copied to the
   /// workload's device). Throws what the step threw (an out-of-memory among them) and
@@ -75,14 +79,20 @@ class TrainingStep {
   Workload& workload() { return workload_; }
   /// The model's forward under the step's precision and checkpointing (for evaluation too).
   torch::Tensor forward(const torch::Tensor& inputs);
+  /// With fast path cuda_graphs: the graph (nullptr otherwise).
+  const GraphedStep* graphed() const { return graph_.get(); }
 
  private:
+  StepResult run_eager(const Batch& batch);
+  void make_graph();
+
   Workload& workload_;
   StepOptions options_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   GradScaler scaler_;
   BlockModelImpl* blocks_ = nullptr;
   bool agreed_ = false;
+  std::unique_ptr<GraphedStep> graph_;
 };
 
 }  // namespace saturate
