@@ -40,3 +40,11 @@ bench: build
 
 clean:
 	rm -rf $(BUILD)
+
+# GPU check (docs/gpu.md): `make gpu-pack` here packs the built binaries and the libraries a bare
+# GPU machine lacks into gpu-pack/; `make gpu-check` there runs every GPU check in one bounded run
+# (no setup/build prerequisites: the GPU machine has no Debian packages). GPU_CHECK_ARGS: e.g.
+# --dry-run, or --device cpu --quick for the CPU rehearsal.
+.PHONY: gpu-check gpu-pack
+gpu-check: ; bash scripts/gpu_check.sh $(GPU_CHECK_ARGS)
+gpu-pack: ; bash scripts/gpu_pack.sh
