@@ -49,7 +49,8 @@ double conv_macs_per_element(c10::IntArrayRef weight) {
   return k;  // weight[1] is in/groups (transposed: out/groups), times the kernel's extent
 }
 
-/// aten::convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+/// aten::_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+/// ...): what aten::convolution calls, and what a traced TorchScript graph calls directly.
 double convolution_flops(c10::ArrayRef<const c10::IValue> in) {
   if (!tensor_at(in, 0) || !tensor_at(in, 1) || in.size() < 7) return 0;
   const auto x = sizes_of(in[0]);
@@ -101,7 +102,7 @@ double flops_of(std::string_view op, c10::ArrayRef<const c10::IValue> in) {
     if (!tensor_at(in, 1) || !tensor_at(in, 2)) return 0;
     return matmul_flops(sizes_of(in[1]), sizes_of(in[2]));
   }
-  if (op == "aten::convolution") return convolution_flops(in);
+  if (op == "aten::_convolution") return convolution_flops(in);
   if (op == "aten::convolution_backward") return convolution_backward_flops(in);
   if (op.find("aten::_scaled_dot_product_") == 0 && op.find("attention") != std::string_view::npos) {
     // backward: (grad_out, query, key, value, ...), twice the forward (dq, dk, dv and dp)
@@ -111,12 +112,24 @@ double flops_of(std::string_view op, c10::ArrayRef<const c10::IValue> in) {
   return 0;
 }
 
+/// The operator's own arguments. The TorchScript interpreter records an operator it calls with
+/// its whole stack (the arguments are the top, i.e. the tail) and the dispatcher then records
+/// nothing more; the dispatcher records exactly the arguments.
+c10::ArrayRef<const c10::IValue> arguments_of(const at::RecordFunction& fn) {
+  const auto in = fn.inputs();
+  if (const auto schema = fn.operator_schema()) {
+    const size_t n = schema->arguments().size();
+    if (in.size() > n) return in.slice(in.size() - n);
+  }
+  return in;
+}
+
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   FlopCounter* counter = g_active.load(std::memory_order_acquire);
   if (!counter) return nullptr;
   const char* name = fn.name();
   if (!name || std::strncmp(name, "aten::", 6) != 0) return nullptr;
-  const double flops = flops_of(name, fn.inputs());
+  const double flops = flops_of(name, arguments_of(fn));
   if (flops > 0) counter->add(name, flops);
   return nullptr;
 }

@@ -3,7 +3,10 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/memory_meter.h"
+#include "saturate/models/flops.h"
 #include "saturate/models/zoo.h"
+#include "saturate/monitor/flop_counter.h"
+#include "saturate/step/training_step.h"
 #include "saturate/probe/probe.h"
 #include "support/support.h"
 
@@ -54,6 +57,28 @@ TEST(TorchScriptTest, ScriptedAndTracedModelsLoadAndTrain) {
     auto meter = make_memory_meter(torch::kCPU);
     Probe probe(w, *meter);
     EXPECT_EQ(probe.run(8, {1, 1, 0}).status, TrialStatus::kOk);
+  }
+}
+
+// The file's architecture is unknown here: its FLOPs are counted from the operators its
+// interpreter dispatches. Conv 1->8 (3x3, padding 1) on 28x28, then Linear 8->10 after the pool;
+// the conv's input is the data (weight gradient only), the linear's input needs its gradient.
+TEST(TorchScriptTest, TheFlopsOfAScriptedOrTracedModelAreCountedFromItsOperators) {
+  const std::string dir = saturate::testing::temp_dir("torchscript_flops");
+  const double conv = 28.0 * 28 * 8 * 1 * 9, linear = 8.0 * 10;
+  const double per_sample = 2 * conv * 2 + 2 * linear * 3;
+  for (const std::string how : {"script", "trace"}) {
+    ModelSpec s;
+    s.name = export_model(dir, how);
+    EXPECT_FALSE(analytic_flops(s));
+    Workload w(build_model(s), torch::kCPU, OptimizerKind::kAdam, 0.05);
+    TrainingStep step(w, {});
+    const Batch batch = w.synthetic_batch(6);
+    FlopCounter counter;
+    (void)step.run(batch);
+    std::string ops;
+    for (const auto& [op, f] : counter.flops_by_operator()) ops += op + "=" + std::to_string(f) + " ";
+    EXPECT_DOUBLE_EQ(counter.total_flops(), 6 * per_sample) << how << ": " << ops;
   }
 }
 
