@@ -8,6 +8,7 @@
 #include <torch/cuda.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/failed_backward.h"
 #include "saturate/core/oom.h"
 
 namespace saturate {
@@ -134,7 +135,9 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
     t.status = is_out_of_memory(e) ? TrialStatus::kOom : TrialStatus::kError;
     t.error = first_line(e);
   }
-  // the graph died with the exception; the step drops its optimizer, batches and gradients.
+  // the graph died with the exception (and what its backward had queued is given back); the step
+  // drops its optimizer, batches and gradients.
+  if (t.status != TrialStatus::kOk) release_failed_backward();
   step_.end();
   synchronize();
   const MemoryStats after = meter_.stats();

@@ -10,6 +10,7 @@
 #include <torch/serialize.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/failed_backward.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
 #include "saturate/monitor/flop_counter.h"
@@ -270,6 +271,7 @@ TrainResult Trainer::run() {
           (void)opt_.sync->agree(true, unused);  // the other ranks back off with this one
         }
         // the step's graph and activations died with the exception; drop its gradients too.
+        release_failed_backward();
         training_step.release_gradients();
         meter_.release_cache();
         if (micro_ == 1)

@@ -61,6 +61,21 @@ TEST(ProbeTest, OutOfMemoryTrialsReturnMemoryToTheBaseline) {
   EXPECT_EQ(ok.after_bytes, baseline);
 }
 
+TEST(ProbeTest, OutOfMemoryInAResnetStepReturnsMemoryToTheBaseline) {
+  // convolutions, batch norm and residual blocks: OOMs at many depths of the step, backward among
+  // them (a backward that throws leaves its unrun nodes, and their activations, queued)
+  CpuRig rig("resnet18", 200 << 20, {3, 32, 32});
+  const int64_t baseline = rig.meter->stats().allocated_bytes;
+  int ooms = 0;
+  for (int64_t batch = 100; batch <= 400; batch += 20) {
+    const Trial t = rig.probe->run(batch, {1, 1, 0});
+    if (t.status != TrialStatus::kOom) continue;
+    ++ooms;
+    EXPECT_EQ(t.after_bytes, baseline) << "batch " << batch << ": " << t.error;
+  }
+  EXPECT_GE(ooms, 5);
+}
+
 TEST(ProbeTest, LoweredBudgetForOneTrialIsRestoredAfterwards) {
   CpuRig rig("mlp", 128 << 20);
   const Trial t = rig.probe->run(4000, {1, 1, 8 << 20});
