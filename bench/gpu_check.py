@@ -71,7 +71,7 @@ FULL = {
 QUICK = {
     "search": [
         {"label": "resnet18 3x32x32", "flags": ["--model", "resnet18", "--input", "3x32x32", "--classes", "10"],
-         "budget": "160MiB", "budget_bytes": 160 * MiB},
+         "budget": "320MiB", "budget_bytes": 320 * MiB},
         {"label": "gpt 2x128", "flags": ["--model", "gpt", "--layers", "2", "--width", "128", "--seq-len", "64",
                                          "--vocab", "2048"], "budget": "256MiB", "budget_bytes": 256 * MiB},
     ],
