@@ -1,5 +1,6 @@
 #include "saturate/memory/plan_runner.h"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
@@ -30,12 +31,6 @@ std::pair<int64_t, int64_t> parse_plan_batches(const std::string& text) {
 }
 
 PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOptions& o) {
-  // one intra-op thread while recording: with several, the threads' buffers are allocated in an
-  // order that differs from step to step, and the two recordings could not be followed allocation
-  // by allocation (measured: gpt 2x128 failed with 2 and 4 threads, held with 1)
-  FastPaths one_thread;
-  one_thread.threads = 1;
-  const ProcessSwitches recording_threads(one_thread);
   Probe probe(workload, meter);
   MemoryObserver observer(workload);
   probe.add_observer(&observer);
@@ -47,8 +42,22 @@ PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOp
                                        batch, t.error));
     return trace_from_log(observer.last_log(), batch, observer.resident_tensor_bytes());
   };
-  const AllocationTrace a = record(o.batch_a);
-  const AllocationTrace b = record(o.batch_b);
+  AllocationTrace a = record(o.batch_a);
+  AllocationTrace b = record(o.batch_b);
+  std::string note;
+  if (!traces_align(a, b) && at::get_num_threads() > 1) {
+    // with several intra-op threads, some operators allocate their threads' buffers in an order
+    // that varies from step to step (measured: gpt 2x128 with 2 and 4 threads): record again with
+    // one thread, whose order follows the operators
+    const int threads = at::get_num_threads();
+    FastPaths one_thread;
+    one_thread.threads = 1;
+    const ProcessSwitches recording_threads(one_thread);
+    a = record(o.batch_a);
+    b = record(o.batch_b);
+    note = fmt::format(", recorded with 1 intra-op thread (with {} the allocation order varied between steps)",
+                       threads);
+  }
   PlanOptions po;
   po.allocator = o.allocator;
   po.capacity_bytes = o.target.capacity_bytes;
@@ -57,6 +66,7 @@ PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOp
   PlanResult p = plan_batch(a, b, po);
   p.target = o.target.name;
   p.device_here = workload.device().str();
+  p.method += note;
   return p;
 }
 
