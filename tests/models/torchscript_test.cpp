@@ -6,8 +6,8 @@
 #include "saturate/models/flops.h"
 #include "saturate/models/zoo.h"
 #include "saturate/monitor/flop_counter.h"
-#include "saturate/step/training_step.h"
 #include "saturate/probe/probe.h"
+#include "saturate/step/training_step.h"
 #include "support/support.h"
 
 using namespace saturate;
