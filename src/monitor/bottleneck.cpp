@@ -23,16 +23,18 @@ std::string to_string(Bottleneck b) {
     case Bottleneck::kMemory: return "memory-bound";
     case Bottleneck::kCommunication: return "communication-bound";
     case Bottleneck::kBalanced: return "balanced";
+    case Bottleneck::kBorderline: return "borderline";
   }
   return "balanced";
 }
 
 Bottleneck parse_bottleneck(const std::string& text) {
   for (Bottleneck b : {Bottleneck::kData, Bottleneck::kLaunch, Bottleneck::kCompute, Bottleneck::kMemory,
-                       Bottleneck::kCommunication, Bottleneck::kBalanced})
+                       Bottleneck::kCommunication, Bottleneck::kBalanced, Bottleneck::kBorderline})
     if (to_string(b) == text) return b;
   throw UsageError("unknown bottleneck '" + text +
-                   "' (expected data-bound, launch-bound, compute-bound, memory-bound, communication-bound or balanced)");
+                   "' (expected data-bound, launch-bound, compute-bound, memory-bound, communication-bound, balanced "
+                   "or borderline)");
 }
 
 std::string bottleneck_fix(Bottleneck b, bool on_gpu) {
@@ -58,12 +60,51 @@ std::string bottleneck_fix(Bottleneck b, bool on_gpu) {
              "sample), bucketed all-reduce overlapped with backward, a faster interconnect (seeds B4, M10)";
     case Bottleneck::kBalanced:
       return "no single cause dominates: grow the batch while throughput rises (seed B1) and profile further (M9)";
+    case Bottleneck::kBorderline:
+      return "the causes it lies between are about as large: try the fix of each, largest share first (M9)";
   }
   return "";
 }
 
+namespace {
+
+/// Where a fraction sits against its threshold t: clearly under (< t/f), near, clearly over
+/// (>= t*f, or halfway from t to 1 for a high threshold, which t*f would put out of reach).
+enum class Side { kUnder, kNear, kOver };
+Side side_of(double value, double threshold, double f) {
+  if (value >= std::min(threshold * f, 0.5 * (threshold + 1.0))) return Side::kOver;
+  if (value >= threshold / f) return Side::kNear;
+  return Side::kUnder;
+}
+
+struct Cause {
+  Bottleneck kind;
+  double share;  ///< of the step: what the rivals compare
+  Side side;
+  std::string what;  ///< the deciding number against its threshold, in words
+};
+
+std::string names_of(const std::vector<Bottleneck>& kinds) {
+  std::string out;
+  for (size_t i = 0; i < kinds.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + to_string(kinds[i]);
+  return out;
+}
+
+}  // namespace
+
+std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu) {
+  std::string out;
+  for (Bottleneck b : between) {
+    if (b == Bottleneck::kBorderline) continue;
+    out += fmt::format("{}if {}: {}", out.empty() ? "" : "; ", to_string(b), bottleneck_fix(b, on_gpu));
+  }
+  return out;
+}
+
 Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t) {
   Verdict v;
+  const double f = std::max(1.0, t.borderline_factor);
   const double step = p.step_ms > 0 ? p.step_ms
                                     : p.data_wait_ms + p.h2d_ms + p.compute_ms() + p.allreduce_ms;
   const double data = share(p.data_wait_ms + p.h2d_ms, step);
@@ -71,6 +112,7 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
   const double compute = share(p.compute_ms(), step);
   const double lf = std::isnan(p.launch_fraction) ? 0.0 : std::clamp(p.launch_fraction, 0.0, 1.0);
   const double launch = compute * lf;  // the share of the step lost to launching
+  const double useful = compute * (1.0 - lf);
   const double launch_limit = p.on_gpu ? t.launch_fraction_gpu : t.launch_fraction_cpu;
   const bool have_gpu_util = p.on_gpu && !std::isnan(p.gpu_util_percent);
   v.evidence = {{"step_ms", r3(step)},
@@ -78,67 +120,113 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
                 {"communication_share", r3(comm)},
                 {"compute_share", r3(compute)},
                 {"launch_fraction", std::isnan(p.launch_fraction) ? nlohmann::json() : nlohmann::json(r3(lf))},
-                {"launch_share", r3(launch)}};
+                {"launch_share", r3(launch)},
+                {"shares", {{"data", r3(data)},
+                            {"communication", r3(comm)},
+                            {"launch", r3(launch)},
+                            {"arithmetic", r3(useful)},
+                            {"other", r3(std::max(0.0, 1.0 - data - comm - compute))}}},
+                {"borderline_factor", f}};
   if (!p.launch_evidence.empty()) v.evidence["launch"] = p.launch_evidence;
   if (!std::isnan(p.gpu_util_percent)) v.evidence["gpu_util_percent"] = r3(p.gpu_util_percent);
   if (!std::isnan(p.mem_util_percent)) v.evidence["mem_util_percent"] = r3(p.mem_util_percent);
   if (!std::isnan(p.cpu_percent)) v.evidence["cpu_percent"] = r3(p.cpu_percent);
 
-  // the stall causes first: whichever over its threshold takes the largest share of the step.
-  struct Candidate {
-    Bottleneck kind;
-    double share;
-    bool over;
-    std::string reason;
-  };
-  const Candidate candidates[] = {
-      {Bottleneck::kData, data, data >= t.data_share,
+  // the stall causes: each against its threshold, with a band of a factor f either side.
+  std::vector<Cause> stalls = {
+      {Bottleneck::kData, data, side_of(data, t.data_share, f),
        fmt::format("{:.0f} % of the step waits for data (threshold {:.0f} %)", 100 * data, 100 * t.data_share)},
-      {Bottleneck::kCommunication, comm, comm >= t.communication_share,
-       fmt::format("{:.0f} % of the step is all-reduce (threshold {:.0f} %)", 100 * comm,
-                   100 * t.communication_share)},
-      {Bottleneck::kLaunch, launch, !std::isnan(p.launch_fraction) && lf >= launch_limit,
-       fmt::format("{:.0f} % of the compute time is launch overhead (threshold {:.0f} %)", 100 * lf,
-                   100 * launch_limit)},
+      {Bottleneck::kCommunication, comm, side_of(comm, t.communication_share, f),
+       fmt::format("{:.0f} % of the step is all-reduce (threshold {:.0f} %)", 100 * comm, 100 * t.communication_share)},
   };
-  const Candidate* best = nullptr;
-  for (const Candidate& c : candidates)
-    if (c.over && (!best || c.share > best->share)) best = &c;
-  if (best) {
-    v.kind = best->kind;
-    v.reason = best->reason;
-  } else if (have_gpu_util) {
+  if (!std::isnan(p.launch_fraction))
+    stalls.push_back({Bottleneck::kLaunch, launch, side_of(lf, launch_limit, f),
+                      fmt::format("{:.0f} % of the compute time is launch overhead (threshold {:.0f} %)", 100 * lf,
+                                  100 * launch_limit)});
+
+  // when no stall decides: the device's own state (NVML), else the arithmetic's share.
+  Cause fallback{Bottleneck::kBalanced, useful, Side::kUnder, ""};
+  std::vector<Bottleneck> fallback_between;  // the fallback itself is borderline
+  if (have_gpu_util) {
     const bool busy = p.gpu_util_percent >= t.busy_gpu_util;
     if (busy && !std::isnan(p.mem_util_percent) && p.mem_util_percent >= t.memory_util) {
-      v.kind = Bottleneck::kMemory;
-      v.reason = fmt::format("GPU busy {:.0f} % with the memory controller busy {:.0f} % (thresholds {:.0f} %, {:.0f} %)",
-                             p.gpu_util_percent, p.mem_util_percent, t.busy_gpu_util, t.memory_util);
+      fallback.kind = Bottleneck::kMemory;
+      fallback.what = fmt::format("GPU busy {:.0f} % with the memory controller busy {:.0f} % (thresholds {:.0f} %, {:.0f} %)",
+                                  p.gpu_util_percent, p.mem_util_percent, t.busy_gpu_util, t.memory_util);
     } else if (busy) {
-      v.kind = Bottleneck::kCompute;
-      v.reason = fmt::format("GPU busy {:.0f} % (threshold {:.0f} %), memory controller {:.0f} %", p.gpu_util_percent,
-                             t.busy_gpu_util, p.mem_util_percent);
+      fallback.kind = Bottleneck::kCompute;
+      fallback.what = fmt::format("GPU busy {:.0f} % (threshold {:.0f} %), memory controller {:.0f} %",
+                                  p.gpu_util_percent, t.busy_gpu_util, p.mem_util_percent);
     } else {
-      v.reason = fmt::format("GPU busy only {:.0f} % but no single cause over its threshold", p.gpu_util_percent);
+      fallback.what = fmt::format("GPU busy only {:.0f} % but no single cause over its threshold", p.gpu_util_percent);
     }
   } else {
     // no device counters (CPU, or a GPU without NVML): the arithmetic's share of the step.
-    const double useful = compute * (1.0 - lf);
     v.evidence["useful_compute_share"] = r3(useful);
-    if (useful >= t.compute_share) {
-      v.kind = Bottleneck::kCompute;
-      v.reason = fmt::format("{:.0f} % of the step is arithmetic (threshold {:.0f} %)", 100 * useful,
-                             100 * t.compute_share);
+    fallback.side = side_of(useful, t.compute_share, f);
+    const std::string arithmetic =
+        fmt::format("{:.0f} % of the step is arithmetic (threshold {:.0f} %)", 100 * useful, 100 * t.compute_share);
+    if (fallback.side == Side::kOver) {
+      fallback.kind = Bottleneck::kCompute;
+      fallback.what = arithmetic;
+    } else if (fallback.side == Side::kNear) {
+      fallback.kind = Bottleneck::kCompute;
+      fallback.what = arithmetic;
+      fallback_between = {Bottleneck::kCompute, Bottleneck::kBalanced};
     } else {
-      v.reason = fmt::format("no single cause: data {:.0f} %, launch {:.0f} %, arithmetic {:.0f} % of the step",
-                             100 * data, 100 * launch, 100 * useful);
+      fallback.what = fmt::format("no single cause: data {:.0f} %, launch {:.0f} %, arithmetic {:.0f} % of the step",
+                                  100 * data, 100 * launch, 100 * useful);
     }
   }
-  v.fix = bottleneck_fix(v.kind, p.on_gpu);
+
+  const Cause* winner = nullptr;
+  for (const Cause& c : stalls)
+    if (c.side == Side::kOver && (!winner || c.share > winner->share)) winner = &c;
+  std::vector<const Cause*> rivals;  // causes that noise could put in the winner's place
+  for (const Cause& c : stalls)
+    if (&c != winner && c.side != Side::kUnder && (!winner || c.share * f >= winner->share)) rivals.push_back(&c);
+  if (winner && rivals.empty()) {
+    v.kind = winner->kind;
+    v.reason = winner->what;
+  } else if (!winner && rivals.empty() && fallback_between.empty()) {
+    v.kind = fallback.kind;
+    v.reason = fallback.what;
+  } else {
+    // borderline: name every verdict it lies between, the largest share first, with its number
+    std::vector<const Cause*> in;
+    if (winner) in.push_back(winner);
+    in.insert(in.end(), rivals.begin(), rivals.end());
+    std::stable_sort(in.begin(), in.end(), [](const Cause* a, const Cause* b) { return a->share > b->share; });
+    std::vector<std::string> whats;
+    for (const Cause* c : in) {
+      v.between.push_back(c->kind);
+      whats.push_back(c->what);
+    }
+    if (!winner) {  // no stall is clearly over: the fallback's verdict is the other side
+      const std::vector<Bottleneck> others =
+          fallback_between.empty() ? std::vector<Bottleneck>{fallback.kind} : fallback_between;
+      for (Bottleneck b : others)
+        if (std::find(v.between.begin(), v.between.end(), b) == v.between.end()) v.between.push_back(b);
+      whats.push_back(fallback.what);
+    }
+    v.kind = Bottleneck::kBorderline;
+    std::string joined;
+    for (size_t i = 0; i < whats.size(); ++i) joined += (i ? "; " : "") + whats[i];
+    v.reason = fmt::format("borderline between {} (a share within x{:g} of its threshold, or rivals within x{:g} of "
+                           "each other): {}",
+                           names_of(v.between), f, f, joined);
+  }
+  v.fix = v.kind == Bottleneck::kBorderline ? borderline_fix(v.between, p.on_gpu) : bottleneck_fix(v.kind, p.on_gpu);
   return v;
 }
 
 nlohmann::json verdict_json(const Verdict& v) {
-  return {{"verdict", to_string(v.kind)}, {"reason", v.reason}, {"evidence", v.evidence}, {"fix", v.fix}};
+  nlohmann::json j = {{"verdict", to_string(v.kind)}, {"reason", v.reason}, {"evidence", v.evidence}, {"fix", v.fix}};
+  if (!v.between.empty()) {
+    j["between"] = nlohmann::json::array();
+    for (Bottleneck b : v.between) j["between"].push_back(to_string(b));
+  }
+  return j;
 }
 
 }  // namespace saturate

@@ -24,13 +24,6 @@ double median(std::vector<double> v) {
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-/// The index of the median element (the lower one of an even count).
-size_t median_index(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  return order[(order.size() - 1) / 2];
-}
 double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
@@ -213,18 +206,25 @@ void MonitorObserver::trial_end(Trial& trial) {
   if (trial.ok() && !step_ms_.empty()) {
     StepProfile p;
     p.on_gpu = options_.cuda;
-    // one representative step, the median by step time, with its own phases: per-phase medians
-    // taken across different steps need not add up to any step (one step preempted in its
-    // forward, another in its optimizer), and a step preempted by other load moves a mean.
-    const size_t rep = median_index(step_ms_);
-    const auto phase_of = [&](Phase ph) { return phase_ms_[static_cast<size_t>(ph)][rep]; };
-    p.step_ms = step_ms_[rep];
-    p.data_wait_ms = phase_of(Phase::kDataWait);
-    p.h2d_ms = phase_of(Phase::kHostToDevice);
-    p.forward_ms = phase_of(Phase::kForward);
-    p.backward_ms = phase_of(Phase::kBackward);
-    p.optimizer_ms = phase_of(Phase::kOptimizer);
-    p.allreduce_ms = phase_of(Phase::kAllreduce);
+    // each cause's share of its own step, the median over the timed steps, on the median step
+    // time: shares taken within one step add up to it (per-phase medians of milliseconds taken
+    // across different steps need not: one step preempted in its forward, another in its
+    // optimizer), and a step or two preempted by other load on the machine move a mean, or the
+    // one step a single representative would be, but not this.
+    const size_t n = step_ms_.size();
+    std::vector<double> data_share(n), comm_share(n), compute_share(n);
+    const auto phase_at = [&](Phase ph, size_t i) { return phase_ms_[static_cast<size_t>(ph)][i]; };
+    for (size_t i = 0; i < n; ++i) {
+      const double step = step_ms_[i] > 0 ? step_ms_[i] : 1.0;
+      data_share[i] = (phase_at(Phase::kDataWait, i) + phase_at(Phase::kHostToDevice, i)) / step;
+      comm_share[i] = phase_at(Phase::kAllreduce, i) / step;
+      compute_share[i] =
+          (phase_at(Phase::kForward, i) + phase_at(Phase::kBackward, i) + phase_at(Phase::kOptimizer, i)) / step;
+    }
+    p.step_ms = median(step_ms_);
+    p.data_wait_ms = median(data_share) * p.step_ms;
+    p.allreduce_ms = median(comm_share) * p.step_ms;
+    p.forward_ms = median(compute_share) * p.step_ms;  // the compute phases together
     if (options_.measure_launch) {
       if (options_.cuda) {
         const double device = median(compute_ms_), host = median(host_issue_ms_);

@@ -7,10 +7,14 @@
 
 #include <fmt/format.h>
 
+#include "saturate/monitor/bottleneck.h"
+
 namespace saturate {
 namespace {
 
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
+/// The share of the windows' time one verdict must hold to be the run's (else: borderline).
+constexpr double kRunVerdictTimeShare = 2.0 / 3.0;
 
 /// The run's utilization from its windows' (which tile the run): sample counts add, min/max
 /// take the extremes, means are weighted by samples — except cpu_percent's, exact per window
@@ -183,6 +187,36 @@ nlohmann::json TrainMonitor::finish() {
     if (with_verdict > 1)
       b["reason"] = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.value("reason", ""),
                                 count_of[top->first], with_verdict, seconds > 0 ? 100.0 * top->second / seconds : 0.0);
+    // windows that disagree, none holding two thirds of the time: the run is borderline between
+    // what they found (not whichever held longest by a little)
+    double verdict_s = 0;
+    for (const auto& [v, s] : time_of) verdict_s += s;
+    if (time_of.size() > 1 && verdict_s > 0 && top->second < kRunVerdictTimeShare * verdict_s) {
+      std::vector<std::pair<std::string, double>> by_time(time_of.begin(), time_of.end());
+      std::sort(by_time.begin(), by_time.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+      std::vector<Bottleneck> between;
+      const auto add = [&between](Bottleneck k) {
+        if (std::find(between.begin(), between.end(), k) == between.end()) between.push_back(k);
+      };
+      std::string split;
+      for (const auto& [v, s] : by_time) {
+        split += fmt::format("{}{} {:.0f} %", split.empty() ? "" : ", ", v, 100.0 * s / verdict_s);
+        if (v != to_string(Bottleneck::kBorderline)) {
+          add(parse_bottleneck(v));
+          continue;
+        }
+        for (const MonitorWindow& w : windows_)  // a borderline window adds what it lay between
+          if (w.verdict() == v && w.findings["bottleneck"].contains("between"))
+            for (const auto& k : w.findings["bottleneck"]["between"]) add(parse_bottleneck(k.get<std::string>()));
+      }
+      nlohmann::json names = nlohmann::json::array();
+      for (Bottleneck k : between) names.push_back(to_string(k));
+      b["verdict"] = to_string(Bottleneck::kBorderline);
+      b["between"] = names;
+      b["reason"] = fmt::format("borderline: the windows disagree ({} of the time); none held {:.0f} %", split,
+                                100.0 * kRunVerdictTimeShare);
+      b["fix"] = borderline_fix(between, options_.monitor.cuda);
+    }
     out["bottleneck"] = b;
   }
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();

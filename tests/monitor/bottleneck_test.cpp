@@ -1,6 +1,8 @@
 // The verdict rules on fixed step profiles (the thresholds of docs/monitor.md).
 #include "saturate/monitor/bottleneck.h"
 
+#include <algorithm>
+
 #include "saturate/core/errors.h"
 #include "support/support.h"
 
@@ -44,9 +46,12 @@ TEST(BottleneckTest, ArithmeticFillingTheStepIsComputeBound) {
 }
 
 TEST(BottleneckTest, NoSingleCauseIsBalanced) {
-  // 25 % data, 40 % of compute is launch: neither over its threshold, arithmetic 45 %
-  const Verdict v = classify_bottleneck(cpu_profile(25, 40, 30, 5, 0.4));
+  // 20 % data, 35 % of compute is launch, arithmetic 39 %: each clearly under its threshold
+  StepProfile p = cpu_profile(20, 30, 25, 5, 0.35);
+  p.step_ms = 100;  // 20 ms outside the phases
+  const Verdict v = classify_bottleneck(p);
   EXPECT_EQ(v.kind, Bottleneck::kBalanced) << v.reason;
+  EXPECT_NEAR(v.evidence["shares"]["other"].get<double>(), 0.2, 1e-9);
 }
 
 TEST(BottleneckTest, AllreduceOverThresholdIsCommunicationBound) {
@@ -56,11 +61,55 @@ TEST(BottleneckTest, AllreduceOverThresholdIsCommunicationBound) {
   EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kCommunication);
 }
 
-TEST(BottleneckTest, TheLargestStallOverItsThresholdWins) {
+TEST(BottleneckTest, TheLargestStallOverItsThresholdWinsWhenItClearlyLeads) {
+  StepProfile p = cpu_profile(38, 5, 5, 2, 0.0);
+  p.allreduce_ms = 50;
+  p.step_ms = 100;
+  const Verdict v = classify_bottleneck(p);
+  EXPECT_EQ(v.kind, Bottleneck::kCommunication) << v.reason;
+  EXPECT_TRUE(v.between.empty());
+}
+
+TEST(BottleneckTest, TwoStallsOfAboutTheSameShareAreBorderlineBetweenThem) {
   StepProfile p = cpu_profile(35, 10, 10, 5, 0.0);
   p.allreduce_ms = 40;
   p.step_ms = 100;
-  EXPECT_EQ(classify_bottleneck(p).kind, Bottleneck::kCommunication);
+  const Verdict v = classify_bottleneck(p);
+  EXPECT_EQ(v.kind, Bottleneck::kBorderline) << v.reason;
+  EXPECT_EQ(v.between, (std::vector<Bottleneck>{Bottleneck::kCommunication, Bottleneck::kData}));
+  EXPECT_NE(v.fix.find("workers"), std::string::npos) << v.fix;  // the data fix
+  EXPECT_NE(v.fix.find("all-reduce"), std::string::npos) << v.fix;  // the communication fix
+  const nlohmann::json j = verdict_json(v);
+  EXPECT_EQ(j["verdict"], "borderline");
+  EXPECT_EQ(j["between"], nlohmann::json({"communication-bound", "data-bound"}));
+  EXPECT_NEAR(j["evidence"]["shares"]["data"].get<double>(), 0.35, 1e-9);
+  EXPECT_NEAR(j["evidence"]["shares"]["communication"].get<double>(), 0.40, 1e-9);
+  EXPECT_NE(v.reason.find("35 %"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("40 %"), std::string::npos) << v.reason;
+}
+
+TEST(BottleneckTest, ADataShareNearItsThresholdIsBorderlineAndOneClearOfItIsNot) {
+  // data against arithmetic, no launch overhead: the data share swept across its 30 % threshold
+  const auto at = [](double data_share) {
+    StepProfile p = cpu_profile(100 * data_share, 100 * (1 - data_share), 0, 0, 0.0);
+    return classify_bottleneck(p);
+  };
+  EXPECT_EQ(at(0.18).kind, Bottleneck::kCompute);
+  for (double d : {0.25, 0.30, 0.36}) {
+    const Verdict v = at(d);
+    EXPECT_EQ(v.kind, Bottleneck::kBorderline) << d << ": " << v.reason;
+    ASSERT_FALSE(v.between.empty());
+    EXPECT_EQ(v.between.front(), Bottleneck::kData) << d;
+    EXPECT_NE(std::find(v.between.begin(), v.between.end(), Bottleneck::kCompute), v.between.end()) << d;
+  }
+  EXPECT_EQ(at(0.40).kind, Bottleneck::kData);
+}
+
+TEST(BottleneckTest, AFactorOfOneGivesTheCrispThresholds) {
+  BottleneckThresholds crisp;
+  crisp.borderline_factor = 1.0;
+  EXPECT_EQ(classify_bottleneck(cpu_profile(30, 70, 0, 0, 0.0), crisp).kind, Bottleneck::kData);
+  EXPECT_EQ(classify_bottleneck(cpu_profile(29, 71, 0, 0, 0.0), crisp).kind, Bottleneck::kCompute);
 }
 
 TEST(BottleneckTest, BusyGpuWithBusyMemoryIsMemoryBoundElseComputeBound) {
@@ -93,7 +142,7 @@ TEST(BottleneckTest, UnmeasuredLaunchFractionIsNull) {
 
 TEST(BottleneckTest, EveryVerdictPrintsParsesBackAndHasAFix) {
   for (Bottleneck b : {Bottleneck::kData, Bottleneck::kLaunch, Bottleneck::kCompute, Bottleneck::kMemory,
-                       Bottleneck::kCommunication, Bottleneck::kBalanced}) {
+                       Bottleneck::kCommunication, Bottleneck::kBalanced, Bottleneck::kBorderline}) {
     EXPECT_EQ(parse_bottleneck(to_string(b)), b);
     EXPECT_FALSE(bottleneck_fix(b, false).empty());
     EXPECT_FALSE(bottleneck_fix(b, true).empty());

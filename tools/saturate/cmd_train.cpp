@@ -11,6 +11,7 @@
 #include "step_flags.h"
 #include "saturate/models/flops.h"
 #include "saturate/monitor/gemm_peak.h"
+#include "saturate/monitor/op_profile.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/leak_check.h"
@@ -42,6 +43,7 @@ struct TrainFlags {
   int64_t checkpoint_every = 0;
   std::string resume;
   std::string save;
+  std::string profile_ops;
   double clip_grad_norm = 0;
   bool no_backoff = false;
   int64_t log_every = 50;
@@ -171,6 +173,9 @@ void add_train_command(CLI::App& app, Action& action) {
                   "read the loss back from the device every N steps (each read is a sync that stops the host from "
                   "queueing work ahead; 1: every step)")
       ->capture_default_str();
+  cmd->add_option("--profile-ops", tf->profile_ops,
+                  "write an operator profile of the run (LibTorch's profiler: calls, self and total ms per op, per "
+                  "step) to FILE as JSON; it slows each op a little");
   cmd->add_flag("--quiet,-q", tf->quiet, "no progress lines");
   cmd->callback([=, &action] {
     action = [=]() -> int {
@@ -377,7 +382,11 @@ void add_train_command(CLI::App& app, Action& action) {
         if (!warning.empty()) std::cerr << "saturate: warning: " << warning << "\n";
       };
       Trainer trainer(workload, *session->meter, *train_data, eval.get(), o);
+      OpProfile op_profile;
+      if (!tf->profile_ops.empty()) op_profile.start();
       const TrainResult r = trainer.run();
+      if (op_profile.running() && ranks.writer())
+        write_json(op_table_json(op_profile.stop(), r.steps), tf->profile_ops, std::cout);
       if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
       if (!tf->save.empty()) save_model(workload.model(), tf->save);
       nlohmann::json j = summary_json(*session, *data, *stepflags, r, leak_watch, ranks);

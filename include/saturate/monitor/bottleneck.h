@@ -1,18 +1,22 @@
 // Implements: the bottleneck verdict of a measured configuration — why the device is not
 // saturated — from step-phase times, the launch-overhead estimate and the sampled utilization.
 // data-bound | launch-bound | compute-bound | memory-bound | communication-bound | balanced,
-// with the numbers that decided it and the fix the seed gives (B3, B5, B6, B8, M9).
+// or borderline (between two or more of these, when a deciding share sits within a factor of
+// its threshold or two causes are about as large), with the numbers that decided it and the
+// fix the seed gives (B3, B5, B6, B8, M9).
 // Thresholds are documented in docs/monitor.md. No LibTorch here.
 #pragma once
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace saturate {
 
-enum class Bottleneck { kData, kLaunch, kCompute, kMemory, kCommunication, kBalanced };
-/// "data-bound", "launch-bound", "compute-bound", "memory-bound", "communication-bound", "balanced".
+enum class Bottleneck { kData, kLaunch, kCompute, kMemory, kCommunication, kBalanced, kBorderline };
+/// "data-bound", "launch-bound", "compute-bound", "memory-bound", "communication-bound", "balanced",
+/// "borderline".
 std::string to_string(Bottleneck b);
 /// The inverse of to_string; throws UsageError listing the allowed names.
 Bottleneck parse_bottleneck(const std::string& text);
@@ -26,6 +30,10 @@ struct BottleneckThresholds {
   double busy_gpu_util = 80;          ///< NVML GPU-Util at or above: the device is busy
   double memory_util = 60;            ///< ... and memory-controller util at or above: memory-bound
   double compute_share = 0.60;        ///< CPU: compute phases x (1 - launch fraction) / step
+  /// A share (or the launch fraction) in [threshold / f, threshold x f) is near its threshold:
+  /// noise could put it either side, so a decision resting on it is borderline; and a cause
+  /// over its threshold wins clearly only when it is over f times the share of every rival.
+  double borderline_factor = 1.25;
 };
 
 /// What one probe measured, per step (means over the measured steps unless said).
@@ -49,12 +57,16 @@ struct Verdict {
   std::string reason;                                   ///< one line with the deciding numbers
   nlohmann::json evidence = nlohmann::json::object();  ///< every number looked at
   std::string fix;                                      ///< what to change (from the seed)
+  std::vector<Bottleneck> between;  ///< borderline: the verdicts it lies between (largest share first)
 };
 
 Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t = {});
-/// {"verdict", "reason", "evidence", "fix"}: the trial JSON's `bottleneck`.
+/// {"verdict", "reason", "evidence", "fix"} (and "between" when borderline): the trial JSON's
+/// `bottleneck`. evidence.shares gives every cause's share of the step.
 nlohmann::json verdict_json(const Verdict& v);
-/// The fix the seed gives for each kind.
+/// The fix the seed gives for each kind (borderline: see borderline_fix).
 std::string bottleneck_fix(Bottleneck b, bool on_gpu);
+/// The fixes of the verdicts a borderline case lies between, in order.
+std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu);
 
 }  // namespace saturate

@@ -1,0 +1,137 @@
+// Verdicts that hold still: constructed CPU workloads for each class, each probed three times in
+// a row; every run must give the same verdict (CI runs this on a busy 2-core machine). The
+// borderline case is built to sit on the data threshold whatever the load: its data phase burns
+// the CPU for a fixed fraction of the previous step's remaining time, so both sides of the
+// ratio stretch alike when other processes take the cores.
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/monitor/monitor_observer.h"
+#include "saturate/probe/probe.h"
+#include "support/support.h"
+
+namespace saturate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Rig {
+  Rig(int64_t width, int64_t layers, std::vector<int64_t> input) {
+    ModelSpec s;
+    s.name = "mlp";
+    s.width = width;
+    s.layers = layers;
+    s.input_shape = std::move(input);
+    meter = make_memory_meter(torch::kCPU);
+    workload = std::make_unique<Workload>(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kAdam);
+    meter->set_budget_bytes(int64_t{1} << 30);
+    probe = std::make_unique<Probe>(*workload, *meter);
+    MonitorOptions o;
+    o.sample_hz = 20;
+    monitor = std::make_unique<MonitorObserver>(o);
+    probe->add_observer(monitor.get());
+  }
+  ~Rig() { set_cpu_budget_bytes(0); }
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<Probe> probe;
+  std::unique_ptr<MonitorObserver> monitor;
+};
+
+/// A data phase that does CPU work (plain arithmetic, no LibTorch ops that the launch counter
+/// would count as the step's) for `ratio` times the time the rest of the previous step took:
+/// data wait = ratio x (compute + the rest), a data share of ratio / (1 + ratio) of the step on a
+/// quiet or a busy machine alike.
+class ProportionalSource final : public BatchSource {
+ public:
+  ProportionalSource(Workload& w, double ratio) : workload_(w), ratio_(ratio) {}
+  void reset(int64_t batch) override {
+    batch_ = workload_.synthetic_batch(batch);
+    returned_ = {};
+  }
+  Batch next(int64_t) override {
+    const Clock::time_point begin = Clock::now();
+    if (returned_ != Clock::time_point{}) {
+      const auto target = std::chrono::duration_cast<Clock::duration>((begin - returned_) * ratio_);
+      volatile double sink = 0;
+      while (Clock::now() - begin < target)
+        for (int i = 1; i < 2000; ++i) sink = sink + std::sqrt(static_cast<double>(i));
+    }
+    returned_ = Clock::now();
+    return batch_;
+  }
+
+ private:
+  Workload& workload_;
+  double ratio_;
+  Batch batch_;
+  Clock::time_point returned_{};
+};
+
+std::string verdict_of(const Trial& t) {
+  return t.extra.contains("bottleneck") ? t.extra["bottleneck"]["verdict"].get<std::string>() : "(none)";
+}
+
+/// Three trials in a row of the same configuration: their verdicts (and the last trial's JSON).
+std::vector<std::string> three_verdicts(Rig& rig, int64_t batch, int timed_steps, nlohmann::json* last = nullptr) {
+  std::vector<std::string> out;
+  for (int run = 0; run < 3; ++run) {
+    const Trial t = rig.probe->run(batch, {1, timed_steps, 0});
+    EXPECT_TRUE(t.ok()) << t.error;
+    out.push_back(verdict_of(t));
+    if (last) *last = t.extra;
+  }
+  return out;
+}
+
+using Verdicts = std::vector<std::string>;
+
+TEST(VerdictStabilityTest, ALoaderThreeTimesSlowerThanTheStepIsDataBoundThreeTimesInARow) {
+  Rig rig(512, 3, {1, 32, 32});
+  ProportionalSource source(*rig.workload, 3.0);  // a data share of 0.75
+  rig.probe->set_batch_source(&source);
+  nlohmann::json j;
+  EXPECT_EQ(three_verdicts(rig, 128, 5, &j), Verdicts(3, "data-bound")) << j.dump(1);
+}
+
+TEST(VerdictStabilityTest, LargeMatrixProductsAreComputeBoundThreeTimesInARow) {
+  Rig rig(512, 3, {1, 32, 32});
+  nlohmann::json j;
+  EXPECT_EQ(three_verdicts(rig, 128, 3, &j), Verdicts(3, "compute-bound")) << j.dump(1);
+}
+
+TEST(VerdictStabilityTest, ManyTinyOpsAreLaunchBoundThreeTimesInARow) {
+  Rig rig(8, 4, {1, 4, 4});
+  nlohmann::json j;
+  EXPECT_EQ(three_verdicts(rig, 1, 5, &j), Verdicts(3, "launch-bound")) << j.dump(1);
+}
+
+TEST(VerdictStabilityTest, DataWaitAtItsThresholdIsBorderlineWithEveryShareThreeTimesInARow) {
+  Rig rig(512, 3, {1, 32, 32});
+  // data = 3/7 of the rest: a data share of 0.30, on the data-bound threshold
+  ProportionalSource source(*rig.workload, 3.0 / 7.0);
+  rig.probe->set_batch_source(&source);
+  nlohmann::json j;
+  EXPECT_EQ(three_verdicts(rig, 128, 15, &j), Verdicts(3, "borderline")) << j.dump(1);
+  const auto& b = j["bottleneck"];
+  ASSERT_TRUE(b.contains("between")) << b.dump(1);
+  EXPECT_EQ(b["between"][0], "data-bound") << b.dump(1);
+  EXPECT_NEAR(b["evidence"]["shares"]["data"].get<double>(), 0.30, 0.07) << b.dump(1);
+  for (const char* cause : {"data", "communication", "launch", "arithmetic", "other"})
+    EXPECT_TRUE(b["evidence"]["shares"].contains(cause)) << cause;
+}
+
+TEST(VerdictStabilityTest, DataWaitOfHalfTheStepIsDataBoundThreeTimesInARow) {
+  // the same construction clear of the threshold: data = the rest, a share of 0.5
+  Rig rig(512, 3, {1, 32, 32});
+  ProportionalSource source(*rig.workload, 1.0);
+  rig.probe->set_batch_source(&source);
+  nlohmann::json j;
+  EXPECT_EQ(three_verdicts(rig, 128, 7, &j), Verdicts(3, "data-bound")) << j.dump(1);
+}
+
+}  // namespace
+}  // namespace saturate
