@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Dict, Iterable, Iterator, List, Optional, TypeVar
 
 import torch
 
@@ -37,13 +37,15 @@ class phase:
 
 @dataclass
 class MonitorReport:
-    verdict: str                # data-bound, compute-bound, launch-bound, communication-bound, balanced, ... ("" without timed steps)
+    verdict: str                # data-bound, compute-bound, launch-bound, communication-bound, balanced, borderline ("" without timed steps)
     reason: str
     fix: str
     phases_ms: Dict[str, float]  # mean per timed step
     steps: int
     timed_steps: int
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
+    between: List[str] = field(default_factory=list)  # borderline: the verdicts it lies between
+    shares: Dict[str, float] = field(default_factory=dict)  # each cause's share of the step
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         return json.dumps(self.data, indent=indent)
@@ -90,7 +92,8 @@ class Monitor:
         b = d.get("bottleneck", {})
         self.report = MonitorReport(verdict=b.get("verdict", ""), reason=b.get("reason", ""), fix=b.get("fix", ""),
                                     phases_ms=d.get("phases_ms", {}), steps=d["steps"],
-                                    timed_steps=d["timed_steps"], data=d)
+                                    timed_steps=d["timed_steps"], data=d, between=b.get("between", []),
+                                    shares=b.get("evidence", {}).get("shares", {}))
         return False
 
     def step_begin(self) -> None:

@@ -109,3 +109,10 @@ def test_a_search_with_the_monitor_explains_each_fitting_trial():
             assert t.data["phases_ms"][phase] > 0, (t.batch, t.data["phases_ms"])
         assert t.data["bottleneck"]["verdict"], t.data["bottleneck"]
     assert "phases_ms" in r.to_json()
+
+
+def test_the_report_gives_every_causes_share_of_the_step():
+    r = run_monitored(sleep_s=0.01, width=32)
+    assert set(r.shares) == {"data", "communication", "launch", "arithmetic", "other"}, r.shares
+    assert r.shares["data"] > 0.5, r.shares
+    assert r.between == [] or r.verdict == "borderline", r

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <torch/torch.h>
@@ -229,6 +230,91 @@ TEST(TrainMonitorTest, NoWindowWithoutTimedStepsMeansNoVerdict) {
   EXPECT_FALSE(j.contains("bottleneck"));
   EXPECT_FALSE(j.contains("phases_ms"));
   EXPECT_TRUE(j.contains("utilization"));
+}
+
+}  // namespace
+}  // namespace saturate
+
+namespace saturate {
+namespace {
+
+/// The first `slow_steps` batches take `delay` to arrive, the rest none.
+class SlowAtFirstTrainData final : public TrainData {
+ public:
+  SlowAtFirstTrainData(torch::Tensor x, torch::Tensor y, int64_t global, int64_t slow_steps,
+                       std::chrono::milliseconds delay)
+      : inner_(std::move(x), std::move(y), global), slow_steps_(slow_steps), delay_(delay) {}
+  std::string name() const override { return "slow at first"; }
+  int64_t steps_per_epoch() const override { return inner_.steps_per_epoch(); }
+  Batch batch_for_step(int64_t step) override {
+    if (step < slow_steps_) std::this_thread::sleep_for(delay_);
+    return inner_.batch_for_step(step);
+  }
+
+ private:
+  TensorTrainData inner_;
+  int64_t slow_steps_;
+  std::chrono::milliseconds delay_;
+};
+
+/// An all-reduce that is instant for the first `fast_steps` backwards and then waits `wait`.
+class SlowLaterAllreduceSync final : public StepSync {
+ public:
+  SlowLaterAllreduceSync(int64_t fast_steps, std::chrono::milliseconds wait) : fast_steps_(fast_steps), wait_(wait) {}
+  void backward(const torch::Tensor& loss, bool last) override {
+    loss.backward();
+    exposed_ms_ = 0;
+    if (!last || calls_++ < fast_steps_) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(wait_);
+    exposed_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  double exposed_allreduce_ms() override { return exposed_ms_; }
+
+ private:
+  int64_t fast_steps_, calls_ = 0;
+  std::chrono::milliseconds wait_;
+  double exposed_ms_ = 0;
+};
+
+TEST(TrainMonitorTest, WindowsThatDisagreeForAboutEqualTimesMakeTheRunBorderlineBetweenTheirVerdicts) {
+  Rig rig(16);
+  // steps 0-6 wait 60 ms for data (the warm-up step and the first two windows of three timed
+  // steps), steps 7-12 wait 60 ms for the all-reduce (the last two windows)
+  SlowAtFirstTrainData data(rig.inputs, rig.targets, 8, 7, std::chrono::milliseconds(60));
+  SlowLaterAllreduceSync sync(7, std::chrono::milliseconds(60));
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 8;
+  o.max_steps = 13;
+  o.sync = &sync;
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  std::map<std::string, int> windows;
+  for (const MonitorWindow& w : monitor.windows()) ++windows[w.verdict()];
+  EXPECT_EQ(windows, (std::map<std::string, int>{{"communication-bound", 2}, {"data-bound", 2}})) << j.dump(1);
+  const auto& b = j["bottleneck"];
+  EXPECT_EQ(b["verdict"], "borderline") << b.dump(1);
+  EXPECT_EQ(b["between"].size(), 2u) << b.dump(1);
+  for (const char* v : {"data-bound", "communication-bound"})
+    EXPECT_NE(std::find(b["between"].begin(), b["between"].end(), v), b["between"].end()) << v;
+  EXPECT_NE(b["reason"].get<std::string>().find("windows disagree"), std::string::npos) << b["reason"];
+  EXPECT_NE(b["fix"].get<std::string>().find("workers"), std::string::npos) << b["fix"];
+}
+
+TEST(TrainMonitorTest, OneVerdictHoldingMostOfTheTimeIsTheRuns) {
+  Rig rig(16);
+  // steps 0-9 wait 60 ms for data (three windows), then three fast steps (a short window)
+  SlowAtFirstTrainData data(rig.inputs, rig.targets, 8, 10, std::chrono::milliseconds(60));
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 8;
+  o.max_steps = 13;
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  EXPECT_EQ(j["bottleneck"]["verdict"], "data-bound") << j.dump(1);
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""One DDP job, four ranks on Gloo, a 10M-parameter MLP at one sample per rank (its gradients'
+all-reduce takes more of the step than their computation): three runs under `saturate launch`
+and one under torchrun must all be called communication-bound.
+
+usage: verdict_launchers.py SATURATE_BINARY"""
+import json, os, subprocess, sys, tempfile
+
+RANKS = 4
+JOB = ["train", "--model", "mlp", "--width", "2048", "--layers", "3", "--data", "fashion-mnist", "--device", "cpu",
+       "--threads", "1", "--workers", "0", "--batch", "1", "--global-batch", str(RANKS), "--steps", "12",
+       "--optimizer", "sgd", "--bucket-mb", "200", "-q"]
+
+
+def run(cmd, out):
+    p = subprocess.run(cmd + ["--json", out], capture_output=True, text=True, timeout=240)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-3000:]}")
+    with open(out) as f:
+        b = json.load(f)["bottleneck"]
+    return b["verdict"], b["evidence"]["shares"]
+
+
+def main():
+    exe = sys.argv[1]
+    tmp = tempfile.mkdtemp(prefix="verdict_launchers_")
+    runs = []
+    for i in range(3):
+        runs.append(("saturate launch",) + run([exe, "launch", "--nproc-per-node", str(RANKS), "--", exe] + JOB,
+                                                os.path.join(tmp, f"launch{i}.json")))
+    runs.append(("torchrun",) + run([sys.executable, "-m", "torch.distributed.run", "--no-python", "--standalone",
+                                     "--nproc-per-node", str(RANKS), exe] + JOB, os.path.join(tmp, "torchrun.json")))
+    for launcher, verdict, shares in runs:
+        print(f"{launcher:16s} {verdict:20s} {json.dumps(shares)}")
+    verdicts = [v for _, v, _ in runs]
+    if verdicts != ["communication-bound"] * len(runs):
+        sys.exit(f"expected communication-bound in every run, got {verdicts}")
+    print("ok: communication-bound in all four runs")
+
+
+if __name__ == "__main__":
+    main()
