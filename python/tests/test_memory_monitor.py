@@ -116,3 +116,44 @@ def test_the_report_gives_every_causes_share_of_the_step():
     assert set(r.shares) == {"data", "communication", "launch", "arithmetic", "other"}, r.shares
     assert r.shares["data"] > 0.5, r.shares
     assert r.between == [] or r.verdict == "borderline", r
+
+
+CHURN_LOOP = r'''
+import json, torch, torch.nn as nn, torch.nn.functional as F
+import saturate
+torch.set_num_threads(1)
+torch.manual_seed(0)
+m = nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                  nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+x, y = torch.randn(128 * 20, 1, 28, 28), torch.randint(10, (128 * 20,))
+with saturate.monitor(device="cpu", sample_hz=0) as mon:
+    for i in mon.loop(range(20)):
+        with saturate.phase("forward"):
+            loss = F.cross_entropy(m(x[i * 128:(i + 1) * 128]), y[i * 128:(i + 1) * 128])
+        with saturate.phase("backward"):
+            loss.backward()
+        with saturate.phase("optimizer"):
+            opt.step()
+            opt.zero_grad()
+print(json.dumps(mon.report.data["bottleneck"]))
+'''
+
+
+def _churn_run(malloc_env):
+    import json, os, subprocess, sys
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env.update(malloc_env)
+    out = subprocess.run([sys.executable, "-c", CHURN_LOOP], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_python_loop_whose_malloc_gives_memory_back_every_step_is_told_so_and_one_that_keeps_it_is_not():
+    # glibc trims the heap top of this loop every step (docs/train.md: 3700-18000 faults per step)
+    churn = _churn_run({})
+    assert churn["evidence"]["page_faults_per_step"] >= 1000, churn["evidence"]
+    assert "MALLOC_MMAP_THRESHOLD_" in churn["fix"], churn["fix"]
+    kept = _churn_run({"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "1073741824"})
+    assert kept["evidence"]["page_faults_per_step"] < 1000, kept["evidence"]
+    assert "MALLOC_MMAP_THRESHOLD_" not in kept["fix"], kept["fix"]

@@ -217,6 +217,16 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
                            names_of(v.between), f, f, joined);
   }
   v.fix = v.kind == Bottleneck::kBorderline ? borderline_fix(v.between, p.on_gpu) : bottleneck_fix(v.kind, p.on_gpu);
+  if (!std::isnan(p.page_faults_per_step)) v.evidence["page_faults_per_step"] = r3(p.page_faults_per_step);
+  if (!std::isnan(p.system_cpu_share)) v.evidence["system_cpu_share"] = r3(p.system_cpu_share);
+  if (!std::isnan(p.page_faults_per_step) && !std::isnan(p.system_cpu_share) &&
+      p.page_faults_per_step >= t.page_faults_per_step && p.system_cpu_share >= t.system_cpu_share)
+    v.fix += fmt::format(
+        "; also: {:.0f} page faults per step and {:.0f} % of the CPU time in the kernel: freed memory goes back to the "
+        "operating system and is faulted in again every step; keep it in the process (glibc: "
+        "MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 in the environment, or jemalloc/tcmalloc "
+        "via LD_PRELOAD; docs/train.md)",
+        p.page_faults_per_step, 100 * p.system_cpu_share);
   return v;
 }
 

@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include <sys/resource.h>
+
 namespace saturate {
 namespace {
 
@@ -26,6 +28,18 @@ double median(std::vector<double> v) {
 }
 double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+struct KernelTime {
+  int64_t minor_faults = 0;
+  double system_s = 0, cpu_s = 0;  ///< system, and user + system
+};
+/// The process's minor page faults and CPU seconds so far.
+KernelTime kernel_time() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return {};
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return {static_cast<int64_t>(u.ru_minflt), s(u.ru_stime), s(u.ru_stime) + s(u.ru_utime)};
+}
 
 double util_mean(const nlohmann::json& util, const char* name) {
   if (!util.contains(name)) return std::numeric_limits<double>::quiet_NaN();
@@ -74,6 +88,7 @@ void MonitorObserver::trial_begin(int64_t batch) {
   for (auto& v : phase_ms_) v.clear();
   window_begin_ = sampler_->sample_now().at;  // the window's first edge
   sampler_cpu_at_begin_ = sampler_->own_cpu_s();
+  kernel_at_ = Clock::time_point{};
   trial_begin_ = Clock::now();
 }
 
@@ -84,7 +99,13 @@ void MonitorObserver::step_begin(int step, bool measured) {
   account_ = !options_.training || !measured || (steps_seen_++ % kAccountEvery) == 0;
   hooks_at_step_begin_ = hooks_s_;
   ++steps_this_trial_;
-  if (measured) ++timed_this_trial_;
+  if (measured && timed_this_trial_++ == 0) {  // the kernel's share counts from the first timed step
+    const KernelTime k = kernel_time();
+    page_faults_at_begin_ = k.minor_faults;
+    system_cpu_at_begin_s_ = k.system_s;
+    cpu_at_begin_s_ = k.cpu_s;
+    kernel_at_ = Clock::now();
+  }
   step_ = step;
   measured_ = measured;
   in_step_ = true;
@@ -249,6 +270,16 @@ void MonitorObserver::trial_end(Trial& trial) {
     p.gpu_util_percent = util_mean(util, "gpu_util_percent");
     p.mem_util_percent = util_mean(util, "mem_util_percent");
     p.cpu_percent = util_mean(util, "cpu_percent");
+    // the timed steps only: a warm-up step's first touch of new memory is not churn
+    const KernelTime k = kernel_time();
+    if (kernel_at_ != Clock::time_point{} && timed_this_trial_ > 0) {
+      p.page_faults_per_step =
+          static_cast<double>(k.minor_faults - page_faults_at_begin_) / static_cast<double>(timed_this_trial_);
+      // of the process's CPU time, not of the wall time: other load on the machine stretches the
+      // wall time, not this share
+      const double cpu_s = k.cpu_s - cpu_at_begin_s_;
+      if (cpu_s > 0) p.system_cpu_share = (k.system_s - system_cpu_at_begin_s_) / cpu_s;
+    }
     const Verdict v = classify_bottleneck(p, options_.thresholds);
     verdict = verdict_json(v);
     trial.extra["bottleneck"] = verdict;

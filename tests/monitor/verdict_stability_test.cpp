@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cmath>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <torch/torch.h>
 
 #include "saturate/core/cpu_budget_allocator.h"
@@ -71,6 +74,27 @@ class ProportionalSource final : public BatchSource {
   Clock::time_point returned_{};
 };
 
+/// A data phase that maps 32 MiB, touches every page and unmaps it: what glibc's trimming does
+/// to a Python training loop every step (docs/train.md), 8192 fresh pages per step.
+class PageChurnSource final : public BatchSource {
+ public:
+  explicit PageChurnSource(Workload& w) : workload_(w) {}
+  void reset(int64_t batch) override { batch_ = workload_.synthetic_batch(batch); }
+  Batch next(int64_t) override {
+    constexpr size_t kBytes = size_t{32} << 20;
+    void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    const long page = sysconf(_SC_PAGESIZE);
+    for (size_t off = 0; off < kBytes; off += static_cast<size_t>(page)) static_cast<volatile char*>(p)[off] = 1;
+    munmap(p, kBytes);
+    return batch_;
+  }
+
+ private:
+  Workload& workload_;
+  Batch batch_;
+};
+
 std::string verdict_of(const Trial& t) {
   return t.extra.contains("bottleneck") ? t.extra["bottleneck"]["verdict"].get<std::string>() : "(none)";
 }
@@ -131,6 +155,26 @@ TEST(VerdictStabilityTest, DataWaitOfHalfTheStepIsDataBoundThreeTimesInARow) {
   rig.probe->set_batch_source(&source);
   nlohmann::json j;
   EXPECT_EQ(three_verdicts(rig, 128, 7, &j), Verdicts(3, "data-bound")) << j.dump(1);
+}
+
+TEST(VerdictStabilityTest, MemoryFaultedInAgainEveryStepGetsAnAllocatorNoteAndFreshMemoryOnlyOnceDoesNot) {
+  Rig rig(16, 1, {1, 8, 8});
+  PageChurnSource churn(*rig.workload);
+  rig.probe->set_batch_source(&churn);
+  const Trial t = rig.probe->run(8, {1, 5, 0});
+  ASSERT_TRUE(t.ok()) << t.error;
+  const auto& b = t.extra["bottleneck"];
+  EXPECT_GE(b["evidence"]["page_faults_per_step"].get<double>(), 8000) << b.dump(1);
+  EXPECT_GE(b["evidence"]["system_cpu_share"].get<double>(), 0.05) << b.dump(1);
+  EXPECT_NE(b["fix"].get<std::string>().find("MALLOC_MMAP_THRESHOLD_"), std::string::npos) << b.dump(1);
+
+  // the same model without the churn: its memory is reused step after step
+  rig.probe->set_batch_source(nullptr);
+  const Trial quiet = rig.probe->run(8, {1, 5, 0});
+  ASSERT_TRUE(quiet.ok()) << quiet.error;
+  const auto& q = quiet.extra["bottleneck"];
+  EXPECT_LT(q["evidence"]["page_faults_per_step"].get<double>(), 1000) << q.dump(1);
+  EXPECT_EQ(q["fix"].get<std::string>().find("MALLOC_MMAP_THRESHOLD_"), std::string::npos) << q.dump(1);
 }
 
 }  // namespace

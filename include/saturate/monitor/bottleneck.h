@@ -30,6 +30,12 @@ struct BottleneckThresholds {
   double busy_gpu_util = 80;          ///< NVML GPU-Util at or above: the device is busy
   double memory_util = 60;            ///< ... and memory-controller util at or above: memory-bound
   double compute_share = 0.60;        ///< CPU: compute phases x (1 - launch fraction) / step
+  /// The process's system CPU time / its CPU time at or above, with at least `page_faults_per_step`
+  /// minor faults per step: freed memory goes back to the kernel and is faulted in again every
+  /// step (glibc trimming or unmapping); the fix gets a note (docs/train.md: a Python loop's
+  /// mlp step spent 22-27 % of its CPU time in the kernel).
+  double system_cpu_share = 0.05;
+  double page_faults_per_step = 1000;
   /// A share (or the launch fraction) in [threshold / f, threshold x f) is near its threshold:
   /// noise could put it either side, so a decision resting on it is borderline; and a cause
   /// over its threshold wins clearly only when it is over f times the share of every rival.
@@ -49,6 +55,10 @@ struct StepProfile {
   double gpu_util_percent = std::numeric_limits<double>::quiet_NaN();  ///< NVML mean, NaN without
   double mem_util_percent = std::numeric_limits<double>::quiet_NaN();
   double cpu_percent = std::numeric_limits<double>::quiet_NaN();
+  /// The process's minor page faults per timed step and system CPU time / CPU time (user +
+  /// system) over the timed steps (NaN: not measured).
+  double page_faults_per_step = std::numeric_limits<double>::quiet_NaN();
+  double system_cpu_share = std::numeric_limits<double>::quiet_NaN();
   double compute_ms() const { return forward_ms + backward_ms + optimizer_ms; }
 };
 

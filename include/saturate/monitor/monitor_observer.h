@@ -91,6 +91,9 @@ class MonitorObserver final : public ProbeObserver {
   int64_t batch_ = 0;
   Clock::time_point trial_begin_, window_begin_;
   double sampler_cpu_at_begin_ = 0;
+  double system_cpu_at_begin_s_ = 0, cpu_at_begin_s_ = 0;  ///< the process's, from getrusage
+  int64_t page_faults_at_begin_ = 0;
+  Clock::time_point kernel_at_{};  ///< when those were read (the first timed step's begin)
   double hooks_s_ = 0;
   static constexpr int64_t kAccountEvery = 16;
   bool account_ = true;  // this step's hooks time themselves
