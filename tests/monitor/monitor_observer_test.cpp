@@ -11,32 +11,12 @@
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/probe/probe.h"
 #include "support/support.h"
+#include "monitor/probe_rig.h"
 
 namespace saturate {
 namespace {
 
-struct Rig {
-  Rig(int64_t width, int64_t layers, std::vector<int64_t> input) {
-    ModelSpec s;
-    s.name = "mlp";
-    s.width = width;
-    s.layers = layers;
-    s.input_shape = std::move(input);
-    meter = make_memory_meter(torch::kCPU);
-    workload = std::make_unique<Workload>(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kAdam);
-    meter->set_budget_bytes(int64_t{1} << 30);
-    probe = std::make_unique<Probe>(*workload, *meter);
-    MonitorOptions o;
-    o.sample_hz = 20;
-    monitor = std::make_unique<MonitorObserver>(o);
-    probe->add_observer(monitor.get());
-  }
-  ~Rig() { set_cpu_budget_bytes(0); }
-  std::unique_ptr<MemoryMeter> meter;
-  std::unique_ptr<Workload> workload;
-  std::unique_ptr<Probe> probe;
-  std::unique_ptr<MonitorObserver> monitor;
-};
+using Rig = testing::MonitoredProbe;
 
 /// A data loader too slow for the model: each batch takes `delay` to arrive.
 class SlowSource final : public BatchSource {

@@ -15,34 +15,14 @@
 #include "saturate/monitor/monitor_observer.h"
 #include "saturate/probe/probe.h"
 #include "support/support.h"
+#include "monitor/probe_rig.h"
 
 namespace saturate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Rig {
-  Rig(int64_t width, int64_t layers, std::vector<int64_t> input) {
-    ModelSpec s;
-    s.name = "mlp";
-    s.width = width;
-    s.layers = layers;
-    s.input_shape = std::move(input);
-    meter = make_memory_meter(torch::kCPU);
-    workload = std::make_unique<Workload>(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kAdam);
-    meter->set_budget_bytes(int64_t{1} << 30);
-    probe = std::make_unique<Probe>(*workload, *meter);
-    MonitorOptions o;
-    o.sample_hz = 20;
-    monitor = std::make_unique<MonitorObserver>(o);
-    probe->add_observer(monitor.get());
-  }
-  ~Rig() { set_cpu_budget_bytes(0); }
-  std::unique_ptr<MemoryMeter> meter;
-  std::unique_ptr<Workload> workload;
-  std::unique_ptr<Probe> probe;
-  std::unique_ptr<MonitorObserver> monitor;
-};
+using Rig = testing::MonitoredProbe;
 
 /// A data phase that does CPU work (plain arithmetic, no LibTorch ops that the launch counter
 /// would count as the step's) for `ratio` times the time the rest of the previous step took:
