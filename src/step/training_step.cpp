@@ -68,6 +68,7 @@ TrainingStep::TrainingStep(Workload& workload, StepOptions options)
     else if (options_.sync) why = "does not capture steps that synchronize with other ranks";
     if (!why.empty()) throw UsageError("fast_paths", "cuda_graphs " + why);
   }
+  set_noise(options_.noise);
   optimizer_ = workload_.make_optimizer(fp.fused_optimizer || fp.cuda_graphs);
   if (fp.cuda_graphs) make_graph();
 }
@@ -79,6 +80,16 @@ void TrainingStep::make_graph() {
   if (!capturable) throw RuntimeFailure("cuda_graphs: the optimizer is not capturable");  // make_optimizer made it
   graph_ = std::make_unique<GraphedStep>([this](const Batch& b) { return run_eager(b); }, *capturable,
                                          workload_.device());
+}
+
+void TrainingStep::set_noise(GradientNoiseScale* noise) {
+  if (noise && options_.fast_paths.cuda_graphs)
+    throw UsageError("noise_scale", "the gradient noise scale is not measured inside a CUDA graph; drop cuda_graphs "
+                                    "from --fast-paths");
+  if (noise && options_.sync && !options_.sync->communicates())
+    throw UsageError("noise_scale", "the gradient noise scale is not measured with --parallel dp; use one process "
+                                    "per GPU (saturate launch)");
+  options_.noise = noise;
 }
 
 void TrainingStep::set_micro_batch(int64_t micro_batch) {
@@ -111,7 +122,12 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
   const bool has_peers = sync && sync->communicates();
   const torch::Device device = workload_.device();
   const int64_t global = batch.inputs.size(0);
-  const int64_t micro = options_.micro_batch > 0 ? options_.micro_batch : global;
+  GradientNoiseScale* const noise = capturable && capturable->capturing() ? nullptr : options_.noise;
+  int64_t micro = options_.micro_batch > 0 ? options_.micro_batch : global;
+  // the noise scale compares the first micro-batch's gradient with the step's: it needs two
+  if (noise && micro >= global && global >= 2) micro = (global + 1) / 2;
+  double first_sq_norm = 0;
+  int64_t first_samples = 0;
   agreed_ = false;
   StepResult result;
   optimizer_->zero_grad(/*set_to_none=*/true);
@@ -160,6 +176,17 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
       if (exposed_ms > 0) obs->phase_moved(Phase::kAllreduce, Phase::kBackward, exposed_ms);
     }
     if (options_.retain_graph && last) result.graph_loss = loss;
+    if (noise && start == 0 && !last) {
+      // the buffers hold (n/global) x this micro-batch's mean gradient (x the fp16 loss scale)
+      const double share = static_cast<double>(n) / static_cast<double>(global);
+      first_sq_norm = gradient_sq_norm(workload_.model().parameters(), scaler_.scale_value()) / (share * share);
+      first_samples = n;
+    }
+  }
+  if (first_samples > 0) {
+    const int64_t ranks = has_peers ? sync->world_size() : 1;
+    noise->add(first_samples, first_sq_norm, global * ranks,
+               gradient_sq_norm(workload_.model().parameters(), scaler_.scale_value()));
   }
   PhaseMark opt(obs, Phase::kOptimizer);
   if (options_.clip_grad_norm > 0) {

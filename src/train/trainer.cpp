@@ -93,6 +93,7 @@ void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optim
   std::vector<int64_t> backoffs;
   for (const auto& b : result.oom_backoffs) backoffs.insert(backoffs.end(), {b.step, b.old_micro_batch, b.new_micro_batch});
   archive.write("oom_backoffs", torch::tensor(backoffs, torch::kLong));
+  if (opt_.noise) archive.write("noise_scale", torch::tensor(opt_.noise->state(), torch::kDouble));
   for (const auto& [name, t] : workload_.model().named_tensors()) archive.write("model." + name, t.detach().cpu(), true);
   torch::serialize::OutputArchive opt_archive;
   optimizer.save(opt_archive);
@@ -145,6 +146,8 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
   t = read("oom_backoffs");
   for (int64_t i = 0; i + 2 < t.numel(); i += 3)
     result.oom_backoffs.push_back({t[i].item<int64_t>(), t[i + 1].item<int64_t>(), t[i + 2].item<int64_t>()});
+  if (torch::Tensor noise; opt_.noise && archive.try_read("noise_scale", noise))
+    opt_.noise->load_state(std::vector<double>(noise.data_ptr<double>(), noise.data_ptr<double>() + noise.numel()));
   {
     torch::NoGradGuard no_grad;
     for (auto& [name, tensor] : workload_.model().named_tensors()) {
@@ -185,6 +188,7 @@ TrainResult Trainer::run() {
   so.sync = opt_.sync;
   so.observer = opt_.observer;
   so.fast_paths = opt_.fast_paths;
+  so.noise = opt_.noise;
   if (opt_.loss_every < 1)
     throw UsageError("loss_every", fmt::format("{} is not a positive number of steps; 1 reads every step's loss",
                                                opt_.loss_every));

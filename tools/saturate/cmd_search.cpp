@@ -13,6 +13,7 @@
 #include "data_flags.h"
 #include "dist_flags.h"
 #include "step_flags.h"
+#include "objective_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
 #include "saturate/dist/search_run.h"
@@ -125,6 +126,8 @@ void add_search_command(CLI::App& app, Action& action) {
                   "re-probe the found boundary (max and max+1) this many more times; where memory varies from run to "
                   "run, max_batch becomes the largest batch that fit every time and the spread is reported")
       ->capture_default_str();
+  auto objflags = std::make_shared<ObjectiveFlags>();
+  add_objective_flags(*cmd, *objflags, /*base_batch_flag=*/true);
   cmd->add_flag("--quiet,-q", sf->quiet, "no progress lines on stderr");
   cmd->callback([=, &action] {
     action = [=]() -> int {
@@ -151,7 +154,12 @@ void add_search_command(CLI::App& app, Action& action) {
                                      sf->required_batch));
       opt.start_batch = sf->start_batch;
       opt.measure_steps = sf->steps;
+      const Objective objective = check_objective_flags(*objflags);
       const DistEnv denv = prepare_dist(*distflags, *flags);  // one rank of several: rank 0 reports
+      if (objective != Objective::kMemory && denv.world_size > 1)
+        throw UsageError(fmt::format("--objective {}: the throughput curve is timed in one process; search with one "
+                                     "rank (the batch per GPU), then launch",
+                                     objflags->objective));
       if (!sf->quiet && denv.rank == 0) opt.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
       check_memory_plan_flags(*memflags);
       auto session = open_session(with_data_shape(*dflags, *flags));
@@ -192,6 +200,18 @@ void add_search_command(CLI::App& app, Action& action) {
       }
       const SearchResult& result = dres.result;
       if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
+      // --objective throughput|goodput: the curve up to the recommended batch, the noise scale
+      ObjectiveOutcome picked;
+      if (objective != Objective::kMemory && result.error.empty() && result.max_batch > 0) {
+        const int64_t top = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
+        DataFeed* feed = data ? data->feed.get() : nullptr;
+        const std::string source = feed ? feed->dataset().name()
+                                         : std::string("synthetic batches (random labels; give --data for yours)");
+        Workload& w = *session->workload;
+        picked = pick_by_objective(
+            probe, *objflags, top, [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
+            sf->quiet || denv.rank != 0);
+      }
       std::optional<FastPathChoice> fast;
       const int64_t fast_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
       nlohmann::json fast_j = {{"policy", stepflags->fast_paths}, {"chosen", footprint.fast_paths.to_string()}};
@@ -214,6 +234,7 @@ void add_search_command(CLI::App& app, Action& action) {
       const auto analytic = analytic_flops(session->workload->built().spec);
       j["compute"] = compute_json(result, peak, analytic ? std::optional<double>(analytic->training_per_sample) : std::nullopt);
       j["fast_paths"] = fast_j;
+      j["objective"] = objective_json(picked);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
@@ -224,6 +245,7 @@ void add_search_command(CLI::App& app, Action& action) {
         print_search(std::cout, session->context, result);
         if (checkpointing.enabled()) std::cout << "checkpointing      " << to_string(checkpointing) << "\n";
         if (footprint.precision != Precision::kFp32) std::cout << "precision          " << to_string(footprint.precision) << "\n";
+        std::cout << objective_text(picked);
         std::cout << compute_text(j["compute"]);
         if (fast) std::cout << fast_paths_text(*fast, fast_batch);
         std::cout << checkpointing_text;

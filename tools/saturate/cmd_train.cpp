@@ -49,6 +49,7 @@ struct TrainFlags {
   int64_t log_every = 50;
   int64_t loss_every = 10;
   bool quiet = false;
+  bool noise_scale = false;
 };
 
 nlohmann::json summary_json(const Session& s, const DataFlags& data, const StepFlags& step, const TrainResult& r,
@@ -176,6 +177,10 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--profile-ops", tf->profile_ops,
                   "write an operator profile of the run (LibTorch's profiler: calls, self and total ms per op, per "
                   "step) to FILE as JSON; it slows each op a little");
+  cmd->add_flag("--noise-scale", tf->noise_scale,
+                "measure the gradient noise scale every step (the first micro-batch's gradient against the step's; a "
+                "step of one micro-batch runs as two halves), smoothed over about 20 steps, in the progress lines "
+                "and the summary");
   cmd->add_flag("--quiet,-q", tf->quiet, "no progress lines");
   cmd->callback([=, &action] {
     action = [=]() -> int {
@@ -350,6 +355,8 @@ void add_train_command(CLI::App& app, Action& action) {
       // step phases, utilization and the bottleneck verdict (docs/monitor.md); --no-monitor: none
       const std::unique_ptr<TrainMonitor> monitor = make_train_monitor(*mflags, session->device, global);
       o.observer = monitor.get();
+      const auto noise = tf->noise_scale ? std::make_shared<GradientNoiseScale>() : nullptr;
+      o.noise = noise.get();
       if (!tf->quiet) {
         std::cerr << fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps "
                                  "({} per epoch), {} {}, lr {:g}\n",
@@ -358,11 +365,17 @@ void add_train_command(CLI::App& app, Action& action) {
                                            : std::to_string(accumulation),
                                  global * world, total, per_epoch, stepflags->precision, to_string(o.checkpointing),
                                  o.schedule.peak_lr);
-        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get()](int64_t step, double loss,
-                                                                                              double lr_now) {
-          if ((step + 1) % every == 0 || step + 1 == total)
-            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}{}\n", step + 1, total, loss, lr_now,
-                                     mon ? "  " + mon->status_text() : std::string());
+        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get(), noise](
+                        int64_t step, double loss, double lr_now) {
+          if ((step + 1) % every == 0 || step + 1 == total) {
+            std::string noise_text;
+            if (noise) {
+              const auto b = noise->noise_scale();
+              noise_text = b ? fmt::format("  noise scale {:.0f}", *b) : std::string("  noise scale -");
+            }
+            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}{}{}\n", step + 1, total, loss, lr_now,
+                                     noise_text, mon ? "  " + mon->status_text() : std::string());
+          }
         };
         o.on_eval = [eval_split](int64_t epoch, double loss, double acc) {
           std::cerr << fmt::format("  epoch {} {} loss {:.4f} accuracy {:.2f} %\n", epoch, eval_split, loss, 100.0 * acc);
@@ -394,6 +407,13 @@ void add_train_command(CLI::App& app, Action& action) {
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       j["fast_paths"] = o.fast_paths.to_string();
       j["loss_every"] = o.loss_every;
+      if (noise) {
+        const auto b = noise->noise_scale();
+        j["gradient_noise_scale"] = {{"value", b ? nlohmann::json(*b) : nlohmann::json()},
+                                     {"gradient_sq_norm", noise->gradient_sq_norm()},
+                                     {"trace_covariance", noise->trace_covariance()},
+                                     {"measurements", noise->measurements()}};
+      }
       const nlohmann::json compute = train_compute_json(*session, o, r, world);
       j.update(compute);
       if (flags->json == "-") {
@@ -408,6 +428,11 @@ void add_train_command(CLI::App& app, Action& action) {
           std::cout << fmt::format("bottleneck  {}: {}\nfix         {}\n", j["bottleneck"].value("verdict", ""),
                                    j["bottleneck"].value("reason", ""), j["bottleneck"].value("fix", ""));
         std::cout << train_rank_text(ranks);
+        if (noise)
+          std::cout << fmt::format("noise scale {} (B_simple, smoothed over the last ~20 of {} steps measured)\n",
+                                   noise->noise_scale() ? fmt::format("{:.0f} samples", *noise->noise_scale())
+                                                        : std::string("not measurable (the gradient is all noise)"),
+                                   noise->measurements());
         if (r.final_test_accuracy)  // the held-out split's: "test" or "val"
           std::cout << fmt::format("{:<12}loss {:.4f}, accuracy {:.2f} %\n", eval_split, *r.final_test_loss,
                                    100.0 * *r.final_test_accuracy);

@@ -14,6 +14,7 @@
 
 #include "saturate/step/activation_checkpoint.h"
 #include "saturate/step/fast_paths.h"
+#include "saturate/step/gradient_noise.h"
 #include "saturate/step/grad_scaler.h"
 #include "saturate/step/graphed_step.h"
 #include "saturate/step/phase_observer.h"
@@ -35,6 +36,11 @@ struct StepOptions {
   /// The step's own switches: channels_last (model and inputs), fused_optimizer. The process-wide
   /// ones (cudnn_benchmark, tf32, threads) are the caller's to set (ProcessSwitches).
   FastPaths fast_paths;
+  /// Not owned; nullptr: none. Each step adds the squared norms of its first micro-batch's
+  /// gradient (this rank's) and of the whole step's (all ranks') to it, before clipping. A step
+  /// of one micro-batch is run as two halves for it (the same mean gradient; smaller peak memory).
+  /// Not with cuda_graphs or a sync within one process (DataParallel).
+  GradientNoiseScale* noise = nullptr;
 };
 
 struct StepResult {
@@ -68,6 +74,9 @@ class TrainingStep {
 
   void set_micro_batch(int64_t micro_batch);
   void set_observer(PhaseObserver* observer) { options_.observer = observer; }
+  /// Measure the gradient noise scale from the next step on (nullptr: stop); UsageError where
+  /// StepOptions::noise is not allowed.
+  void set_noise(GradientNoiseScale* noise);
   int64_t micro_batch() const { return options_.micro_batch; }
   const StepOptions& options() const { return options_; }
   /// Data-parallel: the current attempt passed StepSync::agree (its backward communicates, so

@@ -91,6 +91,9 @@ struct TrainOptions {
   /// allreduce) begin and end (not owned; nullptr: none). The first step of a run and a step
   /// redone after an OOM are reported as not measured (warm-up).
   PhaseObserver* observer = nullptr;
+  /// Measures the gradient noise scale every step (step/gradient_noise.h; not owned; nullptr:
+  /// not measured). Its state is checkpointed and resumed with the run.
+  GradientNoiseScale* noise = nullptr;
   /// Called after every optimizer step (progress, leak checks); may be empty.
   std::function<void(int64_t step, double loss, double lr)> on_step;
   /// Called after each evaluation.

@@ -1,0 +1,163 @@
+// The throughput curve and the goodput choice, against fake runners whose step time follows a
+// known law (launch cost + per-sample cost): the knee and the goodput pick are where the law puts
+// them, noise makes a point take more rounds but not move the knee by more than one point, and an
+// OOM ends the curve.
+#include "saturate/search/throughput_curve.h"
+
+#include <cmath>
+#include <random>
+
+#include "saturate/core/errors.h"
+#include "saturate/search/goodput.h"
+#include "search/fake_runner.h"
+#include "support/support.h"
+
+using namespace saturate;
+using saturate::testing::FakeLaw;
+using saturate::testing::FakeRunner;
+
+namespace {
+
+/// The fake law with each trial's samples/s off by up to +-`noise` (uniform), from `seed`.
+class NoisyRunner final : public TrialRunner {
+ public:
+  NoisyRunner(FakeLaw law, double noise, unsigned seed) : inner_(law), noise_(noise), rng_(seed) {}
+  Trial run(int64_t batch, const TrialRequest& r) override {
+    Trial t = inner_.run(batch, r);
+    ++calls;
+    if (t.ok()) {
+      t.samples_per_s *= 1 + std::uniform_real_distribution<double>(-noise_, noise_)(rng_);
+      t.step_time_ms = 1000.0 * static_cast<double>(batch) / t.samples_per_s;
+    }
+    return t;
+  }
+  int64_t budget_bytes() const override { return inner_.budget_bytes(); }
+  int calls = 0;
+
+ private:
+  FakeRunner inner_;
+  double noise_;
+  std::mt19937 rng_;
+};
+
+TEST(ThroughputCurve, TimesLogSpacedBatchesUpToTheMaxWithoutRepeats) {
+  EXPECT_EQ(curve_batches(1, 100, 1), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 100}));
+  EXPECT_EQ(curve_batches(1, 64, 1), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(curve_batches(3, 3, 1), (std::vector<int64_t>{3}));
+  const auto half = curve_batches(1, 16, 2);
+  EXPECT_EQ(half, (std::vector<int64_t>{1, 2, 3, 4, 6, 8, 11, 16}));
+  EXPECT_THROW(curve_batches(0, 8, 1), UsageError);
+  EXPECT_THROW(curve_batches(8, 4, 1), UsageError);
+}
+
+TEST(ThroughputCurve, FindsTheKneeWhereTheStepTimeLawPutsIt) {
+  FakeLaw law;  // 5 ms launch + 0.05 ms per sample: samples/s = 1000 b / (5 + 0.05 b)
+  law.per_sample_bytes = 1 << 10;
+  FakeRunner runner(law);
+  ThroughputCurveOptions o;
+  o.max_batch = 4096;
+  o.knee_fraction = 0.9;
+  const ThroughputCurve c = measure_throughput_curve(runner, o);
+  ASSERT_EQ(c.points.size(), 13u);  // 1 .. 4096
+  for (const auto& p : c.points) {
+    EXPECT_TRUE(p.ok && p.settled) << p.batch;  // a noiseless runner settles in the minimum rounds
+    EXPECT_EQ(p.rounds, o.min_rounds);
+  }
+  // 90 % of the best (b = 4096: 1000*4096/(5+204.8) = 19523) is 17571: b/(5+0.05b) >= 17.571 <=> b >= 724
+  EXPECT_EQ(c.knee_batch, 1024);
+  EXPECT_EQ(c.best_batch, 4096);
+  EXPECT_EQ(c.trial_steps, 13 * o.min_rounds * (o.warmup_steps + o.measure_steps));
+}
+
+TEST(ThroughputCurve, NoisyTimingsTakeMoreRoundsAndTwoRunsPickTheSameKneeOrANeighbour) {
+  FakeLaw law;
+  law.per_sample_bytes = 1 << 10;
+  ThroughputCurveOptions o;
+  o.max_batch = 4096;
+  o.max_rounds = 12;
+  NoisyRunner first(law, 0.15, 1), second(law, 0.15, 2);
+  const ThroughputCurve a = measure_throughput_curve(first, o), b = measure_throughput_curve(second, o);
+  int more_rounds = 0;
+  for (const auto& p : a.points) {
+    more_rounds += p.rounds > o.min_rounds;
+    EXPECT_EQ(p.settled, p.rel_std_error <= o.spread_target) << p.batch;
+    if (!p.settled) EXPECT_EQ(p.rounds, o.max_rounds) << p.batch;
+  }
+  EXPECT_GT(more_rounds, 0);
+  const auto index = [](const ThroughputCurve& c) {
+    for (size_t i = 0; i < c.points.size(); ++i)
+      if (c.points[i].batch == c.knee_batch) return static_cast<int>(i);
+    return -1;
+  };
+  ASSERT_GE(index(a), 0);
+  EXPECT_LE(std::abs(index(a) - index(b)), 1) << a.knee_batch << " vs " << b.knee_batch;
+}
+
+TEST(ThroughputCurve, AnOutOfMemoryEndsTheCurveAndTheKneeComesFromWhatRan) {
+  FakeLaw law;  // 100 MiB + 1.27 MiB per sample in 4 GiB: batch 3145 fits, 4096 does not
+  FakeRunner runner(law);
+  ThroughputCurveOptions o;
+  o.max_batch = 8192;
+  const ThroughputCurve c = measure_throughput_curve(runner, o);
+  ASSERT_FALSE(c.points.empty());
+  EXPECT_EQ(c.points.back().batch, 4096);
+  EXPECT_FALSE(c.points.back().ok);
+  EXPECT_EQ(c.best_batch, 2048);
+  // 90 % of batch 2048's 1000*2048/107.4 = 19069 is 17162: 1024 reaches 18221, 512 only 16732
+  EXPECT_EQ(c.knee_batch, 1024);
+}
+
+TEST(ThroughputCurve, RefusesSettingsThatCannotGiveASpread) {
+  FakeRunner runner(FakeLaw{});
+  ThroughputCurveOptions o;
+  o.max_batch = 8;
+  o.min_rounds = 1;
+  EXPECT_THROW(measure_throughput_curve(runner, o), UsageError);
+  o.min_rounds = 3;
+  o.knee_fraction = 1.5;
+  EXPECT_THROW(measure_throughput_curve(runner, o), UsageError);
+  o.knee_fraction = 0.9;
+  o.max_batch = 0;
+  EXPECT_THROW(measure_throughput_curve(runner, o), UsageError);
+}
+
+ThroughputCurve law_curve() {
+  FakeLaw law;
+  law.per_sample_bytes = 1 << 10;
+  FakeRunner runner(law);
+  ThroughputCurveOptions o;
+  o.max_batch = 4096;
+  return measure_throughput_curve(runner, o);
+}
+
+TEST(Goodput, EfficiencyIsOneAtTheBaseBatchAndFallsTowardsBaseOverBatchBeyondTheNoiseScale) {
+  EXPECT_DOUBLE_EQ(statistical_efficiency(100.0, 32, 32), 1.0);
+  EXPECT_NEAR(statistical_efficiency(100.0, 32, 128), 132.0 / 228.0, 1e-12);
+  EXPECT_NEAR(statistical_efficiency(1.0, 32, 3200), 33.0 / 3201.0, 1e-12);  // ~ M0/M when the noise is small
+  EXPECT_DOUBLE_EQ(statistical_efficiency(std::nullopt, 32, 4096), 1.0);
+  // AdaScale's gain: linear scaling while the batch is far below the noise scale, none far above
+  EXPECT_NEAR(adascale_gain(1e9, 32, 256), 8.0, 1e-5);
+  EXPECT_NEAR(adascale_gain(0.0, 32, 256), 1.0, 1e-12);
+}
+
+TEST(Goodput, PicksTheFastestBatchWhenNoiseDominatesTheSmallestWhenThereIsNoneAndMovesUpWithTheNoiseScale) {
+  const ThroughputCurve c = law_curve();
+  EXPECT_EQ(choose_goodput_batch(c, std::nullopt, 64).batch, c.best_batch);
+  EXPECT_EQ(choose_goodput_batch(c, 1e12, 64).batch, c.best_batch);
+  EXPECT_EQ(choose_goodput_batch(c, 0.0, 64).batch, 1);  // efficiency M0/M: every extra sample wasted
+  int64_t previous = 0;
+  for (double phi : {1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0}) {
+    const GoodputChoice g = choose_goodput_batch(c, phi, 64);
+    EXPECT_GE(g.batch, previous) << phi;
+    EXPECT_GE(g.lr_gain, std::min(1.0, static_cast<double>(g.batch) / 64) - 1e-12);
+    EXPECT_LE(g.lr_gain, std::max(1.0, static_cast<double>(g.batch) / 64) + 1e-12);
+    EXPECT_NE(g.reason.find(std::to_string(g.batch)), std::string::npos);
+    previous = g.batch;
+  }
+  EXPECT_GT(previous, 64);
+  EXPECT_THROW(choose_goodput_batch(c, 10.0, 0), UsageError);
+  EXPECT_EQ(parse_objective("goodput"), Objective::kGoodput);
+  EXPECT_THROW(parse_objective("speed"), UsageError);
+}
+
+}  // namespace

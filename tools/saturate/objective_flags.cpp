@@ -1,0 +1,147 @@
+#include "objective_flags.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/step/training_step.h"
+
+namespace saturate::cli {
+
+void add_objective_flags(CLI::App& app, ObjectiveFlags& f, bool base_batch_flag) {
+  app.add_option("--objective", f.objective,
+                 "memory: the largest batch under the target | throughput: the knee of the measured samples/s curve | "
+                 "goodput: samples/s x statistical efficiency from the gradient noise scale (Pollux)")
+      ->capture_default_str();
+  app.add_option("--knee", f.knee_fraction,
+                 "with --objective throughput: the smallest batch within this fraction of the best samples/s")
+      ->capture_default_str();
+  app.add_option("--noise-steps", f.noise_steps,
+                 "with --objective goodput: steps that measure the gradient noise scale (learning rate 0, weights "
+                 "put back)")
+      ->capture_default_str();
+  if (base_batch_flag)
+    app.add_option("--base-batch", f.base_batch,
+                   "with --objective goodput: the batch the learning rate was tuned for (default 32)");
+}
+
+Objective check_objective_flags(const ObjectiveFlags& f) {
+  const Objective o = parse_objective(f.objective);
+  if (!(f.knee_fraction > 0 && f.knee_fraction <= 1))
+    throw UsageError(fmt::format("--knee: {} is outside (0, 1]; e.g. 0.9 for within 10 % of the best", f.knee_fraction));
+  if (f.noise_steps < 1 || f.noise_steps > 10000)
+    throw UsageError(fmt::format("--noise-steps: {} is outside 1..10000", f.noise_steps));
+  if (f.base_batch < 0) throw UsageError(fmt::format("--base-batch: {} is negative; give the batch the learning rate "
+                                                     "was tuned for",
+                                                     f.base_batch));
+  return o;
+}
+
+ObjectiveOutcome pick_by_objective(Probe& probe, const ObjectiveFlags& f, int64_t max_batch,
+                                   const std::function<Batch(int64_t)>& next_batch, const std::string& data,
+                                   bool quiet) {
+  ObjectiveOutcome out;
+  out.objective = parse_objective(f.objective);
+  out.batch = max_batch;
+  if (out.objective == Objective::kMemory || max_batch <= 0) return out;
+  ThroughputCurveOptions co;
+  co.max_batch = max_batch;
+  co.knee_fraction = f.knee_fraction;
+  if (!quiet) {
+    std::cerr << fmt::format("saturate: --objective {}: timing samples/s at log-spaced batches up to {}\n",
+                             to_string(out.objective), max_batch);
+    co.on_point = [](const ThroughputPoint& p) {
+      if (p.ok)
+        std::cerr << fmt::format("  curve batch {:>6}  {:>10.1f} samples/s  +-{:.1f} %  ({} rounds{})\n", p.batch,
+                                 p.samples_per_s, 100 * p.rel_std_error, p.rounds, p.settled ? "" : ", not settled");
+      else
+        std::cerr << fmt::format("  curve batch {:>6}  failed: {}\n", p.batch, p.error);
+    };
+  }
+  out.curve = measure_throughput_curve(probe, co);
+  if (out.objective == Objective::kThroughput) {
+    out.batch = out.curve->knee_batch;
+    out.reason = fmt::format("batch {}: the smallest timed batch within {:.0f} % of the best samples/s ({:.0f} at batch "
+                             "{}); a larger one adds memory, not speed",
+                             out.batch, 100 * f.knee_fraction, out.curve->best_samples_per_s, out.curve->best_batch);
+    return out;
+  }
+  const int64_t base = f.base_batch > 0 ? f.base_batch : std::min<int64_t>(32, max_batch);
+  const int64_t noise_batch = std::max<int64_t>(2, std::min(base, max_batch));
+  StepOptions so;
+  const TrainingFootprint& fp = probe.footprint();
+  so.precision = fp.precision;
+  so.checkpointing = fp.checkpointing;
+  so.fast_paths = fp.fast_paths;
+  if (!quiet)
+    std::cerr << fmt::format("saturate: measuring the gradient noise scale on {}: {} steps of batch {} in two halves\n",
+                             data, f.noise_steps, noise_batch);
+  out.noise = measure_noise_scale(probe.workload(), so, next_batch, noise_batch, 0, f.noise_steps);
+  out.noise_data = data;
+  out.goodput = choose_goodput_batch(*out.curve, out.noise->noise_scale, base);
+  out.batch = out.goodput->batch;
+  out.reason = out.goodput->reason;
+  return out;
+}
+
+nlohmann::json objective_json(const ObjectiveOutcome& o) {
+  nlohmann::json j = {{"objective", to_string(o.objective)}, {"batch", o.batch}, {"reason", o.reason}};
+  if (o.curve) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : o.curve->points)
+      points.push_back({{"batch", p.batch},
+                        {"ok", p.ok},
+                        {"samples_per_s", p.samples_per_s},
+                        {"stddev", p.stddev},
+                        {"rel_std_error", p.rel_std_error},
+                        {"rounds", p.rounds},
+                        {"settled", p.settled},
+                        {"error", p.error}});
+    j["throughput_curve"] = {{"points", points},
+                             {"knee_batch", o.curve->knee_batch},
+                             {"knee_fraction", o.curve->knee_fraction},
+                             {"best_batch", o.curve->best_batch},
+                             {"best_samples_per_s", o.curve->best_samples_per_s},
+                             {"trial_steps", o.curve->trial_steps},
+                             {"seconds", o.curve->seconds}};
+  }
+  if (o.noise)
+    j["noise_scale"] = {{"value", o.noise->noise_scale ? nlohmann::json(*o.noise->noise_scale) : nlohmann::json()},
+                        {"gradient_sq_norm", o.noise->gradient_sq_norm},
+                        {"trace_covariance", o.noise->trace_covariance},
+                        {"steps", o.noise->steps},
+                        {"batch", o.noise->batch},
+                        {"micro_batch", o.noise->micro_batch},
+                        {"data", o.noise_data}};
+  if (o.goodput) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : o.goodput->points)
+      points.push_back({{"batch", p.batch}, {"samples_per_s", p.samples_per_s}, {"efficiency", p.efficiency},
+                        {"goodput", p.goodput}});
+    j["goodput"] = {{"batch", o.goodput->batch},
+                    {"efficiency", o.goodput->efficiency},
+                    {"lr_gain", o.goodput->lr_gain},
+                    {"lr_rule", "adascale"},
+                    {"base_batch", o.goodput->base_batch},
+                    {"points", points}};
+  }
+  return j;
+}
+
+std::string objective_text(const ObjectiveOutcome& o) {
+  if (o.objective == Objective::kMemory) return "";
+  std::string s = fmt::format("objective          {}: {}\n", to_string(o.objective), o.reason);
+  if (o.noise)
+    s += fmt::format("noise scale        {} ({} steps of batch {} on {})\n",
+                     o.noise->noise_scale ? fmt::format("{:.0f} samples", *o.noise->noise_scale)
+                                          : std::string("not measurable: the gradient is all noise"),
+                     o.noise->steps, o.noise->batch, o.noise_data);
+  if (o.goodput)
+    s += fmt::format("learning rate      x{:.2f} at batch {} (AdaScale gain from base batch {})\n", o.goodput->lr_gain,
+                     o.goodput->batch, o.goodput->base_batch);
+  return s;
+}
+
+}  // namespace saturate::cli
