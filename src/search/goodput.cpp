@@ -39,7 +39,7 @@ double adascale_gain(std::optional<double> noise_scale, int64_t base_batch, int6
 GoodputChoice choose_goodput_batch(const ThroughputCurve& curve, std::optional<double> noise_scale, int64_t base_batch) {
   if (base_batch <= 0)
     throw UsageError("base_batch", fmt::format("{} is not a positive batch; give the batch the learning rate was "
-                                               "tuned for (--base-batch)",
+                                               "tuned for",
                                                base_batch));
   GoodputChoice c;
   c.noise_scale = noise_scale;

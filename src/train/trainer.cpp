@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -76,14 +77,16 @@ std::string Trainer::model_signature() {
   return sig;
 }
 
-void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
-                              const TrainResult& result) {
+void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer,
+                              GradScaler& scaler, const TrainResult& result) {
   // a replayed CUDA graph advanced the step counts on the device only
   if (auto* capturable = dynamic_cast<CapturableOptimizer*>(&optimizer); capturable && capturable->capturable())
     capturable->sync_host_state();
   torch::serialize::OutputArchive archive;
   archive.write("signature_hash", torch::tensor(static_cast<int64_t>(fnv1a64(model_signature()) >> 1)));
   archive.write("steps_done", torch::tensor(steps_done));
+  archive.write("units_done", torch::tensor(units_done));
+  if (opt_.adaptive) archive.write("adaptive", torch::tensor(opt_.adaptive->state(), torch::kDouble));
   archive.write("micro_batch", torch::tensor(micro_));
   archive.write("accumulation", torch::tensor(accumulation_));
   archive.write("world_size", torch::tensor(static_cast<int64_t>(opt_.sync ? opt_.sync->world_size() : 1)));
@@ -110,7 +113,8 @@ void Trainer::save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optim
   write_checkpoint_file(opt_.checkpoint_dir, out.str());
 }
 
-int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result) {
+int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result,
+                                 int64_t& units_done) {
   const std::string payload = read_checkpoint_file(opt_.checkpoint_dir);
   torch::serialize::InputArchive archive;
   std::istringstream in(payload);
@@ -137,6 +141,15 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
                                  written_world == 1 ? std::string("one process, without saturate launch")
                                                     : fmt::format("saturate launch --nproc-per-node {}", written_world)));
   const int64_t steps_done = read_int("steps_done");
+  torch::Tensor units;
+  units_done = archive.try_read("units_done", units) ? units.item<int64_t>() : steps_done;
+  torch::Tensor adaptive;
+  const bool has_adaptive = archive.try_read("adaptive", adaptive);
+  if (has_adaptive != (opt_.adaptive != nullptr))
+    throw UsageError(fmt::format("--resume {}: the checkpoint was written by a run {} --adaptive; resume {} it",
+                                 opt_.checkpoint_dir, has_adaptive ? "with" : "without", has_adaptive ? "with" : "without"));
+  if (opt_.adaptive)
+    opt_.adaptive->load_state(std::vector<double>(adaptive.data_ptr<double>(), adaptive.data_ptr<double>() + adaptive.numel()));
   micro_ = read_int("micro_batch");
   accumulation_ = read_int("accumulation");
   result.checkpoints_written = read_int("checkpoints_written");
@@ -198,17 +211,29 @@ TrainResult Trainer::run() {
   GradScaler& scaler = training_step.scaler();
   const int64_t per_epoch = data_.steps_per_epoch();
   if (per_epoch <= 0) throw UsageError(fmt::format("--data {}: fewer samples than one global batch", data_.name()));
-  const int64_t total_steps = opt_.max_steps > 0 ? opt_.max_steps : opt_.epochs * per_epoch;
+  AdaptiveBatch* const adaptive = opt_.adaptive;
+  if (adaptive && !opt_.noise)
+    throw UsageError("--adaptive decides on the gradient noise scale: it needs the noise meter (TrainOptions::noise)");
+  if (opt_.eval_every_samples < 0)
+    throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only",
+                                               opt_.eval_every_samples));
+  // the run ends after max_steps optimizer steps, or once epochs x per_epoch batches of the data
+  // (units: one each step, or --adaptive's units()) are consumed
+  const int64_t total_units = opt_.max_steps > 0 ? std::numeric_limits<int64_t>::max() : opt_.epochs * per_epoch;
   int64_t step = 0;
+  int64_t units_done = 0;
   if (opt_.resume) {
-    step = load_checkpoint(*optimizer, scaler, result);
+    step = load_checkpoint(*optimizer, scaler, result, units_done);
     training_step.set_micro_batch(micro_);
     result.resumed_from = step;
   }
+  const auto finished = [&] { return opt_.max_steps > 0 ? step >= opt_.max_steps : units_done >= total_units; };
   if (opt_.sync) opt_.sync->begin_run();
   const auto started = clock::now();
   int64_t samples_this_run = 0;
   int64_t global = 0;
+  int64_t unit_rows = 0;  // samples of one batch of the data (this rank's)
+  double eval_seconds = 0;  // evaluations' wall time, left out of EvalPoint::train_seconds
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   PhaseObserver* const obs = opt_.observer;
   const int64_t first_step = step;
@@ -231,17 +256,30 @@ TrainResult Trainer::run() {
     }
     pending.clear();
   };
-  for (; step < total_steps; ++step) {
+  for (; !finished(); ++step) {
     // the run's first step warms up (allocator, caches, loader start): not measured
     bool measured = step > first_step;
     if (obs) {
       obs->step_begin(static_cast<int>(step), measured);
       obs->phase_begin(Phase::kDataWait);
     }
-    const Batch batch = data_.batch_for_step(step);
+    const int64_t units = adaptive ? adaptive->units() : 1;
+    const int64_t units_before = units_done;
+    Batch batch = data_.batch_for_step(units_done);
+    unit_rows = batch.inputs.size(0);
+    if (units > 1) {  // --adaptive: consecutive batches of the data make the step's batch
+      std::vector<torch::Tensor> inputs{batch.inputs}, targets{batch.targets};
+      for (int64_t u = 1; u < units; ++u) {
+        Batch more = data_.batch_for_step(units_done + u);
+        inputs.push_back(std::move(more.inputs));
+        targets.push_back(std::move(more.targets));
+      }
+      batch = {torch::cat(inputs), torch::cat(targets)};
+    }
     if (obs) obs->phase_end(Phase::kDataWait);
     global = batch.inputs.size(0) * world;  // this rank's share times the ranks
-    const double lr = opt_.schedule.lr_at(step);
+    // the schedule advances by the data consumed (one unit per step without --adaptive)
+    const double lr = opt_.schedule.lr_at(units_done) * (adaptive ? adaptive->lr_gain() : 1.0);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     StepResult outcome;
     std::unique_ptr<FlopCounter> flops;
@@ -286,6 +324,7 @@ TrainResult Trainer::run() {
         micro_ = (micro_ + 1) / 2;
         accumulation_ *= 2;
         training_step.set_micro_batch(micro_);
+        if (adaptive) adaptive->lower_max_micro_batch(micro_);
         result.oom_backoffs.push_back({step, old_micro, micro_});
         if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
         if (obs) {  // the failed attempt ends here; the redo is timed as a warm-up step
@@ -296,11 +335,16 @@ TrainResult Trainer::run() {
       }
     }
     pending.push_back({step, outcome.loss, lr});
-    const bool epoch_end = (step + 1) % per_epoch == 0;
+    units_done += units;
+    const bool last = opt_.max_steps > 0 ? step + 1 >= opt_.max_steps : units_done >= total_units;
+    const bool epoch_end = units_done / per_epoch != units_before / per_epoch;
+    const int64_t unit_samples = unit_rows * world;
+    const bool eval_due = eval_ && (epoch_end || (opt_.eval_every_samples > 0 &&
+                                                  units_done * unit_samples / opt_.eval_every_samples !=
+                                                      units_before * unit_samples / opt_.eval_every_samples));
     const bool periodic = opt_.checkpoint_every > 0 && (step + 1) % opt_.checkpoint_every == 0;
-    const bool checkpoint = !opt_.checkpoint_dir.empty() && (periodic || epoch_end || step + 1 == total_steps);
-    const bool read_now = static_cast<int64_t>(pending.size()) >= opt_.loss_every || checkpoint ||
-                          (epoch_end && eval_) || step + 1 == total_steps;
+    const bool checkpoint = !opt_.checkpoint_dir.empty() && (periodic || epoch_end || last);
+    const bool read_now = static_cast<int64_t>(pending.size()) >= opt_.loss_every || checkpoint || eval_due || last;
     // the read waits for the step's device work, so the observer's step_end follows it; without
     // a read, an observer on a GPU still needs the step finished to read its timing events
     if (read_now) {
@@ -312,24 +356,57 @@ TrainResult Trainer::run() {
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
     if (read_now) read_losses();
     samples_this_run += global;
-    if (epoch_end && eval_) {
+    if (adaptive && adaptive->due(step)) {
+      // every rank decides on the same numbers: the ranks' mean of the noise scale's averages
+      const std::vector<double> state = opt_.noise->state();  // decay, count, |G|^2, tr(Sigma)
+      std::vector<double> averages = {state[2], state[3]};
+      if (has_peers()) averages = opt_.sync->mean(averages);
+      std::optional<double> phi;
+      if (state[1] > 0 && averages[0] > 0) phi = std::max(0.0, averages[1] / averages[0]);
+      const bool changed = adaptive->after_step(step, phi);
+      if (has_peers()) {  // the same numbers give the same choice; say so loudly if they did not
+        const double mine = static_cast<double>(adaptive->units());
+        if (opt_.sync->mean({mine})[0] != mine)
+          throw RuntimeFailure(fmt::format("--adaptive: the ranks chose different batches at step {} (this rank {} "
+                                           "units); this is a bug in saturate, please report it",
+                                           step + 1, adaptive->units()));
+      }
+      if (changed) {
+        micro_ = adaptive->micro_batch();
+        accumulation_ = (adaptive->rank_batch() + micro_ - 1) / micro_;
+        training_step.set_micro_batch(micro_);
+        if (opt_.on_adapt) opt_.on_adapt(adaptive->changes().back());
+      }
+    }
+    if (eval_due) {
+      const auto eval_started = clock::now();
       auto [test_loss, accuracy] = evaluate();
+      eval_seconds += std::chrono::duration<double>(clock::now() - eval_started).count();
       result.final_test_loss = test_loss;
       result.final_test_accuracy = accuracy;
-      if (opt_.on_eval) opt_.on_eval((step + 1) / per_epoch, test_loss, accuracy);
+      const double train_seconds =
+          std::chrono::duration<double>(clock::now() - started).count() - eval_seconds;
+      result.evals.push_back({step + 1, units_done * unit_samples, train_seconds, test_loss, accuracy});
+      if (opt_.on_eval) opt_.on_eval(units_done / per_epoch, test_loss, accuracy);
+      if (opt_.stop_at_accuracy > 0 && accuracy >= opt_.stop_at_accuracy) result.reached_accuracy = true;
     }
-    if (checkpoint) {
-      if (opt_.write_checkpoints) save_checkpoint(step + 1, *optimizer, scaler, result);
+    if (checkpoint || (result.reached_accuracy && !opt_.checkpoint_dir.empty())) {
+      if (opt_.write_checkpoints) save_checkpoint(step + 1, units_done, *optimizer, scaler, result);
       ++result.checkpoints_written;
+    }
+    if (result.reached_accuracy) {
+      ++step;
+      break;
     }
   }
   read_losses();
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   result.steps = step;
   if (global == 0) global = micro_ * accumulation_ * world;
+  if (unit_rows == 0) unit_rows = adaptive ? global / world / adaptive->units() : global / world;
   result.global_batch = global;
-  result.samples_seen = step * global;
-  result.epochs = static_cast<double>(step) / static_cast<double>(per_epoch);
+  result.samples_seen = units_done * unit_rows * world;
+  result.epochs = static_cast<double>(units_done) / static_cast<double>(per_epoch);
   result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
   result.samples_per_s = seconds > 0 ? static_cast<double>(samples_this_run) / seconds : 0;
   result.micro_batch = micro_;

@@ -9,9 +9,9 @@
 #include <torch/torch.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/data/dataset.h"
 #include "saturate/models/zoo.h"
 #include "saturate/step/training_step.h"
+#include "support/fashion.h"
 #include "support/support.h"
 
 using namespace saturate;
@@ -73,28 +73,8 @@ TEST(GradientNoiseScale, ContinuesExactlyFromItsSavedState) {
 
 // ---- real models, real data ----
 
-struct Pool {
-  torch::Tensor inputs, targets;
-};
-
-/// The first `n` Fashion-MNIST training images, scaled to [0, 1].
-std::optional<Pool> fashion_pool(int64_t n) {
-  DatasetOptions o;
-  o.split = "train";
-  std::shared_ptr<const Dataset> ds;
-  try {
-    ds = open_dataset("fashion-mnist", o);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  Pool p{torch::empty({n, 1, 28, 28}), torch::empty({n}, torch::kLong)};
-  Image img;
-  for (int64_t i = 0; i < n; ++i) {
-    p.targets[i] = ds->get(i, 1, img);
-    p.inputs[i] = torch::from_blob(img.pixels.data(), {1, 28, 28}, torch::kUInt8).to(torch::kFloat) / 255.0;
-  }
-  return p;
-}
+using Pool = saturate::testing::TensorPool;
+using saturate::testing::fashion_pool;
 
 std::unique_ptr<Workload> fashion_model(const std::string& name) {
   ModelSpec s;

@@ -9,6 +9,7 @@
 #include "dist_flags.h"
 #include "monitor_flags.h"
 #include "step_flags.h"
+#include "objective_flags.h"
 #include "saturate/models/flops.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/monitor/op_profile.h"
@@ -36,7 +37,7 @@ struct TrainFlags {
   double target_memory = 0;  // 0: 1.0 on CPU (the budget is exact), 0.95 on CUDA
   std::string lr_schedule = "constant";
   int64_t warmup_steps = 0;
-  std::string lr_scaling = "none";
+  std::string lr_scaling = "auto";
   int64_t base_batch = 0;
   int64_t eval_batch = 0;
   std::string checkpoint_dir;
@@ -50,6 +51,11 @@ struct TrainFlags {
   int64_t loss_every = 10;
   bool quiet = false;
   bool noise_scale = false;
+  bool adaptive = false;
+  int64_t adapt_every = 50;
+  int64_t adaptive_max = 64;
+  int64_t eval_every_samples = 0;
+  double stop_at_accuracy = 0;
 };
 
 nlohmann::json summary_json(const Session& s, const DataFlags& data, const StepFlags& step, const TrainResult& r,
@@ -129,6 +135,61 @@ double token_val_fraction(const std::string& arg) {
   throw UsageError(fmt::format("--val-fraction: '{}' is not a number; give a fraction in [0, 1) such as 0.1", arg));
 }
 
+/// Batches of the training data for measuring the noise scale (--objective goodput): the data's
+/// own stream at the batch asked for, in one process, without workers.
+struct NoiseBatches {
+  std::function<Batch(int64_t)> next;
+  std::string name;
+};
+NoiseBatches noise_batches(const std::shared_ptr<Dataset>& dataset, bool token_data, const TokenCorpus& corpus,
+                           Workload& workload, uint64_t seed, const torch::Device& device) {
+  auto held = std::make_shared<std::unique_ptr<TrainData>>();
+  auto step = std::make_shared<int64_t>(0);
+  auto batch = std::make_shared<int64_t>(0);
+  const BuiltModel& built = workload.built();
+  LoaderOptions lo;
+  lo.workers = 0;
+  lo.seed = seed;
+  lo.device = device;
+  const auto& sample = built.sample_shape;
+  if (sample.size() == 3) lo.shape = {sample[0], sample[1], sample[2]};
+  else if (sample.size() == 2) lo.shape = {1, sample[0], sample[1]};
+  lo.classes = built.classes;
+  const int64_t seq_len = built.spec.seq_len, vocab = built.classes;
+  NoiseBatches out;
+  out.name = token_data ? (corpus.train.defined() ? std::string("the token file") : std::string("synthetic tokens"))
+                        : dataset->name();
+  out.next = [=, &corpus](int64_t b) {
+    if (!*held || *batch != b) {
+      if (token_data) {
+        *held = std::make_unique<TokenTrainData>(corpus, seq_len, vocab, b, seed);
+      } else {
+        LoaderOptions o = lo;
+        o.batch_size = b;
+        *held = std::make_unique<LoaderTrainData>(dataset, o);
+      }
+      *batch = b;
+      *step = 0;
+    }
+    return (*held)->batch_for_step((*step)++);
+  };
+  return out;
+}
+
+nlohmann::json adaptive_json(const AdaptiveBatch& a, int64_t base_batch, int64_t max_units) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const auto& c : a.changes())
+    changes.push_back({{"step", c.step},
+                       {"old_global_batch", c.old_units * base_batch},
+                       {"new_global_batch", c.new_units * base_batch},
+                       {"noise_scale", c.noise_scale},
+                       {"goodput_gain", c.goodput_gain}});
+  return {{"base_batch", base_batch},          {"max_global_batch", max_units * base_batch},
+          {"global_batch", a.global_batch()},  {"micro_batch", a.micro_batch()},
+          {"lr_gain", a.lr_gain()},            {"lr_rule", "adascale"},
+          {"changes", changes}};
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, Action& action) {
@@ -159,9 +220,28 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--optimizer-steps,--steps", tf->steps, "optimizer steps to train (overrides --epochs; 0: use --epochs)");
   cmd->add_option("--lr-schedule", tf->lr_schedule, "constant | cosine | step (x0.1 every epoch)")->capture_default_str();
   cmd->add_option("--lr-warmup-steps,--warmup-steps", tf->warmup_steps, "optimizer steps of linear learning-rate warm-up")->capture_default_str();
-  cmd->add_option("--lr-scaling", tf->lr_scaling, "linear | sqrt | none: rescale --lr from --base-batch to the global "
-                                                  "batch (seed B9)")->capture_default_str();
-  cmd->add_option("--base-batch", tf->base_batch, "the global batch --lr was tuned for (with --lr-scaling)");
+  cmd->add_option("--lr-scaling", tf->lr_scaling,
+                  "linear | sqrt | none: rescale --lr from --base-batch to the global batch (seed B9); auto: AdaScale's "
+                  "gain with --objective goodput and --adaptive, none otherwise")
+      ->capture_default_str();
+  cmd->add_option("--base-batch", tf->base_batch,
+                  "the global batch --lr was tuned for (with --lr-scaling, --objective goodput and --adaptive; default "
+                  "64 for the last two)");
+  auto objflags = std::make_shared<ObjectiveFlags>();
+  add_objective_flags(*cmd, *objflags, /*base_batch_flag=*/false);
+  cmd->add_flag("--adaptive", tf->adaptive,
+                "re-choose the global batch (in units of --base-batch) and the learning rate during training by "
+                "goodput, from the gradient noise scale measured every step and the throughput curve timed at the "
+                "start (Pollux); --batch is the largest micro-batch (or auto)");
+  cmd->add_option("--adapt-every", tf->adapt_every, "with --adaptive: re-decide every N optimizer steps")->capture_default_str();
+  cmd->add_option("--adaptive-max", tf->adaptive_max, "with --adaptive: the global batch grows to at most N x --base-batch")
+      ->capture_default_str();
+  cmd->add_option("--eval-every-samples", tf->eval_every_samples,
+                  "evaluate every N training samples too (0: at epoch ends only); the summary lists each evaluation "
+                  "with its training time")
+      ->capture_default_str();
+  cmd->add_option("--stop-at-accuracy", tf->stop_at_accuracy,
+                  "stop after the evaluation that reaches this accuracy (0: never), e.g. 0.85");
   cmd->add_option("--eval-batch", tf->eval_batch, "evaluation batch (default 4x the micro-batch; no gradients kept)");
   cmd->add_option("--checkpoint-dir", tf->checkpoint_dir, "write checkpoints here (atomically)");
   cmd->add_option("--checkpoint-every", tf->checkpoint_every, "also every N steps (default: each epoch end)");
@@ -195,8 +275,33 @@ void add_train_command(CLI::App& app, Action& action) {
       o.loss_every = tf->loss_every;
       o.count_flops = true;
       const LrDecay decay = parse_lr_decay(tf->lr_schedule);
-      const LrScaling scaling = parse_lr_scaling(tf->lr_scaling);
+      const Objective objective = check_objective_flags(*objflags);
+      const bool goodput_lr = tf->lr_scaling == "auto" && (objective == Objective::kGoodput || tf->adaptive);
+      const LrScaling scaling = tf->lr_scaling == "auto" ? LrScaling::kNone : parse_lr_scaling(tf->lr_scaling);
       const bool auto_batch = tf->batch == "auto";
+      if (objective != Objective::kMemory && !auto_batch)
+        throw UsageError(fmt::format("--objective {} chooses the micro-batch: give --batch auto", objflags->objective));
+      if ((objective == Objective::kGoodput || tf->adaptive) && (tf->accumulate > 0 || tf->global_batch > 0))
+        throw UsageError(fmt::format("{} chooses the global batch: drop --accumulate and --global-batch (--base-batch "
+                                     "is the batch the learning rate was tuned for)",
+                                     tf->adaptive ? "--adaptive" : "--objective goodput"));
+      if (tf->adaptive && objective != Objective::kMemory)
+        throw UsageError(fmt::format("--adaptive with --objective {}: --adaptive starts at --base-batch and re-chooses "
+                                     "the batch by goodput itself; drop --objective",
+                                     objflags->objective));
+      if (tf->adapt_every < 1)
+        throw UsageError(fmt::format("--adapt-every: {} is not a positive number of steps", tf->adapt_every));
+      if (tf->adaptive_max < 1 || tf->adaptive_max > 1024)
+        throw UsageError(fmt::format("--adaptive-max: {} is outside 1..1024 (times --base-batch)", tf->adaptive_max));
+      if (tf->eval_every_samples < 0)
+        throw UsageError(fmt::format("--eval-every-samples: {} is negative; 0 evaluates at epoch ends only",
+                                     tf->eval_every_samples));
+      if (tf->stop_at_accuracy < 0 || tf->stop_at_accuracy > 1)
+        throw UsageError(fmt::format("--stop-at-accuracy: {} is outside [0, 1]; e.g. 0.85 (0: never stop early)",
+                                     tf->stop_at_accuracy));
+      if (tf->base_batch < 0)
+        throw UsageError(fmt::format("--base-batch: {} is negative; give the batch --lr was tuned for", tf->base_batch));
+      const int64_t base_batch = tf->base_batch > 0 ? tf->base_batch : 64;
       int64_t micro = 0;
       if (!auto_batch) {
         try {
@@ -273,18 +378,20 @@ void add_train_command(CLI::App& app, Action& action) {
           std::cerr << fmt::format("saturate: --data {}: no test or validation split: no evaluation{}\n", data->data,
                                    can_hold_out(data->data) ? " (use --val-fraction F)" : "");
       }
+      // the step training will run: precision, checkpointing, clipping, a whole global batch in
+      // micro-batches, the loader's prefetched batches, the evaluation
+      TrainingFootprint footprint = step_footprint_flags;
+      footprint.clip_grad_norm = tf->clip_grad_norm;
+      footprint.prefetched_batches = static_cast<int64_t>(workers) * data->prefetch;
+      if (!eval_split.empty()) {
+        footprint.eval_batch = tf->eval_batch;
+        footprint.eval_batch_per_micro = tf->eval_batch > 0 ? 0 : 4;
+        footprint.eval_prefetched_batches = static_cast<int64_t>(workers) * data->prefetch;
+      }
       if (auto_batch) {
-        // the search's trials run the step training will run: precision, checkpointing, clipping,
-        // a whole global batch in micro-batches, the loader's prefetched batches, the evaluation
+        // the search's trials run that step
         AutoBatchOptions ao;
-        ao.footprint = step_footprint_flags;
-        ao.footprint.clip_grad_norm = tf->clip_grad_norm;
-        ao.footprint.prefetched_batches = static_cast<int64_t>(workers) * data->prefetch;
-        if (!eval_split.empty()) {
-          ao.footprint.eval_batch = tf->eval_batch;
-          ao.footprint.eval_batch_per_micro = tf->eval_batch > 0 ? 0 : 4;
-          ao.footprint.eval_prefetched_batches = static_cast<int64_t>(workers) * data->prefetch;
-        }
+        ao.footprint = footprint;
         ao.request = request;
         ao.search.target_fraction =
             tf->target_memory > 0 ? tf->target_memory : (session->device.is_cuda() ? 0.95 : 1.0);
@@ -296,6 +403,60 @@ void add_train_command(CLI::App& app, Action& action) {
         const AutoBatch chosen = choose_micro_batch(workload, *session->meter, ao);
         micro = chosen.micro_batch;
         if (!tf->quiet) std::cerr << fmt::format("saturate: --batch auto: {}\n", chosen.reason);
+      }
+      // --objective throughput|goodput and --adaptive: the throughput curve up to the micro-batch
+      // that trains, timed with the same step; goodput's noise scale on this data at the base batch
+      ObjectiveOutcome picked;
+      std::unique_ptr<AdaptiveBatch> adaptive;
+      double lr_gain = 1;
+      if (objective != Objective::kMemory || tf->adaptive) {
+        Probe probe(workload, *session->meter);
+        TrainingFootprint f = footprint;
+        f.global_batch = 0;  // each trial's batch is its own global batch
+        probe.set_footprint(f);
+        if (objective != Objective::kMemory) {
+          if (world > 1)
+            throw UsageError(fmt::format("--objective {}: the throughput curve is timed in one process; choose the "
+                                         "batch with one process, or use --adaptive across ranks",
+                                         objflags->objective));
+          ObjectiveFlags of = *objflags;
+          of.base_batch = base_batch;
+          const auto source = noise_batches(data->dataset, token_data, corpus, workload, wf.seed, session->device);
+          picked = pick_by_objective(probe, of, micro, source.next, source.name, tf->quiet);
+          micro = picked.batch;
+          request.micro_batch = micro;
+          if (objective == Objective::kGoodput) {
+            request.accumulation = 1;
+            if (goodput_lr) lr_gain = picked.goodput->lr_gain;
+          }
+          if (!tf->quiet) std::cerr << "saturate: --objective " << objflags->objective << ": " << picked.reason << "\n";
+        } else {
+          if (base_batch % world != 0)
+            throw UsageError(fmt::format("--base-batch: {} is not shared equally by {} ranks; give a multiple of {}",
+                                         base_batch, world, world));
+          const int64_t unit = base_batch / world;
+          ThroughputCurveOptions co;
+          co.max_batch = micro;
+          if (!tf->quiet)
+            std::cerr << fmt::format("saturate: --adaptive: timing samples/s at log-spaced batches up to {}\n", micro);
+          ThroughputCurve curve = measure_throughput_curve(probe, co);
+          curve = mean_curve_across_ranks(std::move(curve), co, ranks.group.get());
+          AdaptiveBatchOptions ad;
+          ad.unit = unit;
+          ad.world_size = world;
+          ad.max_units = tf->adaptive_max;
+          ad.max_micro_batch = micro;
+          ad.every = tf->adapt_every;
+          ad.curve = std::move(curve);
+          adaptive = std::make_unique<AdaptiveBatch>(std::move(ad));
+          micro = adaptive->micro_batch();
+          request.micro_batch = micro;
+          request.global_batch = base_batch;
+          if (!tf->quiet)
+            std::cerr << fmt::format("saturate: --adaptive: starting at global batch {} (micro-batch {}), growing to at "
+                                     "most {} by goodput every {} steps\n",
+                                     base_batch, micro, base_batch * tf->adaptive_max, tf->adapt_every);
+        }
       }
       const BatchPlan plan = plan_batches(request, micro);
       micro = plan.micro_batch;
@@ -345,7 +506,7 @@ void add_train_command(CLI::App& app, Action& action) {
       }
       const std::string data_name = train_data->name();
       const double lr = workload.learning_rate();
-      o.schedule.peak_lr = scale_learning_rate(lr, global * world, tf->base_batch, scaling);
+      o.schedule.peak_lr = scale_learning_rate(lr, global * world, tf->base_batch, scaling) * lr_gain;
       o.schedule.warmup_steps = tf->warmup_steps;
       o.schedule.decay = decay;
       const int64_t per_epoch = train_data->steps_per_epoch();
@@ -355,8 +516,11 @@ void add_train_command(CLI::App& app, Action& action) {
       // step phases, utilization and the bottleneck verdict (docs/monitor.md); --no-monitor: none
       const std::unique_ptr<TrainMonitor> monitor = make_train_monitor(*mflags, session->device, global);
       o.observer = monitor.get();
-      const auto noise = tf->noise_scale ? std::make_shared<GradientNoiseScale>() : nullptr;
+      const auto noise = tf->noise_scale || adaptive ? std::make_shared<GradientNoiseScale>() : nullptr;
       o.noise = noise.get();
+      o.adaptive = adaptive.get();
+      o.eval_every_samples = tf->eval_every_samples;
+      o.stop_at_accuracy = tf->stop_at_accuracy;
       if (!tf->quiet) {
         std::cerr << fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps "
                                  "({} per epoch), {} {}, lr {:g}\n",
@@ -379,6 +543,12 @@ void add_train_command(CLI::App& app, Action& action) {
         };
         o.on_eval = [eval_split](int64_t epoch, double loss, double acc) {
           std::cerr << fmt::format("  epoch {} {} loss {:.4f} accuracy {:.2f} %\n", epoch, eval_split, loss, 100.0 * acc);
+        };
+        o.on_adapt = [base_batch, a = adaptive.get()](const AdaptiveChange& c) {
+          std::cerr << fmt::format("saturate: --adaptive: from step {}: noise scale {:.0f} -> global batch {} -> {} "
+                                   "(goodput x{:.2f}), micro-batch {}, learning rate x{:.2f} of the base\n",
+                                   c.step, c.noise_scale, c.old_units * base_batch, c.new_units * base_batch,
+                                   c.goodput_gain, a->micro_batch(), a->lr_gain());
         };
         o.on_backoff = [](int64_t step, int64_t old_micro, int64_t new_micro) {
           std::cerr << fmt::format("saturate: out of memory at step {}: micro-batch {} -> {}, accumulation doubled, "
@@ -407,6 +577,16 @@ void add_train_command(CLI::App& app, Action& action) {
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       j["fast_paths"] = o.fast_paths.to_string();
       j["loss_every"] = o.loss_every;
+      if (picked.objective != Objective::kMemory) j["objective"] = objective_json(picked);
+      if (adaptive) j["adaptive"] = adaptive_json(*adaptive, base_batch, tf->adaptive_max);
+      {
+        nlohmann::json evals = nlohmann::json::array();
+        for (const auto& e : r.evals)
+          evals.push_back({{"step", e.step}, {"samples", e.samples}, {"train_seconds", e.train_seconds},
+                           {"loss", e.loss}, {"accuracy", e.accuracy}});
+        j["evals"] = evals;
+        j["reached_accuracy"] = r.reached_accuracy;
+      }
       if (noise) {
         const auto b = noise->noise_scale();
         j["gradient_noise_scale"] = {{"value", b ? nlohmann::json(*b) : nlohmann::json()},

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/dist/process_group.h"
 #include "saturate/step/training_step.h"
 
 namespace saturate::cli {
@@ -86,27 +87,70 @@ ObjectiveOutcome pick_by_objective(Probe& probe, const ObjectiveFlags& f, int64_
   return out;
 }
 
+ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,
+                                        DistGroup* group) {
+  if (!group || group->world_size() <= 1) return curve;
+  const std::vector<int64_t> planned = curve_batches(options.min_batch, options.max_batch, options.points_per_doubling);
+  const size_t n = planned.size();
+  std::vector<double> v(2 * n, 0.0);
+  for (const auto& p : curve.points)
+    for (size_t i = 0; i < n; ++i)
+      if (planned[i] == p.batch && p.ok) {
+        v[i] = p.samples_per_s;
+        v[n + i] = 1;
+      }
+  const std::vector<double> sums = group->all_reduce_sum(v);
+  const double world = group->world_size();
+  ThroughputCurve out = curve;
+  out.points.clear();
+  out.best_samples_per_s = 0;
+  out.best_batch = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ThroughputPoint p;
+    p.batch = planned[i];
+    p.ok = sums[n + i] == world;
+    if (!p.ok) {
+      p.error = "failed on a rank (or not timed)";
+      out.points.push_back(p);
+      break;
+    }
+    p.samples_per_s = sums[i] / world;
+    for (const auto& mine : curve.points)
+      if (mine.batch == p.batch) {
+        p.rounds = mine.rounds;
+        p.rel_std_error = mine.rel_std_error;
+        p.stddev = mine.stddev;
+        p.settled = mine.settled;
+      }
+    if (p.samples_per_s > out.best_samples_per_s) {
+      out.best_samples_per_s = p.samples_per_s;
+      out.best_batch = p.batch;
+    }
+    out.points.push_back(p);
+  }
+  out.knee_batch = knee_batch(out.points, out.knee_fraction);
+  return out;
+}
+
+nlohmann::json curve_json(const ThroughputCurve& c) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : c.points)
+    points.push_back({{"batch", p.batch},
+                      {"ok", p.ok},
+                      {"samples_per_s", p.samples_per_s},
+                      {"stddev", p.stddev},
+                      {"rel_std_error", p.rel_std_error},
+                      {"rounds", p.rounds},
+                      {"settled", p.settled},
+                      {"error", p.error}});
+  return {{"points", points},       {"knee_batch", c.knee_batch}, {"knee_fraction", c.knee_fraction},
+          {"best_batch", c.best_batch}, {"best_samples_per_s", c.best_samples_per_s},
+          {"trial_steps", c.trial_steps}, {"seconds", c.seconds}};
+}
+
 nlohmann::json objective_json(const ObjectiveOutcome& o) {
   nlohmann::json j = {{"objective", to_string(o.objective)}, {"batch", o.batch}, {"reason", o.reason}};
-  if (o.curve) {
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& p : o.curve->points)
-      points.push_back({{"batch", p.batch},
-                        {"ok", p.ok},
-                        {"samples_per_s", p.samples_per_s},
-                        {"stddev", p.stddev},
-                        {"rel_std_error", p.rel_std_error},
-                        {"rounds", p.rounds},
-                        {"settled", p.settled},
-                        {"error", p.error}});
-    j["throughput_curve"] = {{"points", points},
-                             {"knee_batch", o.curve->knee_batch},
-                             {"knee_fraction", o.curve->knee_fraction},
-                             {"best_batch", o.curve->best_batch},
-                             {"best_samples_per_s", o.curve->best_samples_per_s},
-                             {"trial_steps", o.curve->trial_steps},
-                             {"seconds", o.curve->seconds}};
-  }
+  if (o.curve) j["throughput_curve"] = curve_json(*o.curve);
   if (o.noise)
     j["noise_scale"] = {{"value", o.noise->noise_scale ? nlohmann::json(*o.noise->noise_scale) : nlohmann::json()},
                         {"gradient_sq_norm", o.noise->gradient_sq_norm},

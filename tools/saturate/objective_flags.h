@@ -13,6 +13,10 @@
 #include "saturate/search/goodput.h"
 #include "saturate/step/gradient_noise.h"
 
+namespace saturate {
+class DistGroup;  // dist/process_group.h
+}
+
 namespace saturate::cli {
 
 struct ObjectiveFlags {
@@ -42,6 +46,11 @@ ObjectiveOutcome pick_by_objective(Probe& probe, const ObjectiveFlags& f, int64_
                                    const std::function<Batch(int64_t)>& next_batch, const std::string& data,
                                    bool quiet);
 nlohmann::json objective_json(const ObjectiveOutcome& o);
+/// Several ranks: each point's samples/s becomes the ranks' mean, and a point that failed on any
+/// rank failed (every rank then decides on the same curve). One process: `curve` unchanged.
+ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,
+                                        DistGroup* group);
+nlohmann::json curve_json(const ThroughputCurve& c);
 std::string objective_text(const ObjectiveOutcome& o);
 
 }  // namespace saturate::cli

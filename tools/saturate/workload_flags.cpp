@@ -43,7 +43,11 @@ std::string flag_for_option(const std::string& option) {
       {"global_batch", "--global-batch"},   {"world_size", "the world size (WORLD_SIZE)"},
       {"precision", "--precision"},         {"checkpointing", "--checkpointing"},
       {"clip_grad_norm", "--clip-grad-norm"}, {"eval_batch", "--eval-batch"},
-      {"prefetched_batches", "--workers x --prefetch"}};
+      {"prefetched_batches", "--workers x --prefetch"},
+      {"objective", "--objective"},         {"base_batch", "--base-batch"},
+      {"adapt_every", "--adapt-every"},     {"max_units", "--adaptive-max"},
+      {"eval_every", "--eval-every-samples"}, {"noise_scale", "--noise-scale"},
+      {"knee_fraction", "--knee"},          {"adaptive", "--adaptive"}};
   for (const auto& [name, flag] : kFlags)
     if (option == name) return flag;
   return option;

@@ -25,6 +25,11 @@ class DdpStepSync final : public StepSync {
     loss = sums[1] / static_cast<double>(ddp_.world_size());
     return sums[0] > 0;
   }
+  std::vector<double> mean(std::vector<double> values) override {
+    std::vector<double> sums = ddp_.group().all_reduce_sum(values);
+    for (double& v : sums) v /= static_cast<double>(ddp_.world_size());
+    return sums;
+  }
   /// The all-reduce time not overlapped with the backward's computation, since the last call.
   double exposed_allreduce_ms() override {
     const DdpStats s = ddp_.stats();

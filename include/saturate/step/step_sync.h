@@ -2,6 +2,7 @@
 // with DDP, dist/data_parallel.h within one process), and the signal that another rank ran out
 // of memory in the step.
 #pragma once
+#include <vector>
 #include <stdexcept>
 
 #include <torch/types.h>
@@ -31,6 +32,9 @@ class StepSync {
   /// step loss, replaced by the mean over the ranks. Returns true when any rank ran out of
   /// memory: every rank then halves its micro-batch and redoes the step, none hangs.
   virtual bool agree(bool oom, double& loss) { return oom; }
+  /// Every rank calls it at the same point: each value becomes its mean over the ranks (numbers
+  /// that decisions are made on, such as the gradient noise scale's averages).
+  virtual std::vector<double> mean(std::vector<double> values) { return values; }
 };
 
 /// Thrown by a step when StepSync::agree said another rank ran out of memory: back off with it.

@@ -20,6 +20,7 @@
 #include "saturate/step/activation_checkpoint.h"
 #include "saturate/step/step_sync.h"
 #include "saturate/step/training_step.h"
+#include "saturate/train/adaptive_batch.h"
 #include "saturate/train/lr_schedule.h"
 #include "saturate/step/fast_paths.h"
 #include "saturate/step/precision.h"
@@ -94,10 +95,21 @@ struct TrainOptions {
   /// Measures the gradient noise scale every step (step/gradient_noise.h; not owned; nullptr:
   /// not measured). Its state is checkpointed and resumed with the run.
   GradientNoiseScale* noise = nullptr;
+  /// `--adaptive` (not owned; nullptr: a fixed batch; needs `noise`). The data's global batch is
+  /// then the unit: a step takes units() consecutive batches of it, the epoch and the learning
+  /// rate's schedule advance by units, the rate is multiplied by its gain, and its state is
+  /// checkpointed. Under data parallelism every rank decides on the ranks' mean noise averages.
+  AdaptiveBatch* adaptive = nullptr;
+  /// Evaluate every this many samples (all ranks'), besides each epoch end; 0: epoch ends only.
+  int64_t eval_every_samples = 0;
+  /// Stop after the evaluation that reaches this accuracy (0: never).
+  double stop_at_accuracy = 0;
   /// Called after every optimizer step (progress, leak checks); may be empty.
   std::function<void(int64_t step, double loss, double lr)> on_step;
   /// Called after each evaluation.
   std::function<void(int64_t epoch, double loss, double accuracy)> on_eval;
+  /// Called when --adaptive changed the batch (from the next step on).
+  std::function<void(const AdaptiveChange&)> on_adapt;
   /// Called when an OOM halved the micro-batch.
   std::function<void(int64_t step, int64_t old_micro, int64_t new_micro)> on_backoff;
 };
@@ -108,6 +120,14 @@ struct OomBackoff {
   int64_t new_micro_batch = 0;
 };
 
+struct EvalPoint {
+  int64_t step = 0;        ///< optimizer steps done
+  int64_t samples = 0;     ///< samples trained on (all ranks)
+  double train_seconds = 0;  ///< wall time of this run's training so far, evaluations left out
+  double loss = 0;
+  double accuracy = 0;
+};
+
 struct TrainResult {
   int64_t steps = 0;                 ///< optimizer steps done in total (resumed ones included)
   int64_t samples_seen = 0;
@@ -116,6 +136,8 @@ struct TrainResult {
   double final_train_loss = 0;
   std::optional<double> final_test_loss;
   std::optional<double> final_test_accuracy;
+  std::vector<EvalPoint> evals;      ///< every evaluation of this process's run, in order
+  bool reached_accuracy = false;     ///< stopped at TrainOptions::stop_at_accuracy
   double samples_per_s = 0;          ///< over the steps this process ran
   int64_t micro_batch = 0;           ///< at the end (after any back-off)
   int64_t accumulation = 0;
@@ -137,9 +159,10 @@ class Trainer {
   std::pair<double, double> evaluate();
 
  private:
-  void save_checkpoint(int64_t steps_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
+  void save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
                        const TrainResult& result);
-  int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result);
+  int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result,
+                          int64_t& units_done);
   std::string model_signature();
   /// Other processes take part in each step (DDP): OOMs and losses are agreed on with them. A
   /// sync within one process (DataParallel) backs off alone, at any point of the step.

@@ -1,0 +1,79 @@
+// Implements: `train --adaptive` (Pollux's batch-size adaptation, Qiao et al., OSDI '21): the
+// global batch is a whole number of units (a unit: the base batch, the one the learning rate was
+// tuned for), re-chosen every few steps by goodput = samples/s x statistical efficiency, with the
+// gradient noise scale measured during training (it grows as the loss falls, so the batch that
+// trains fastest grows too). Samples/s of a global batch M come from the throughput curve timed at
+// the start (micro-batch min(M, the largest that trains); beyond it accumulation adds samples, not
+// speed). The learning rate follows AdaScale's gain. A change needs `min_gain` more goodput than
+// the current batch has (no flapping between two close batches). Pure decisions on numbers: the
+// Trainer feeds it, checkpoints its state, and every rank decides on the same (averaged) numbers.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "saturate/search/throughput_curve.h"
+
+namespace saturate {
+
+struct AdaptiveBatchOptions {
+  int64_t unit = 0;           ///< samples per unit on this rank (the base batch's share); required
+  int world_size = 1;
+  int64_t max_units = 64;     ///< the global batch grows to at most this many units
+  int64_t max_micro_batch = 0;  ///< the largest micro-batch that trains; required
+  int64_t every = 50;         ///< re-decide every this many optimizer steps
+  double min_gain = 1.05;     ///< a new batch must promise this much more goodput
+  /// samples/s per rank by micro-batch (ok points only are used); required
+  ThroughputCurve curve;
+};
+
+struct AdaptiveChange {
+  int64_t step = 0;      ///< the first optimizer step with the new batch
+  int64_t old_units = 0;
+  int64_t new_units = 0;
+  double noise_scale = 0;
+  double goodput_gain = 1;  ///< new goodput / old goodput, as predicted
+};
+
+class AdaptiveBatch {
+ public:
+  /// UsageError for a unit, max_units, every or max_micro_batch below 1, min_gain below 1, or a
+  /// curve without an ok point.
+  explicit AdaptiveBatch(AdaptiveBatchOptions options);
+
+  int64_t units() const { return units_; }
+  /// Samples per optimizer step on this rank and over all ranks.
+  int64_t rank_batch() const { return units_ * opt_.unit; }
+  int64_t global_batch() const { return rank_batch() * opt_.world_size; }
+  /// The micro-batch for the current batch: the whole rank batch when it trains, else the largest
+  /// micro-batch that does (the last micro-batch of a step may be shorter).
+  int64_t micro_batch() const;
+  /// AdaScale's gain at the current batch against one unit, with the noise scale of the last decision.
+  double lr_gain() const { return lr_gain_; }
+  const std::vector<AdaptiveChange>& changes() const { return changes_; }
+
+  /// samples/s per rank at `units` (from the curve), x efficiency against one unit.
+  double goodput(int64_t units, std::optional<double> noise_scale) const;
+  /// Whether after_step(step) decides (every rank must then bring the same noise scale).
+  bool due(int64_t step) const { return (step + 1) % opt_.every == 0; }
+  /// At the end of optimizer step `step` (0-based): re-decides when due(step); nothing without a
+  /// noise scale. Returns true when the batch changed (from step + 1 on).
+  bool after_step(int64_t step, std::optional<double> noise_scale);
+  /// An OOM back-off lowered the micro-batch that trains.
+  void lower_max_micro_batch(int64_t micro_batch);
+
+  /// {units, lr_gain, max_micro_batch, then 5 numbers per change}; load_state takes what state() gave.
+  std::vector<double> state() const;
+  void load_state(const std::vector<double>& state);
+
+ private:
+  double samples_per_s(int64_t micro_batch) const;
+
+  AdaptiveBatchOptions opt_;
+  int64_t units_ = 1;
+  double lr_gain_ = 1;
+  std::vector<AdaptiveChange> changes_;
+};
+
+}  // namespace saturate
