@@ -93,6 +93,34 @@ TEST(DistProcessTest, TrainOnTwoRanksFollowsTheOneProcessLossCurveAndOnlyRankZer
   EXPECT_LT(a.back(), a.front());  // it learned something
 }
 
+TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_adaptive");
+  // every rank decides on the ranks' mean noise averages and a mean-of-ranks curve, and checks
+  // that the others chose the same batch (a rank that did not would fail the run)
+  const std::string flags = "--steps 120 --batch 256 --adaptive --base-batch 32 --adapt-every 10 --bucket-mb 1 ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist_$RANK.json"), &out),
+            0)
+      << out;
+  const auto j = read_json(dir + "/dist_0.json");
+  EXPECT_EQ(j["world_size"].get<int>(), 2);
+  const auto& changes = j["adaptive"]["changes"];
+  ASSERT_FALSE(changes.empty()) << j["adaptive"].dump();
+  // the samples follow from the change log: each segment's steps x its global batch
+  int64_t samples = 0, step = 0, batch = 32;
+  for (const auto& c : changes) {
+    EXPECT_EQ(c["old_global_batch"].get<int64_t>(), batch);
+    samples += (c["step"].get<int64_t>() - step) * batch;
+    step = c["step"].get<int64_t>();
+    batch = c["new_global_batch"].get<int64_t>();
+  }
+  samples += (120 - step) * batch;
+  EXPECT_GT(batch, 32);
+  EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
+  EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
+}
+
 TEST(DistProcessTest, AnOomOnOneRankMakesEveryRankBackOffTogether) {
   SKIP_OUTSIDE_DIST_LABEL();
   const std::string dir = testing::temp_dir("dist_train_oom");
