@@ -65,7 +65,7 @@ bool AdaptiveBatch::after_step(int64_t step, std::optional<double> noise_scale) 
     best = units_;
     best_goodput = current;
   }
-  lr_gain_ = adascale_gain(noise_scale, base, best * base);
+  lr_gain_ = saturate::lr_gain(opt_.lr_rule, noise_scale, base, best * base);
   if (best == units_) return false;
   changes_.push_back({step + 1, units_, best, *noise_scale, best_goodput / current});
   units_ = best;

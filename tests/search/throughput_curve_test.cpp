@@ -144,7 +144,15 @@ TEST(Goodput, PicksTheFastestBatchWhenNoiseDominatesTheSmallestWhenThereIsNoneAn
   const ThroughputCurve c = law_curve();
   EXPECT_EQ(choose_goodput_batch(c, std::nullopt, 64).batch, c.best_batch);
   EXPECT_EQ(choose_goodput_batch(c, 1e12, 64).batch, c.best_batch);
-  EXPECT_EQ(choose_goodput_batch(c, 0.0, 64).batch, 1);  // efficiency M0/M: every extra sample wasted
+  // efficiency M0/M: every extra sample wasted; below the base batch the model does not reach
+  EXPECT_EQ(choose_goodput_batch(c, 0.0, 64).batch, 64);
+  for (const auto& p : choose_goodput_batch(c, 10.0, 64).points) EXPECT_GE(p.batch, 64);
+  // a base batch above everything that ran: the largest that did
+  EXPECT_EQ(choose_goodput_batch(c, 10.0, 100000).batch, c.best_batch);
+  // Adam and AdamW: the square root of AdaScale's gain
+  const GoodputChoice sgd = choose_goodput_batch(c, 5000.0, 64), adam = choose_goodput_batch(c, 5000.0, 64, LrRule::kAdaScaleSqrt);
+  EXPECT_EQ(sgd.batch, adam.batch);
+  EXPECT_NEAR(adam.lr_gain, std::sqrt(sgd.lr_gain), 1e-12);
   int64_t previous = 0;
   for (double phi : {1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0}) {
     const GoodputChoice g = choose_goodput_batch(c, phi, 64);

@@ -176,7 +176,7 @@ NoiseBatches noise_batches(const std::shared_ptr<Dataset>& dataset, bool token_d
   return out;
 }
 
-nlohmann::json adaptive_json(const AdaptiveBatch& a, int64_t base_batch, int64_t max_units) {
+nlohmann::json adaptive_json(const AdaptiveBatch& a, int64_t base_batch, int64_t max_units, LrRule rule) {
   nlohmann::json changes = nlohmann::json::array();
   for (const auto& c : a.changes())
     changes.push_back({{"step", c.step},
@@ -186,7 +186,7 @@ nlohmann::json adaptive_json(const AdaptiveBatch& a, int64_t base_batch, int64_t
                        {"goodput_gain", c.goodput_gain}});
   return {{"base_batch", base_batch},          {"max_global_batch", max_units * base_batch},
           {"global_batch", a.global_batch()},  {"micro_batch", a.micro_batch()},
-          {"lr_gain", a.lr_gain()},            {"lr_rule", "adascale"},
+          {"lr_gain", a.lr_gain()},            {"lr_rule", to_string(rule)},
           {"changes", changes}};
 }
 
@@ -447,6 +447,7 @@ void add_train_command(CLI::App& app, Action& action) {
           ad.max_units = tf->adaptive_max;
           ad.max_micro_batch = micro;
           ad.every = tf->adapt_every;
+          ad.lr_rule = lr_rule_for(workload);
           ad.curve = std::move(curve);
           adaptive = std::make_unique<AdaptiveBatch>(std::move(ad));
           micro = adaptive->micro_batch();
@@ -578,7 +579,7 @@ void add_train_command(CLI::App& app, Action& action) {
       j["fast_paths"] = o.fast_paths.to_string();
       j["loss_every"] = o.loss_every;
       if (picked.objective != Objective::kMemory) j["objective"] = objective_json(picked);
-      if (adaptive) j["adaptive"] = adaptive_json(*adaptive, base_batch, tf->adaptive_max);
+      if (adaptive) j["adaptive"] = adaptive_json(*adaptive, base_batch, tf->adaptive_max, lr_rule_for(workload));
       {
         nlohmann::json evals = nlohmann::json::array();
         for (const auto& e : r.evals)

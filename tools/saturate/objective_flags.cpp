@@ -40,6 +40,10 @@ Objective check_objective_flags(const ObjectiveFlags& f) {
   return o;
 }
 
+LrRule lr_rule_for(const Workload& workload) {
+  return workload.optimizer_kind() == OptimizerKind::kSgd ? LrRule::kAdaScale : LrRule::kAdaScaleSqrt;
+}
+
 ObjectiveOutcome pick_by_objective(Probe& probe, const ObjectiveFlags& f, int64_t max_batch,
                                    const std::function<Batch(int64_t)>& next_batch, const std::string& data,
                                    bool quiet) {
@@ -81,7 +85,7 @@ ObjectiveOutcome pick_by_objective(Probe& probe, const ObjectiveFlags& f, int64_
                              data, f.noise_steps, noise_batch);
   out.noise = measure_noise_scale(probe.workload(), so, next_batch, noise_batch, 0, f.noise_steps);
   out.noise_data = data;
-  out.goodput = choose_goodput_batch(*out.curve, out.noise->noise_scale, base);
+  out.goodput = choose_goodput_batch(*out.curve, out.noise->noise_scale, base, lr_rule_for(probe.workload()));
   out.batch = out.goodput->batch;
   out.reason = out.goodput->reason;
   return out;
@@ -167,7 +171,7 @@ nlohmann::json objective_json(const ObjectiveOutcome& o) {
     j["goodput"] = {{"batch", o.goodput->batch},
                     {"efficiency", o.goodput->efficiency},
                     {"lr_gain", o.goodput->lr_gain},
-                    {"lr_rule", "adascale"},
+                    {"lr_rule", to_string(o.goodput->lr_rule)},
                     {"base_batch", o.goodput->base_batch},
                     {"points", points}};
   }
@@ -183,8 +187,8 @@ std::string objective_text(const ObjectiveOutcome& o) {
                                           : std::string("not measurable: the gradient is all noise"),
                      o.noise->steps, o.noise->batch, o.noise_data);
   if (o.goodput)
-    s += fmt::format("learning rate      x{:.2f} at batch {} (AdaScale gain from base batch {})\n", o.goodput->lr_gain,
-                     o.goodput->batch, o.goodput->base_batch);
+    s += fmt::format("learning rate      x{:.2f} at batch {} ({} from base batch {})\n", o.goodput->lr_gain,
+                     o.goodput->batch, to_string(o.goodput->lr_rule), o.goodput->base_batch);
   return s;
 }
 

@@ -40,6 +40,8 @@ struct ObjectiveOutcome {
   std::string reason;
 };
 
+/// AdaScale's gain for SGD, its square root for Adam and AdamW.
+LrRule lr_rule_for(const Workload& workload);
 /// Times the curve on `probe` up to `max_batch` and, for goodput, measures the noise scale with
 /// `next_batch` ("data" names it). Progress on stderr unless `quiet`.
 ObjectiveOutcome pick_by_objective(Probe& probe, const ObjectiveFlags& f, int64_t max_batch,

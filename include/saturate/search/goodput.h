@@ -27,6 +27,13 @@ double statistical_efficiency(std::optional<double> noise_scale, int64_t base_ba
 /// AdaScale's learning-rate gain (M / M0) x efficiency: between 1 and M / M0.
 double adascale_gain(std::optional<double> noise_scale, int64_t base_batch, int64_t batch);
 
+/// How the learning rate follows the batch: AdaScale's gain (SGD), or its square root for Adam
+/// and AdamW (adaptive optimizers scale by the square root of the batch ratio; Malladi et al.
+/// 2022, "On the SDEs and Scaling Rules for Adaptive Gradient Algorithms").
+enum class LrRule { kAdaScale, kAdaScaleSqrt };
+std::string to_string(LrRule r);  ///< "adascale" | "adascale-sqrt"
+double lr_gain(LrRule rule, std::optional<double> noise_scale, int64_t base_batch, int64_t batch);
+
 struct GoodputPoint {
   int64_t batch = 0;
   double samples_per_s = 0;
@@ -37,14 +44,18 @@ struct GoodputPoint {
 struct GoodputChoice {
   int64_t batch = 0;  ///< 0 when no point of the curve ran
   double efficiency = 1;
-  double lr_gain = 1;  ///< AdaScale's, at the chosen batch
+  double lr_gain = 1;  ///< the rule's, at the chosen batch
+  LrRule lr_rule = LrRule::kAdaScale;
   std::optional<double> noise_scale;
   int64_t base_batch = 0;
   std::vector<GoodputPoint> points;
   std::string reason;  ///< why this batch, in words
 };
 
-/// The curve's ok point with the highest goodput. UsageError for base_batch <= 0.
-GoodputChoice choose_goodput_batch(const ThroughputCurve& curve, std::optional<double> noise_scale, int64_t base_batch);
+/// The curve's ok point with the highest goodput among those at or above the base batch (the
+/// efficiency model holds from M0 up, as in Pollux; the largest point when all lie below it).
+/// UsageError for base_batch <= 0.
+GoodputChoice choose_goodput_batch(const ThroughputCurve& curve, std::optional<double> noise_scale, int64_t base_batch,
+                                   LrRule rule = LrRule::kAdaScale);
 
 }  // namespace saturate

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "saturate/search/goodput.h"
 #include "saturate/search/throughput_curve.h"
 
 namespace saturate {
@@ -24,6 +25,7 @@ struct AdaptiveBatchOptions {
   int64_t max_micro_batch = 0;  ///< the largest micro-batch that trains; required
   int64_t every = 50;         ///< re-decide every this many optimizer steps
   double min_gain = 1.05;     ///< a new batch must promise this much more goodput
+  LrRule lr_rule = LrRule::kAdaScale;  ///< kAdaScaleSqrt for Adam and AdamW
   /// samples/s per rank by micro-batch (ok points only are used); required
   ThroughputCurve curve;
 };
@@ -49,7 +51,8 @@ class AdaptiveBatch {
   /// The micro-batch for the current batch: the whole rank batch when it trains, else the largest
   /// micro-batch that does (the last micro-batch of a step may be shorter).
   int64_t micro_batch() const;
-  /// AdaScale's gain at the current batch against one unit, with the noise scale of the last decision.
+  /// The learning-rate rule's gain at the current batch against one unit, with the noise scale of
+  /// the last decision.
   double lr_gain() const { return lr_gain_; }
   const std::vector<AdaptiveChange>& changes() const { return changes_; }
 
