@@ -77,7 +77,8 @@ void AdaptiveBatch::lower_max_micro_batch(int64_t micro_batch) {
 }
 
 std::vector<double> AdaptiveBatch::state() const {
-  std::vector<double> s = {static_cast<double>(units_), lr_gain_, static_cast<double>(opt_.max_micro_batch)};
+  std::vector<double> s = {static_cast<double>(units_), lr_gain_, static_cast<double>(opt_.max_micro_batch),
+                           static_cast<double>(opt_.unit * opt_.world_size)};
   for (const auto& c : changes_)
     s.insert(s.end(), {static_cast<double>(c.step), static_cast<double>(c.old_units), static_cast<double>(c.new_units),
                        c.noise_scale, c.goodput_gain});
@@ -85,13 +86,18 @@ std::vector<double> AdaptiveBatch::state() const {
 }
 
 void AdaptiveBatch::load_state(const std::vector<double>& s) {
-  if (s.size() < 3 || (s.size() - 3) % 5 != 0 || s[0] < 1)
+  if (s.size() < 4 || (s.size() - 4) % 5 != 0 || s[0] < 1)
     throw UsageError(fmt::format("a saved --adaptive state of {} values is not one this version wrote", s.size()));
+  const auto base = static_cast<int64_t>(s[3]);
+  if (base != opt_.unit * opt_.world_size)
+    throw UsageError("base_batch", fmt::format("{} differs from the resumed run's {}: the data position counts base "
+                                               "batches; resume with --base-batch {}",
+                                               opt_.unit * opt_.world_size, base, base));
   units_ = static_cast<int64_t>(s[0]);
   lr_gain_ = s[1];
   opt_.max_micro_batch = static_cast<int64_t>(s[2]);
   changes_.clear();
-  for (size_t i = 3; i + 4 < s.size(); i += 5)
+  for (size_t i = 4; i + 4 < s.size(); i += 5)
     changes_.push_back({static_cast<int64_t>(s[i]), static_cast<int64_t>(s[i + 1]), static_cast<int64_t>(s[i + 2]),
                         s[i + 3], s[i + 4]});
 }

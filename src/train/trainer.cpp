@@ -356,7 +356,7 @@ TrainResult Trainer::run() {
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
     if (read_now) read_losses();
     samples_this_run += global;
-    if (adaptive && adaptive->due(step)) {
+    if (adaptive && !last && adaptive->due(step)) {  // a batch after the last step would never run
       // every rank decides on the same numbers: the ranks' mean of the noise scale's averages
       const std::vector<double> state = opt_.noise->state();  // decay, count, |G|^2, tr(Sigma)
       std::vector<double> averages = {state[2], state[3]};

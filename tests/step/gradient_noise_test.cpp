@@ -167,6 +167,28 @@ TEST(GradientNoiseScale, OnAConvnetAndFashionMnistAgreesWithTheBruteForceEstimat
   agrees_with_brute_force("convnet");
 }
 
+TEST(GradientNoiseScale, OnAGpuAgreesWithTheCpusEstimateOfTheSameModelAndBatches_CUDA) {
+  SKIP_WITHOUT_CUDA();
+  // no dataset on a bare GPU machine: images labelled by a fixed random teacher (learnable, so the
+  // gradient is not all noise)
+  torch::manual_seed(5);
+  Pool pool{torch::randn({1024, 1, 28, 28}), torch::Tensor()};
+  pool.targets = pool.inputs.flatten(1).matmul(torch::randn({784, 10})).argmax(1);
+  auto cpu = fashion_model("mlp");
+  ModelSpec s;
+  s.name = "mlp";
+  s.input_shape = {1, 28, 28};
+  s.classes = 10;
+  s.seed = 11;
+  s.width = 128;
+  s.layers = 2;
+  Workload gpu(build_model(s), torch::Device(torch::kCUDA, 0), OptimizerKind::kSgd, 0.1);
+  const double on_cpu = estimated_noise_scale(*cpu, pool, 64, 16, 200, 1);
+  const double on_gpu = estimated_noise_scale(gpu, pool, 64, 16, 200, 1);  // host batches, copied per micro-batch
+  std::cerr << "noise scale: cpu " << on_cpu << ", cuda " << on_gpu << "\n";
+  EXPECT_NEAR(on_gpu, on_cpu, 0.1 * on_cpu);
+}
+
 TEST(GradientNoiseScale, ATrainingStepOfOneMicroBatchIsMeasuredAsTwoHalvesWithTheSameUpdate) {
   // the same step with and without the meter moves the weights the same way (up to summation order)
   const auto pool = fashion_pool(64);

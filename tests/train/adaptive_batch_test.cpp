@@ -82,10 +82,13 @@ TEST(AdaptiveBatch, BeyondTheLargestMicroBatchAccumulatesAndAnOomLowersIt) {
   EXPECT_NEAR(a.lr_gain(), 1.0, 1e-6);
   a.lower_max_micro_batch(100);
   EXPECT_EQ(a.micro_batch(), 100);
-  AdaptiveBatch b(options(32));
+  AdaptiveBatch b(options(256));
   b.load_state(a.state());
-  EXPECT_EQ(b.micro_batch(), 32);  // min(rank batch 32, 100)
+  EXPECT_EQ(b.micro_batch(), 100);  // min(rank batch 256, 100)
   EXPECT_EQ(b.state(), a.state());
+  // another base batch: the data position (in base batches) would point at other samples
+  AdaptiveBatch c(options(32));
+  ASSERT_THROWS_WITH(c.load_state(a.state()), UsageError, "resume with --base-batch 256");
 }
 
 TEST(AdaptiveBatch, RefusesOptionsItCannotWorkWith) {

@@ -66,7 +66,8 @@ class AdaptiveBatch {
   /// An OOM back-off lowered the micro-batch that trains.
   void lower_max_micro_batch(int64_t micro_batch);
 
-  /// {units, lr_gain, max_micro_batch, then 5 numbers per change}; load_state takes what state() gave.
+  /// {units, lr_gain, max_micro_batch, base batch (all ranks), then 5 numbers per change};
+  /// load_state takes what state() gave, and refuses (UsageError "base_batch") another base batch.
   std::vector<double> state() const;
   void load_state(const std::vector<double>& state);
 
