@@ -97,8 +97,10 @@ TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
   SKIP_OUTSIDE_DIST_LABEL();
   const std::string dir = testing::temp_dir("dist_adaptive");
   // every rank decides on the ranks' mean noise averages and a mean-of-ranks curve, and checks
-  // that the others chose the same batch (a rank that did not would fail the run)
-  const std::string flags = "--steps 120 --batch 256 --adaptive --base-batch 32 --adapt-every 10 --bucket-mb 1 ";
+  // that the others chose the same batch (a rank that did not would fail the run). A base batch of
+  // 8 (4 per rank): one thread's samples/s nearly double from 4 to 8 to 16, far more than the
+  // efficiency loses at the noise scale's ~60, so the growth holds however loaded the machine is.
+  const std::string flags = "--steps 120 --batch 256 --adaptive --base-batch 8 --adapt-every 10 --bucket-mb 1 ";
   std::string out;
   ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist_$RANK.json"), &out),
             0)
@@ -108,7 +110,7 @@ TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
   const auto& changes = j["adaptive"]["changes"];
   ASSERT_FALSE(changes.empty()) << j["adaptive"].dump();
   // the samples follow from the change log: each segment's steps x its global batch
-  int64_t samples = 0, step = 0, batch = 32;
+  int64_t samples = 0, step = 0, batch = 8;
   for (const auto& c : changes) {
     EXPECT_EQ(c["old_global_batch"].get<int64_t>(), batch);
     samples += (c["step"].get<int64_t>() - step) * batch;
@@ -116,7 +118,7 @@ TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
     batch = c["new_global_batch"].get<int64_t>();
   }
   samples += (120 - step) * batch;
-  EXPECT_GT(batch, 32);
+  EXPECT_GT(batch, 8);
   EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
   EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
 }

@@ -76,7 +76,7 @@ TEST(GradientNoiseScale, ContinuesExactlyFromItsSavedState) {
 using Pool = saturate::testing::TensorPool;
 using saturate::testing::fashion_pool;
 
-std::unique_ptr<Workload> fashion_model(const std::string& name) {
+std::unique_ptr<Workload> fashion_model(const std::string& name, const torch::Device& device = torch::kCPU) {
   ModelSpec s;
   s.name = name;
   s.input_shape = {1, 28, 28};
@@ -86,7 +86,7 @@ std::unique_ptr<Workload> fashion_model(const std::string& name) {
     s.width = 128;
     s.layers = 2;
   }
-  return std::make_unique<Workload>(build_model(s), torch::kCPU, OptimizerKind::kSgd, 0.1);
+  return std::make_unique<Workload>(build_model(s), device, OptimizerKind::kSgd, 0.1);
 }
 
 /// The mean gradient over `inputs` (a flat vector), at the model's weights.
@@ -175,16 +175,9 @@ TEST(GradientNoiseScale, OnAGpuAgreesWithTheCpusEstimateOfTheSameModelAndBatches
   Pool pool{torch::randn({1024, 1, 28, 28}), torch::Tensor()};
   pool.targets = pool.inputs.flatten(1).matmul(torch::randn({784, 10})).argmax(1);
   auto cpu = fashion_model("mlp");
-  ModelSpec s;
-  s.name = "mlp";
-  s.input_shape = {1, 28, 28};
-  s.classes = 10;
-  s.seed = 11;
-  s.width = 128;
-  s.layers = 2;
-  Workload gpu(build_model(s), torch::Device(torch::kCUDA, 0), OptimizerKind::kSgd, 0.1);
+  auto gpu = fashion_model("mlp", torch::Device(torch::kCUDA, 0));  // the same weights
   const double on_cpu = estimated_noise_scale(*cpu, pool, 64, 16, 200, 1);
-  const double on_gpu = estimated_noise_scale(gpu, pool, 64, 16, 200, 1);  // host batches, copied per micro-batch
+  const double on_gpu = estimated_noise_scale(*gpu, pool, 64, 16, 200, 1);  // host batches, copied per micro-batch
   std::cerr << "noise scale: cpu " << on_cpu << ", cuda " << on_gpu << "\n";
   EXPECT_NEAR(on_gpu, on_cpu, 0.1 * on_cpu);
 }

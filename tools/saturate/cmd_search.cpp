@@ -234,7 +234,7 @@ void add_search_command(CLI::App& app, Action& action) {
       const auto analytic = analytic_flops(session->workload->built().spec);
       j["compute"] = compute_json(result, peak, analytic ? std::optional<double>(analytic->training_per_sample) : std::nullopt);
       j["fast_paths"] = fast_j;
-      j["objective"] = objective_json(picked);
+      if (objective != Objective::kMemory) j["objective"] = objective_json(picked);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);

@@ -221,8 +221,9 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--lr-schedule", tf->lr_schedule, "constant | cosine | step (x0.1 every epoch)")->capture_default_str();
   cmd->add_option("--lr-warmup-steps,--warmup-steps", tf->warmup_steps, "optimizer steps of linear learning-rate warm-up")->capture_default_str();
   cmd->add_option("--lr-scaling", tf->lr_scaling,
-                  "linear | sqrt | none: rescale --lr from --base-batch to the global batch (seed B9); auto: AdaScale's "
-                  "gain with --objective goodput and --adaptive, none otherwise")
+                  "linear | sqrt | none: rescale --lr from --base-batch to the global batch (seed B9); auto: with "
+                  "--objective goodput and --adaptive the noise scale's rule (AdaScale's gain for sgd, its square root "
+                  "for adam/adamw), none otherwise")
       ->capture_default_str();
   cmd->add_option("--base-batch", tf->base_batch,
                   "the global batch --lr was tuned for (with --lr-scaling, --objective goodput and --adaptive; default "
