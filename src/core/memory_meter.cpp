@@ -39,7 +39,7 @@ std::unique_ptr<MemoryMeter> make_memory_meter(const c10::Device& device) {
   if (device.is_cpu()) {
     install_cpu_budget_allocator();
     if (!cpu_budget_allocator_installed())
-      throw RuntimeFailure("internal error: the CPU budget allocator could not be installed (please report)");
+      throw InternalError("the CPU budget allocator could not be installed");
     return std::make_unique<CpuMemoryMeter>();
   }
   if (device.is_cuda()) return make_cuda_memory_meter(device.has_index() ? device.index() : 0);

@@ -76,7 +76,7 @@ AllocationTrace interpolate_trace(const AllocationTrace& a, const AllocationTrac
         "plan: the steps recorded at batch {} and {} made different allocations ({} vs {} events), so sizes cannot "
         "be followed from one batch to the other; try other --plan-batches",
         a.batch, b.batch, a.ops.size(), b.ops.size()));
-  if (a.batch == b.batch) throw RuntimeFailure("plan: the two recorded batches must differ (internal error, please report)");
+  if (a.batch == b.batch) throw InternalError("plan: the two recorded batches must differ");
   AllocationTrace t;
   t.batch = batch;
   const double f = static_cast<double>(batch - a.batch) / static_cast<double>(b.batch - a.batch);

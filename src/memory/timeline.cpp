@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "memory/log_replay.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 
 namespace saturate {
@@ -198,11 +198,7 @@ std::string timeline_svg(const Timeline& t, const std::string& title) {
 
 void write_timeline(const Timeline& t, const std::string& path, const std::string& title) {
   const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  std::ofstream f(path);
-  if (!f) throw RuntimeFailure(fmt::format("--timeline {}: cannot write the file; check the folder exists", path));
-  if (svg) f << timeline_svg(t, title);
-  else f << timeline_json(t).dump(1) << "\n";
-  if (!f) throw RuntimeFailure(fmt::format("--timeline {}: writing failed (disk full?)", path));
+  write_output_file(path, svg ? timeline_svg(t, title) : timeline_json(t).dump(1) + "\n", {"--timeline", "step.svg"});
 }
 
 }  // namespace saturate

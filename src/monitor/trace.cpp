@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 
-#include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/monitor/sampler.h"
 
 namespace saturate {
@@ -71,17 +69,7 @@ nlohmann::json TraceWriter::to_json() const {
 }
 
 void TraceWriter::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw RuntimeFailure("--trace " + path + ": cannot open the file for writing; check the directory exists");
-    out << to_json().dump() << "\n";
-    if (!out) throw RuntimeFailure("--trace " + path + ": write failed (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RuntimeFailure("--trace " + path + ": cannot rename the temporary file into place");
-  }
+  write_output_file(path, to_json().dump() + "\n", {"--trace", "trace.json"});
 }
 
 size_t TraceWriter::event_count() const {

@@ -1,11 +1,9 @@
 #include "saturate/report/report.h"
 
-#include <cstdio>
-#include <fstream>
-
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 
 namespace saturate {
@@ -129,15 +127,8 @@ void write_json(const nlohmann::json& j, const std::string& path, std::ostream& 
     stdout_stream << text << std::flush;
     return;
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw RuntimeFailure(fmt::format("--json {}: cannot write (check the folder exists and is writable)", path));
-    f << text;
-    if (!f.flush()) throw RuntimeFailure(fmt::format("--json {}: write failed (disk full?)", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw RuntimeFailure(fmt::format("--json {}: cannot move the finished file into place", path));
+  // atomic for a regular file; a FIFO, a device or a symlink's target written as the user meant
+  write_output_file(path, text, {"--json", "result.json"});
 }
 
 nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample) {

@@ -1,11 +1,10 @@
 #include "saturate/train/checkpoint_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,21 +12,28 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 
 namespace saturate {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'A', 'T', 'C', 'K', 'P', 'T', '1'};
 
-void write_all(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw RuntimeFailure(fmt::format("checkpoint {}: write failed: {} (disk full?)", path, std::strerror(errno)));
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
+/// Removes DIR/checkpoint.pt.PID.N.tmp left by a run killed mid-write (its PID no longer runs):
+/// the temporaries have unique names, so they would pile up instead of being overwritten.
+void remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string prefix = "checkpoint.pt.";
+    if (name.size() <= prefix.size() + 4 || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - 4, 4, ".tmp") != 0)
+      continue;
+    const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - 4);  // PID.N
+    const size_t dot = middle.find('.');
+    if (dot == 0 || dot == std::string::npos || middle.find_first_not_of("0123456789.") != std::string::npos) continue;
+    const long pid = std::strtol(middle.substr(0, dot).c_str(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove(entry.path(), ec);
   }
 }
 
@@ -48,31 +54,19 @@ void write_checkpoint_file(const std::string& dir, const std::string& payload) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw RuntimeFailure(fmt::format("--checkpoint-dir {}: cannot create it: {}", dir, ec.message()));
-  const std::string final_path = checkpoint_path(dir);
-  const std::string tmp = final_path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw RuntimeFailure(fmt::format("checkpoint {}: cannot write: {}", tmp, std::strerror(errno)));
-  try {
-    const uint64_t length = payload.size();
-    const uint64_t sum = fnv1a64(payload);
-    write_all(fd, kMagic, sizeof kMagic, tmp);
-    write_all(fd, reinterpret_cast<const char*>(&length), sizeof length, tmp);
-    write_all(fd, reinterpret_cast<const char*>(&sum), sizeof sum, tmp);
-    write_all(fd, payload.data(), payload.size(), tmp);
-    if (::fsync(fd) != 0) throw RuntimeFailure(fmt::format("checkpoint {}: fsync failed: {}", tmp, std::strerror(errno)));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  if (std::rename(tmp.c_str(), final_path.c_str()) != 0)
-    throw RuntimeFailure(fmt::format("checkpoint {}: rename failed: {}", final_path, std::strerror(errno)));
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);  // the rename itself must survive a crash
-    ::close(dfd);
-  }
+  const uint64_t length = payload.size();
+  const uint64_t sum = fnv1a64(payload);
+  // a temporary next to it, fsynced, renamed over it, the folder fsynced: a crash leaves the previous one
+  OutputFileOptions o;
+  o.label = "checkpoint";
+  o.suggested_name = "checkpoint.pt";
+  o.sync_directory = true;
+  write_output_file(checkpoint_path(dir),
+                    {std::string_view(kMagic, sizeof kMagic),
+                     std::string_view(reinterpret_cast<const char*>(&length), sizeof length),
+                     std::string_view(reinterpret_cast<const char*>(&sum), sizeof sum), payload},
+                    o);
+  remove_stale_temporaries(dir);
 }
 
 std::string read_checkpoint_file(const std::string& dir) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/memory/plan_runner.h"
 #include "saturate/memory/timeline.h"
 
@@ -30,6 +31,7 @@ void add_memory_plan_flags(CLI::App& app, MemoryFlags& f) {
 }
 
 std::unique_ptr<MemoryObserver> attach_memory(const MemoryFlags& f, Probe& probe, Session& s) {
+  if (!f.timeline.empty()) check_output_path(f.timeline, {"--timeline", "step.svg"});  // before the work
   probe.set_empty_cache_before_trials(f.empty_cache);
   auto observer = std::make_unique<MemoryObserver>(*s.workload);
   probe.add_observer(observer.get());

@@ -45,8 +45,9 @@ nlohmann::json timeline_json(const Timeline& t);
 /// A self-contained SVG line plot (MiB over ms) with the phases shaded and the peak marked.
 std::string timeline_svg(const Timeline& t, const std::string& title);
 
-/// Writes the timeline to `path`: SVG when it ends in .svg, else JSON. Throws RuntimeFailure
-/// when the file cannot be written.
+/// Writes the timeline to `path`: SVG when it ends in .svg, else JSON (write_output_file: atomic
+/// for a regular file, a FIFO or a device in place). Throws RuntimeFailure when the file cannot
+/// be written.
 void write_timeline(const Timeline& t, const std::string& path, const std::string& title);
 
 }  // namespace saturate

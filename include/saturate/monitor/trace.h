@@ -33,7 +33,8 @@ class TraceWriter {
 
   /// {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}; timestamps in µs.
   nlohmann::json to_json() const;
-  /// Writes to_json() to `path`; throws RuntimeFailure naming the path when it cannot.
+  /// Writes to_json() to `path` (write_output_file: atomic for a regular file, a FIFO or device in
+  /// place); throws RuntimeFailure naming the path when it cannot.
   void write(const std::string& path) const;
   size_t event_count() const;
 

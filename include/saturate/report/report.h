@@ -44,7 +44,8 @@ nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::op
 /// One line for the search table ("" without FLOPs).
 std::string compute_text(const nlohmann::json& compute);
 
-/// Writes `j` to `path` ("-" = stdout) atomically (temporary file, then rename).
+/// Writes `j` to `path` ("-" = stdout): a regular file atomically (temporary file, then rename); a
+/// FIFO, a device or /dev/stdout in place; through a symlink to its target (core/output_file.h).
 void write_json(const nlohmann::json& j, const std::string& path, std::ostream& stdout_stream);
 
 }  // namespace saturate

@@ -1,10 +1,12 @@
 // Implements: training checkpoints that never leave a half-written file behind. The state is
-// serialised to memory, written to DIR/checkpoint.pt.tmp, fsynced, renamed over
-// DIR/checkpoint.pt and the folder fsynced: a crash (even SIGKILL mid-write) leaves the previous
-// complete checkpoint. A header carries a magic, the payload length and a 64-bit FNV-1a
+// serialised to memory, written to a temporary DIR/checkpoint.pt.PID.N.tmp, fsynced, renamed
+// over DIR/checkpoint.pt and the folder fsynced (core/output_file.h): a crash (even SIGKILL
+// mid-write) leaves the previous complete checkpoint. A header carries a magic, the payload length and a 64-bit FNV-1a
 // checksum, verified on load.
 #pragma once
 #include <string>
+
+#include "saturate/core/output_file.h"  // the writer under checkpoints and the trainer's save_model
 
 namespace saturate {
 
