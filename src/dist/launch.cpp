@@ -12,26 +12,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "saturate/core/child_process.h"
 #include "saturate/core/errors.h"
 #include "saturate/dist/env.h"
-
-extern char** environ;
 
 namespace saturate {
 namespace {
 
 int g_signal_pipe[2] = {-1, -1};
+std::atomic<int> g_signals{0};
 
 void on_signal(int sig) {
   const unsigned char s = static_cast<unsigned char>(sig);
   const int saved = errno;
+  g_signals.fetch_add(1);
   (void)!write(g_signal_pipe[1], &s, 1);
   errno = saved;
 }
@@ -51,9 +54,26 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
+int max_ranks_per_node() {
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const long long memory_ranks = pages > 0 && page > 0 ? static_cast<long long>(pages) * page / (256LL << 20) : 1 << 20;
+  return static_cast<int>(std::max(1LL, std::min<long long>(4 * cores, memory_ranks)));
+}
+
 void check_launch_options(const LaunchOptions& o) {
   if (o.nproc_per_node < 1)
     throw UsageError(fmt::format("--nproc-per-node: {} is not a positive count of processes", o.nproc_per_node));
+  const int limit = max_ranks_per_node();
+  if (o.nproc_per_node > limit)
+    throw UsageError(fmt::format("--nproc-per-node: {} is more processes than this machine can run (at most {}: 4 per "
+                                 "core on {} cores, and at most one per 256 MiB of its memory); give one per GPU or "
+                                 "a few per node",
+                                 o.nproc_per_node, limit, sysconf(_SC_NPROCESSORS_ONLN)));
+  if (!(o.kill_grace_s >= 0 && o.kill_grace_s <= 3600))
+    throw UsageError(fmt::format("--kill-grace: {} s is outside 0..3600 (seconds between SIGTERM and SIGKILL when a "
+                                 "rank failed)",
+                                 o.kill_grace_s));
   if (o.nnodes < 1) throw UsageError(fmt::format("--nnodes: {} is not a positive count of nodes", o.nnodes));
   if (o.node_rank < 0 || o.node_rank >= o.nnodes)
     throw UsageError(fmt::format("--node-rank: {} is outside 0..{} (--nnodes {}); number the nodes from 0",
@@ -145,40 +165,50 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
   }
 
   std::vector<Child> children;
-  const pid_t parent = getpid();
+  g_signals.store(0);
   for (int local = 0; local < o.nproc_per_node; ++local) {
-    std::map<std::string, std::string> vars;
-    for (char** e = environ; *e; ++e) {
-      const std::string kv = *e;
-      const auto eq = kv.find('=');
-      if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    for (const auto& [k, v] : rank_environment(o, local, result.master_port)) vars[k] = v;
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : vars) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp, argv;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> args = o.command;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
+    if (g_signals.load() > 0) break;  // stopped while starting: the ranks started get the signal below
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) throw RuntimeFailure(fmt::format("launch: pipe: {}", std::strerror(errno)));
-    const pid_t pid = fork();
-    if (pid < 0) throw RuntimeFailure(fmt::format("launch: fork: {}", std::strerror(errno)));
-    if (pid == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(137);
-      for (int sig : kForwarded) signal(sig, SIG_DFL);
-      dup2(p[1], 2);
-      execvpe(argv[0], argv.data(), envp.data());
-      const std::string msg = fmt::format("launch: cannot run '{}': {}\n", o.command[0], std::strerror(errno));
-      (void)!write(2, msg.data(), msg.size());
-      _exit(127);
+    ChildOptions co;
+    co.command = o.command;
+    co.extra_env = rank_environment(o, local, result.master_port);
+    co.own_process_group = true;
+    co.stderr_fd = p[1];
+    co.who = "launch";
+    pid_t pid = -1;
+    try {
+      pid = spawn_child(co);
+    } catch (const SpawnError& e) {  // nothing runs: stop the ranks started, report as a rank would
+      close(p[0]);
+      close(p[1]);
+      for (Child& c : children) {
+        kill(-c.pid, SIGKILL);
+        int status = 0;
+        while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (c.err_fd >= 0) close(c.err_fd);
+        c.exit.exit_status = 137;
+        c.exit.signaled = true;
+        c.exit.signal = SIGKILL;
+        c.exit.stopped_by_launcher = true;
+        result.ranks.push_back(c.exit);
+      }
+      const int rank = o.node_rank * o.nproc_per_node + local;
+      if (sinks.rank_line) sinks.rank_line(rank, e.what());
+      RankExit failed;
+      failed.rank = rank;
+      failed.exit_status = e.exit_status;
+      result.ranks.push_back(failed);
+      result.failed_rank = rank;
+      result.exit_status = e.exit_status;
+      result.summary = fmt::format("rank {} could not start: {}", rank, e.what());
+      for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &old[i], nullptr);
+      close(g_signal_pipe[0]);
+      close(g_signal_pipe[1]);
+      g_signal_pipe[0] = g_signal_pipe[1] = -1;
+      return result;
     }
-    setpgid(pid, pid);
     close(p[1]);
     fcntl(p[0], F_SETFL, O_NONBLOCK);
     Child c;
@@ -193,6 +223,8 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
   bool stopping = false;
   Clock::time_point kill_at{};
   bool killed = false;
+  int forwarded = 0;  // the first signal forwarded: ranks that exit 128 + it stopped as asked
+  int signals = 0;
   auto stop_all = [&](int sig) {
     for (Child& c : children)
       if (c.running) kill(-c.pid, sig);
@@ -240,13 +272,20 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
       if (!owners[i]) {
         unsigned char s;
         while (read(g_signal_pipe[0], &s, 1) == 1) {
-          note(fmt::format("launch: received signal {} ({}); forwarding it to the ranks", static_cast<int>(s),
-                           strsignal(s)));
-          stop_all(s);
-          if (!stopping) {
-            stopping = true;
-            kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.kill_grace_s * 1000));
+          // the first and second are forwarded (a saturate rank checkpoints on the first and stops
+          // at once on the second); the third kills every rank
+          ++signals;
+          if (signals >= 3) {
+            note(fmt::format("launch: received signal {} ({}) a third time; killing the ranks", static_cast<int>(s),
+                             strsignal(s)));
+            stop_all(SIGKILL);
+            killed = true;
+            continue;
           }
+          note(fmt::format("launch: received signal {} ({}); forwarding it to the ranks{}", static_cast<int>(s),
+                           strsignal(s), signals == 1 ? " (send it again to stop them at once)" : ""));
+          stop_all(s);
+          if (forwarded == 0) forwarded = s;
         }
       } else {
         read_err(*owners[i]);
@@ -259,23 +298,21 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
       const pid_t r = waitpid(c.pid, &status, WNOHANG);
       if (r != c.pid) continue;
       c.running = false;
-      if (WIFSIGNALED(status)) {
-        c.exit.signaled = true;
-        c.exit.signal = WTERMSIG(status);
-        c.exit.exit_status = 128 + c.exit.signal;
-      } else {
-        c.exit.exit_status = WEXITSTATUS(status);
-      }
+      const ChildExit how = child_exit(status);
+      c.exit.signaled = how.signaled;
+      c.exit.signal = how.signal;
+      c.exit.exit_status = how.exit_status;
       c.exit.stopped_by_launcher = stopping && result.failed_rank != c.rank;
       kill(-c.pid, SIGKILL);  // whatever the rank left behind in its group
-      if (c.exit.exit_status != 0 && result.failed_rank < 0) {
+      // a rank that stopped on the forwarded signal (its exit code, or the signal itself) did as
+      // asked: the others got the same signal and are stopping too
+      const bool as_asked = forwarded != 0 && c.exit.exit_status == 128 + forwarded;
+      if (as_asked && result.exit_status == 0) result.exit_status = c.exit.exit_status;
+      if (c.exit.exit_status != 0 && result.failed_rank < 0 && !as_asked) {
         result.failed_rank = c.rank;
         result.exit_status = c.exit.exit_status;
         c.exit.stopped_by_launcher = false;
-        const std::string how = c.exit.signaled ? fmt::format("was killed by signal {} ({})", c.exit.signal,
-                                                              strsignal(c.exit.signal))
-                                                : fmt::format("exited with status {}", c.exit.exit_status);
-        result.summary = fmt::format("rank {} (pid {}) {}", c.rank, c.pid, how);
+        result.summary = fmt::format("rank {} (pid {}) {}", c.rank, c.pid, how.how);
         bool others = false;
         for (const Child& d : children) others = others || d.running;
         note(fmt::format("launch: {}{}", result.summary, others ? "; stopping the other ranks" : ""));
@@ -313,7 +350,10 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
   close(g_signal_pipe[0]);
   close(g_signal_pipe[1]);
   g_signal_pipe[0] = g_signal_pipe[1] = -1;
-  if (result.failed_rank < 0)
+  if (result.failed_rank < 0 && forwarded != 0)
+    result.summary = fmt::format("{} rank{} stopped on signal {} ({})", children.size(),
+                                 children.size() == 1 ? "" : "s", forwarded, strsignal(forwarded));
+  else if (result.failed_rank < 0)
     result.summary = fmt::format("{} rank{} finished", world == o.nproc_per_node ? world : o.nproc_per_node,
                                  o.nproc_per_node == 1 ? "" : "s");
   return result;

@@ -1,7 +1,6 @@
 #include "saturate/monitor/process_monitor.h"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,38 +12,10 @@
 
 #include "saturate/monitor/proc_stats.h"
 
-extern char** environ;
-
 namespace saturate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int spawn(const std::vector<std::string>& command) {
-  std::vector<char*> argv;
-  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // the child gets default signal dispositions, whatever handlers the caller installed.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t all;
-  sigfillset(&all);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    const bool not_found = rc == ENOENT || rc == ENOTDIR;
-    throw SpawnError(fmt::format("monitor: cannot run '{}': {}{}", command[0], std::strerror(rc),
-                                 not_found ? " (not found in PATH)" : ""),
-                     not_found ? 127 : 126);
-  }
-  return static_cast<int>(pid);
-}
 
 }  // namespace
 
@@ -61,7 +32,10 @@ WatchResult watch_process(const WatchOptions& o) {
   WatchResult result;
   const auto start = Clock::now();
   const bool attached = o.pid > 0;
-  const int pid = attached ? o.pid : spawn(o.command);
+  ChildOptions child;
+  child.command = o.command;
+  child.who = "monitor";
+  const int pid = attached ? o.pid : static_cast<int>(spawn_child(child));
   if (o.child_pid && !attached) o.child_pid->store(pid);
 
   SamplerOptions so;
@@ -108,14 +82,10 @@ WatchResult watch_process(const WatchOptions& o) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (o.child_pid) o.child_pid->store(0);
-    if (WIFEXITED(status)) {
-      result.exit_status = WEXITSTATUS(status);
-      result.how_it_ended = fmt::format("exited with status {}", result.exit_status);
-    } else if (WIFSIGNALED(status)) {
-      const int sig = WTERMSIG(status);
-      result.exit_status = 128 + sig;
-      result.how_it_ended = fmt::format("killed by signal {} ({})", sig, strsignal(sig));
-    }
+    const ChildExit e = child_exit(status);
+    result.exit_status = e.exit_status;
+    result.how_it_ended = e.signaled ? "killed by signal " + std::to_string(e.signal) + " (" + strsignal(e.signal) + ")"
+                                     : e.how;
   } else {
     result.how_it_ended = process_alive(pid) ? "still running (stopped watching)" : "ended";
   }

@@ -77,6 +77,27 @@ std::string Trainer::model_signature() {
   return sig;
 }
 
+std::vector<std::pair<std::string, std::string>> Trainer::exact_resume_settings() const {
+  const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
+  std::vector<std::pair<std::string, std::string>> s = {
+      {"--optimizer", to_string(workload_.optimizer_kind())},
+      {"--precision", to_string(opt_.precision)},
+      // the batch the run was started with (micro x accumulation x ranks); an OOM back-off
+      // changes the split, never this
+      {"global batch", std::to_string(opt_.micro_batch * opt_.accumulation * world)},
+      {"--data", data_.name()},
+      {"--lr", fmt::format("{:g}", opt_.schedule.peak_lr)},
+      {"--lr-schedule", to_string(opt_.schedule.decay)},
+      {"--warmup-steps", std::to_string(opt_.schedule.warmup_steps)},
+      {"--clip-grad-norm", fmt::format("{:g}", opt_.clip_grad_norm)},
+  };
+  // a cosine decays over the run's length: another length is another schedule
+  if (opt_.schedule.decay == LrDecay::kCosine)
+    s.emplace_back("cosine schedule length", fmt::format("{} steps", opt_.schedule.total_steps));
+  s.insert(s.end(), opt_.resume_settings.begin(), opt_.resume_settings.end());
+  return s;
+}
+
 void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer,
                               GradScaler& scaler, const TrainResult& result) {
   // a replayed CUDA graph advanced the step counts on the device only
@@ -87,6 +108,8 @@ void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::opt
   archive.write("steps_done", torch::tensor(steps_done));
   archive.write("units_done", torch::tensor(units_done));
   if (opt_.adaptive) archive.write("adaptive", torch::tensor(opt_.adaptive->state(), torch::kDouble));
+  for (const auto& [flag, value] : exact_resume_settings()) archive.write("setting." + flag, c10::IValue(value));
+  archive.write("configured_micro_batch", torch::tensor(opt_.micro_batch));
   archive.write("micro_batch", torch::tensor(micro_));
   archive.write("accumulation", torch::tensor(accumulation_));
   archive.write("world_size", torch::tensor(static_cast<int64_t>(opt_.sync ? opt_.sync->world_size() : 1)));
@@ -150,8 +173,26 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
                                  opt_.checkpoint_dir, has_adaptive ? "with" : "without", has_adaptive ? "with" : "without"));
   if (opt_.adaptive)
     opt_.adaptive->load_state(std::vector<double>(adaptive.data_ptr<double>(), adaptive.data_ptr<double>() + adaptive.numel()));
-  micro_ = read_int("micro_batch");
-  accumulation_ = read_int("accumulation");
+  // what an exact resume needs unchanged (checkpoints from before these were kept: not checked)
+  for (const auto& [flag, value] : exact_resume_settings()) {
+    c10::IValue saved;
+    if (!archive.try_read("setting." + flag, saved) || !saved.isString()) continue;
+    if (saved.toStringRef() != value)
+      throw UsageError(fmt::format("--resume {}: the checkpoint was written with {} {} and this run has {} {}; an exact "
+                                   "resume needs the same: give {} {}{} as the checkpointed run did, or start a new "
+                                   "--checkpoint-dir",
+                                   opt_.checkpoint_dir, flag, saved.toStringRef(), flag, value, flag, saved.toStringRef(),
+                                   flag == "global batch" ? " (--batch x --accumulate x ranks, or --global-batch)"
+                                   : flag == "cosine schedule length" ? " (--optimizer-steps or --epochs)" : ""));
+  }
+  // the checkpoint's split when the same micro-batch was asked for (an OOM back-off stays
+  // backed off); another split of the same global batch when another was asked for
+  torch::Tensor configured;
+  if (!archive.try_read("configured_micro_batch", configured) || configured.item<int64_t>() == opt_.micro_batch ||
+      opt_.adaptive) {
+    micro_ = read_int("micro_batch");
+    accumulation_ = read_int("accumulation");
+  }
   result.checkpoints_written = read_int("checkpoints_written");
   result.skipped_steps = read_int("skipped_steps");
   t = read("losses");
@@ -367,9 +408,9 @@ TrainResult Trainer::run() {
       if (has_peers()) {  // the same numbers give the same choice; say so loudly if they did not
         const double mine = static_cast<double>(adaptive->units());
         if (opt_.sync->mean({mine})[0] != mine)
-          throw RuntimeFailure(fmt::format("--adaptive: the ranks chose different batches at step {} (this rank {} "
-                                           "units); this is a bug in saturate, please report it",
-                                           step + 1, adaptive->units()));
+          throw InternalError(fmt::format("--adaptive: the ranks chose different batches at step {} (this rank {} "
+                                          "units)",
+                                          step + 1, adaptive->units()));
       }
       if (changed) {
         micro_ = adaptive->micro_batch();
@@ -398,6 +439,25 @@ TrainResult Trainer::run() {
       ++step;
       break;
     }
+    // a graceful stop (SIGTERM before a preemption, Ctrl-C): after this step, with a checkpoint.
+    // Ranks agree on it where they read their losses anyway, so none waits in a collective alone.
+    if (opt_.stop && !last && (!has_peers() || read_now)) {
+      int signal = opt_.stop->load();
+      if (has_peers()) {
+        const std::vector<double> any = opt_.sync->mean({signal > 0 ? 1.0 : 0.0, static_cast<double>(signal)});
+        if (signal == 0 && any[0] > 0) signal = static_cast<int>(std::lround(any[1] / any[0]));
+      }
+      if (signal != 0) {
+        read_losses();
+        if (!opt_.checkpoint_dir.empty() && !checkpoint) {
+          if (opt_.write_checkpoints) save_checkpoint(step + 1, units_done, *optimizer, scaler, result);
+          ++result.checkpoints_written;
+        }
+        result.stopped_by_signal = signal;
+        ++step;
+        break;
+      }
+    }
   }
   read_losses();
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
@@ -415,10 +475,18 @@ TrainResult Trainer::run() {
 }
 
 void save_model(Model& model, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  model.save(tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw RuntimeFailure(fmt::format("--save {}: cannot move the written model into place", path));
+  // atomic over a regular file, in place into a FIFO or a device, a folder refused (core/output_file.h)
+  const OutputFileOptions o{"--save", "model.pt"};
+  if (const std::shared_ptr<torch::nn::Module> module = model.module()) {
+    // the archive torch::save writes, built in memory: LibTorch's file writer aborts the process
+    // when a write fails (a full disk, `ulimit -f`); here that is an error naming the file
+    std::ostringstream bytes;
+    torch::save(module, bytes);
+    write_output_file(path, bytes.str(), o);
+    return;
+  }
+  // TorchScript: model.save writes by path, into a temporary renamed over the target
+  write_output_file_by_path(path, [&model](const std::string& file) { model.save(file); }, o);
 }
 
 }  // namespace saturate

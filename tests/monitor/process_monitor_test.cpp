@@ -4,6 +4,11 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
 
 #include "monitor_test_paths.h"
 #include "support/support.h"
@@ -90,6 +95,50 @@ TEST(ProcessMonitorTest, AttachWatchesARunningProcessUntilItEnds) {
   EXPECT_EQ(r.how_it_ended, "ended");
   EXPECT_GE(r.seconds, 0.1);
   EXPECT_GE(r.summary["samples"].get<int>(), 2);
+}
+
+}  // namespace
+}  // namespace saturate
+
+namespace saturate {
+namespace {
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0; }
+
+TEST(ProcessMonitorTest, AMonitorKilledBySigkillTakesItsChildWithIt) {
+  const std::string dir = testing::temp_dir("monitor_pdeathsig");
+  const std::string pid_file = dir + "/child.pid";
+  const pid_t monitor = fork();
+  if (monitor == 0) {
+    freopen("/dev/null", "w", stderr);
+    execl(SATURATE_BINARY, SATURATE_BINARY, "monitor", "-q", "--", "sh", "-c",
+          ("echo $$ > " + pid_file + ".tmp && mv " + pid_file + ".tmp " + pid_file + " && exec sleep 120").c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_t child = 0;
+  for (int i = 0; i < 6000 && child == 0; ++i) {  // start-up is slow on a loaded machine
+    std::ifstream in(pid_file);
+    if (!(in >> child)) child = 0;
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GT(child, 0) << "the child never started";
+  ASSERT_TRUE(alive(child));
+  kill(monitor, SIGKILL);
+  int status = 0;
+  waitpid(monitor, &status, 0);
+  // the child (reparented, so not ours to reap) goes away with the monitor
+  bool gone = false;
+  for (int i = 0; i < 3000 && !gone; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    gone = !stat.good() || (close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z');
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone) << "child " << child << " still runs after its monitor was killed";
+  if (!gone) kill(child, SIGKILL);
 }
 
 }  // namespace

@@ -240,6 +240,65 @@ TEST(TrainerTest, ResumeRejectsAnotherModelsCheckpointAndCorruptFiles) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), bytes);
 }
 
+TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValue) {
+  const std::string dir = saturate::testing::temp_dir("resume_settings");
+  TrainOptions o;
+  o.micro_batch = 32;
+  o.accumulation = 2;
+  o.max_steps = 2;
+  o.checkpoint_dir = dir;
+  o.resume_settings = {{"--seed", "5"}};
+  Rig(/*model=*/"mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3).train(o);
+  TrainOptions r = o;
+  r.resume = true;
+  r.max_steps = 4;
+  {
+    Rig other("mlp", 64, 2, false, OptimizerKind::kSgd, 1e-3);
+    ASSERT_THROWS_WITH(other.train(r), UsageError,
+                       "written with --optimizer adam and this run has --optimizer sgd; an exact resume needs the "
+                       "same: give --optimizer adam");
+  }
+  {
+    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainOptions b = r;
+    b.accumulation = 1;  // micro 32 x 1: global batch 32
+    ASSERT_THROWS_WITH(rig.train(b, 32), UsageError, "written with global batch 64 and this run has global batch 32");
+  }
+  {
+    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainOptions p = r;
+    p.precision = Precision::kBf16;
+    ASSERT_THROWS_WITH(rig.train(p), UsageError, "written with --precision fp32 and this run has --precision bf16");
+  }
+  {
+    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TensorTrainData other_data(rig.inputs, rig.targets, 64, "other-data");
+    Trainer t(*rig.workload, *rig.meter, other_data, nullptr, r);
+    ASSERT_THROWS_WITH(t.run(), UsageError, "written with --data tensors and this run has --data other-data");
+  }
+  {
+    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainOptions seed = r;
+    seed.resume_settings = {{"--seed", "6"}};
+    ASSERT_THROWS_WITH(rig.train(seed), UsageError, "written with --seed 5 and this run has --seed 6");
+  }
+  {
+    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainOptions lr = r;
+    lr.schedule.peak_lr = 0.5;
+    ASSERT_THROWS_WITH(rig.train(lr), UsageError, "and this run has --lr 0.5");
+  }
+  // the same global batch in another split resumes, in the split asked for
+  Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+  TrainOptions split = r;
+  split.micro_batch = 16;
+  split.accumulation = 4;
+  const TrainResult done = rig.train(split);
+  EXPECT_EQ(done.steps, 4);
+  EXPECT_EQ(done.micro_batch, 16);
+  EXPECT_EQ(done.global_batch, 64);
+}
+
 TEST(TrainerTest, NanLossStopsWithTheStepAndAHint) {
   Rig rig;
   TrainOptions o;

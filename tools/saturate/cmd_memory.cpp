@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "step_flags.h"
 #include "memory_flags.h"
 #include "saturate/core/errors.h"
@@ -63,10 +64,10 @@ void add_memory_command(CLI::App& app, Action& action) {
   add_memory_probe_flags(*cmd, *mf);
   auto stepflags = std::make_shared<StepFlags>();
   add_step_flags(*cmd, *stepflags);
-  cmd->add_option("--batch,-b", cf->batch, "batch size (samples per step)")->required();
-  cmd->add_option("--warmup-steps,--warmup", cf->warmup, "steps before the recorded one (the first makes the optimizer state)")
+  cmd->add_option("--batch,-b", cf->batch, "batch size (samples per step)")->check(in_range(1, 2147483647.0, "samples per step"))->required();
+  cmd->add_option("--warmup-steps,--warmup", cf->warmup, "steps before the recorded one (the first makes the optimizer state)")->check(in_range(0, 1e6, "steps"))
       ->capture_default_str();
-  cmd->add_option("--leak-check-steps,--steps", cf->steps, "also run this many training steps and check that memory stays flat (0: no leak check)")
+  cmd->add_option("--leak-check-steps,--steps", cf->steps, "also run this many training steps and check that memory stays flat (0: no leak check)")->check(in_range(0, 1e9, "0: no leak check"))
       ->capture_default_str();
   cmd->add_flag("--keep-loss", cf->keep_loss,
                 "in the leak check, keep every step's loss and its graph alive (a deliberate leak, to see the "

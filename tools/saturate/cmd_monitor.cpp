@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "monitor_flags.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/monitor/process_monitor.h"
 
 namespace saturate::cli {
@@ -51,7 +53,7 @@ struct WatchFlags {
 
 void add_monitor_flags(CLI::App& app, MonitorFlags& f) {
   app.add_option("--sample-hz", f.sample_hz,
-                 "device samples per second during trials and training (0: only at each trial's or window's edges)")
+                 "device samples per second during trials and training (0: only at each trial's or window's edges)")->check(in_range(0, 10000, "samples per second; 0: only at edges"))
       ->capture_default_str()
       ->envname("SATURATE_SAMPLE_HZ");
   app.add_option("--trace", f.trace,
@@ -67,12 +69,8 @@ std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::
     return std::nullopt;
   }
   if (f.sample_hz < 0) throw UsageError(fmt::format("--sample-hz: {} is negative (use e.g. 10, or 0)", f.sample_hz));
-  if (!f.trace.empty()) {  // a bad path is bad input: say so before the work, not after
-    const std::string tmp = f.trace + ".tmp";
-    if (!std::ofstream(tmp))
-      throw UsageError("--trace " + f.trace + ": cannot open the file for writing; check the directory exists");
-    std::remove(tmp.c_str());
-  }
+  // a bad path is bad input: say so before the work, not after (creating and replacing nothing)
+  if (!f.trace.empty()) check_output_path(f.trace, {"--trace", "trace.json"});
   MonitorOptions o;
   o.sample_hz = f.sample_hz;
   o.cuda = device.is_cuda();
@@ -116,21 +114,23 @@ void add_monitor_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "monitor", "Run a command (saturate monitor -- COMMAND ...) or watch --pid PID: GPU/CPU utilization live, a summary");
   auto f = std::make_shared<WatchFlags>();
-  cmd->add_option("--sample-hz", f->sample_hz, "samples per second")->capture_default_str()->envname("SATURATE_SAMPLE_HZ");
-  cmd->add_option("--interval", f->interval_s, "seconds between live lines on stderr (0: none)")->capture_default_str();
+  cmd->add_option("--sample-hz", f->sample_hz, "samples per second")->check(in_range(0.001, 10000, "samples per second"))->capture_default_str()->envname("SATURATE_SAMPLE_HZ");
+  cmd->add_option("--interval", f->interval_s, "seconds between live lines on stderr (0: none)")->check(in_range(0, 86400, "seconds; 0: no live lines"))->capture_default_str();
   cmd->add_option("--log", f->log, "write every sample to FILE.csv");
-  cmd->add_option("--pid", f->pid, "attach to this running process (and its children) instead of running a command");
-  cmd->add_option("--gpu", f->gpu, "the GPU index NVML reads")->capture_default_str();
+  cmd->add_option("--pid", f->pid, "attach to this running process (and its children) instead of running a command")->check(in_range(1, 4194304, "a process id"));
+  cmd->add_option("--gpu", f->gpu, "the GPU index NVML reads")->check(in_range(0, 1023, "a GPU index"))->capture_default_str();
   cmd->add_flag("--quiet,-q", f->quiet, "no live lines, only the summary");
   cmd->add_option("command", f->command, "the command to run, after '--'");
   cmd->callback([f, &action] {
     action = [f]() -> int {
       if (f->interval_s < 0) throw UsageError(fmt::format("--interval: {} is negative", f->interval_s));
       std::ofstream log;
-      if (!f->log.empty()) {
+      if (!f->log.empty()) {  // written row by row: a FIFO or a device is written, not replaced
+        check_output_path(f->log, {"--log", "monitor.csv"});
         log.open(f->log);
-        if (!log) throw UsageError(fmt::format("--log {}: cannot open for writing; check the directory exists", f->log));
-        log << csv_header() << "\n" << std::flush;
+        if (!log) throw UsageError(fmt::format("--log {}: cannot open for writing; give a file path you can write", f->log));
+        if (!(log << csv_header() << "\n" << std::flush))
+          throw RuntimeFailure(fmt::format("--log {}: writing failed (a full disk, or the file size limit, ulimit -f)", f->log));
       }
       WatchOptions o;
       o.command = f->command;

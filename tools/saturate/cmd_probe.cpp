@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "data_flags.h"
@@ -27,9 +28,9 @@ void add_probe_command(CLI::App& app, Action& action) {
   add_monitor_flags(*cmd, *mflags);
   auto dflags = std::make_shared<DataFlags>();
   add_data_flags(*cmd, *dflags);
-  cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->required();
-  cmd->add_option("--warmup-steps,--warmup", *warmup, "untimed training steps first")->capture_default_str();
-  cmd->add_option("--timed-steps,--steps", *steps, "timed training steps (the median is reported)")->capture_default_str();
+  cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->check(in_range(1, 2147483647.0, "samples per step"))->required();
+  cmd->add_option("--warmup-steps,--warmup", *warmup, "untimed training steps first")->check(in_range(0, 1e6, "steps"))->capture_default_str();
+  cmd->add_option("--timed-steps,--steps", *steps, "timed training steps (the median is reported)")->check(in_range(1, 1e6, "steps"))->capture_default_str();
   add_step_flags(*cmd, *stepflags);
   cmd->callback([=, &action] {
     action = [=]() -> int {

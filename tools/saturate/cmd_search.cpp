@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "data_flags.h"
@@ -115,16 +116,16 @@ void add_search_command(CLI::App& app, Action& action) {
   cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
       ->capture_default_str();
   cmd->add_option("--target-memory", sf->target_memory,
-                  "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)")
+                  "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)")->check(in_range(0.01, 1, "a fraction of the budget, e.g. 0.9"))
       ->capture_default_str();
-  cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->capture_default_str();
-  cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->capture_default_str();
-  cmd->add_option("--timed-steps,--steps", sf->steps, "timed training steps per trial, after one warm-up step")->capture_default_str();
+  cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->check(in_range(0, 2147483647.0, "0: no cap"))->capture_default_str();
+  cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->check(in_range(1, 2147483647.0, "a batch"))->capture_default_str();
+  cmd->add_option("--timed-steps,--steps", sf->steps, "timed training steps per trial, after one warm-up step")->check(in_range(1, 1e6, "steps per trial"))->capture_default_str();
   cmd->add_option("--required-batch", sf->required_batch,
-                  "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it");
+                  "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it")->check(in_range(1, 2147483647.0, "a micro-batch"));
   cmd->add_option("--confirm", sf->confirm_runs,
                   "re-probe the found boundary (max and max+1) this many more times; where memory varies from run to "
-                  "run, max_batch becomes the largest batch that fit every time and the spread is reported")
+                  "run, max_batch becomes the largest batch that fit every time and the spread is reported")->check(in_range(0, 10, "re-probes"))
       ->capture_default_str();
   auto objflags = std::make_shared<ObjectiveFlags>();
   add_objective_flags(*cmd, *objflags, /*base_batch_flag=*/true);
@@ -263,6 +264,14 @@ void add_search_command(CLI::App& app, Action& action) {
             "saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; raise the budget, "
             "or use a smaller model or input\n",
             format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session, probe.footprint()));
+        return 1;
+      }
+      if (result.recommended_batch == 0) {  // batches fit, none within the target: say so, fail
+        std::cerr << fmt::format(
+            "saturate: error: no batch keeps its measured peak within --target-memory {:g} of the budget ({}); batches up "
+            "to {} fit the whole budget: raise --target-memory (e.g. 0.9) or --memory-budget\n",
+            sf->target_memory, format_bytes(static_cast<int64_t>(sf->target_memory * session->context.budget_bytes)),
+            result.max_batch);
         return 1;
       }
       return 0;

@@ -1,19 +1,23 @@
 // saturate train: train with the found settings on real data.
 #include <cmath>
 #include <iostream>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "data_flags.h"
 #include "dist_flags.h"
 #include "monitor_flags.h"
 #include "step_flags.h"
+#include "stop_signals.h"
 #include "objective_flags.h"
 #include "saturate/models/flops.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/monitor/op_profile.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/probe/probe.h"
@@ -200,26 +204,26 @@ void add_train_command(CLI::App& app, Action& action) {
   auto tf = std::make_shared<TrainFlags>();
   auto mflags = std::make_shared<MonitorFlags>();
   add_workload_flags(*cmd, *flags);
+  data->data = "fashion-mnist";  // before the flags: --help shows these defaults
+  data->workers = "2";
   add_data_flags(*cmd, *data);
   auto distflags = std::make_shared<DistFlags>();
   add_dist_flags(*cmd, *distflags, /*search=*/false);  // --backend, --dist-timeout, --bucket-mb, --parallel
   add_monitor_flags(*cmd, *mflags);
   auto stepflags = std::make_shared<StepFlags>();
   add_step_flags(*cmd, *stepflags);  // --precision, --checkpointing
-  data->data = "fashion-mnist";
-  data->workers = "2";
   cmd->add_option("--batch,-b", tf->batch, "micro-batch (samples per forward/backward), or auto: the largest that "
                                            "trains, searched with the step, data and evaluation training will run")
       ->capture_default_str();
   cmd->add_option("--target-memory", tf->target_memory,
                   "with --batch auto: the fraction of the budget the micro-batch's measured peak may use (default 1.0 "
-                  "on CPU, where the budget is exact; 0.95 on CUDA, for fragmentation)");
-  cmd->add_option("--accumulate", tf->accumulate, "micro-batches per optimizer step (default 1)");
-  cmd->add_option("--global-batch", tf->global_batch, "samples per optimizer step; --accumulate follows from it");
-  cmd->add_option("--epochs", tf->epochs, "passes over the data")->capture_default_str();
-  cmd->add_option("--optimizer-steps,--steps", tf->steps, "optimizer steps to train (overrides --epochs; 0: use --epochs)");
+                  "on CPU, where the budget is exact; 0.95 on CUDA, for fragmentation)")->check(in_range(0.01, 1, "a fraction of the budget, e.g. 0.9"));
+  cmd->add_option("--accumulate", tf->accumulate, "micro-batches per optimizer step (default 1)")->check(in_range(1, 1e6, "micro-batches per optimizer step"));
+  cmd->add_option("--global-batch", tf->global_batch, "samples per optimizer step; --accumulate follows from it")->check(in_range(1, 2147483647.0, "samples per optimizer step"));
+  cmd->add_option("--epochs", tf->epochs, "passes over the data")->check(in_range(0, 1e6, "0: give --optimizer-steps"))->capture_default_str();
+  cmd->add_option("--optimizer-steps,--steps", tf->steps, "optimizer steps to train (overrides --epochs; 0: use --epochs)")->check(in_range(0, 1e12, "0: use --epochs"));
   cmd->add_option("--lr-schedule", tf->lr_schedule, "constant | cosine | step (x0.1 every epoch)")->capture_default_str();
-  cmd->add_option("--lr-warmup-steps,--warmup-steps", tf->warmup_steps, "optimizer steps of linear learning-rate warm-up")->capture_default_str();
+  cmd->add_option("--lr-warmup-steps,--warmup-steps", tf->warmup_steps, "optimizer steps of linear learning-rate warm-up")->check(in_range(0, 1e12, "optimizer steps"))->capture_default_str();
   cmd->add_option("--lr-scaling", tf->lr_scaling,
                   "linear | sqrt | none: rescale --lr from --base-batch to the global batch (seed B9); auto: with "
                   "--objective goodput and --adaptive the noise scale's rule (AdaScale's gain for sgd, its square root "
@@ -227,33 +231,33 @@ void add_train_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--base-batch", tf->base_batch,
                   "the global batch --lr was tuned for (with --lr-scaling, --objective goodput and --adaptive; default "
-                  "64 for the last two)");
+                  "64 for the last two)")->check(in_range(1, 2147483647.0, "a global batch"));
   auto objflags = std::make_shared<ObjectiveFlags>();
   add_objective_flags(*cmd, *objflags, /*base_batch_flag=*/false);
   cmd->add_flag("--adaptive", tf->adaptive,
                 "re-choose the global batch (in units of --base-batch) and the learning rate during training by "
                 "goodput, from the gradient noise scale measured every step and the throughput curve timed at the "
                 "start (Pollux); --batch is the largest micro-batch (or auto)");
-  cmd->add_option("--adapt-every", tf->adapt_every, "with --adaptive: re-decide every N optimizer steps")->capture_default_str();
-  cmd->add_option("--adaptive-max", tf->adaptive_max, "with --adaptive: the global batch grows to at most N x --base-batch")
+  cmd->add_option("--adapt-every", tf->adapt_every, "with --adaptive: re-decide every N optimizer steps")->check(in_range(1, 1e9, "optimizer steps"))->capture_default_str();
+  cmd->add_option("--adaptive-max", tf->adaptive_max, "with --adaptive: the global batch grows to at most N x --base-batch")->check(in_range(1, 1024, "times --base-batch"))
       ->capture_default_str();
   cmd->add_option("--eval-every-samples", tf->eval_every_samples,
                   "evaluate every N training samples too (0: at epoch ends only); the summary lists each evaluation "
-                  "with its training time")
+                  "with its training time")->check(in_range(0, 1e15, "samples; 0: at epoch ends only"))
       ->capture_default_str();
   cmd->add_option("--stop-at-accuracy", tf->stop_at_accuracy,
-                  "stop after the evaluation that reaches this accuracy (0: never), e.g. 0.85");
-  cmd->add_option("--eval-batch", tf->eval_batch, "evaluation batch (default 4x the micro-batch; no gradients kept)");
+                  "stop after the evaluation that reaches this accuracy (0: never), e.g. 0.85")->check(in_range(0, 1, "an accuracy; 0: never stop early"));
+  cmd->add_option("--eval-batch", tf->eval_batch, "evaluation batch (default 4x the micro-batch; no gradients kept)")->check(in_range(1, 2147483647.0, "samples per evaluation batch"));
   cmd->add_option("--checkpoint-dir", tf->checkpoint_dir, "write checkpoints here (atomically)");
-  cmd->add_option("--checkpoint-every", tf->checkpoint_every, "also every N steps (default: each epoch end)");
+  cmd->add_option("--checkpoint-every", tf->checkpoint_every, "also every N steps (default: each epoch end)")->check(in_range(0, 1e12, "optimizer steps; 0: at epoch ends"));
   cmd->add_option("--resume", tf->resume, "continue from the checkpoint in DIR (and keep writing there)");
   cmd->add_option("--save", tf->save, "write the trained model to FILE");
-  cmd->add_option("--clip-grad-norm", tf->clip_grad_norm, "clip the global gradient norm (0: off)");
+  cmd->add_option("--clip-grad-norm", tf->clip_grad_norm, "clip the global gradient norm (0: off)")->check(in_range(0, 1e12, "a gradient norm; 0: no clipping"));
   cmd->add_flag("--no-oom-backoff", tf->no_backoff, "fail on OOM instead of halving the micro-batch");
-  cmd->add_option("--log-every", tf->log_every, "progress line every N steps on stderr")->capture_default_str();
+  cmd->add_option("--log-every", tf->log_every, "progress line every N steps on stderr")->check(in_range(1, 1e12, "optimizer steps"))->capture_default_str();
   cmd->add_option("--loss-every", tf->loss_every,
                   "read the loss back from the device every N steps (each read is a sync that stops the host from "
-                  "queueing work ahead; 1: every step)")
+                  "queueing work ahead; 1: every step)")->check(in_range(1, 1e12, "optimizer steps; 1: every step"))
       ->capture_default_str();
   cmd->add_option("--profile-ops", tf->profile_ops,
                   "write an operator profile of the run (LibTorch's profiler: calls, self and total ms per op, per "
@@ -265,7 +269,10 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_flag("--quiet,-q", tf->quiet, "no progress lines");
   cmd->callback([=, &action] {
     action = [=]() -> int {
+      // SIGINT, SIGTERM, SIGHUP: finish the step, checkpoint, summary, exit 128 + the signal
+      const StopSignals stop_signals("stopping after the current step (a final checkpoint with --checkpoint-dir)");
       TrainOptions o;
+      o.stop = &stop_signals.received();
       const TrainingFootprint step_footprint_flags = step_footprint(*stepflags);
       o.precision = step_footprint_flags.precision;
       o.checkpointing = step_footprint_flags.checkpointing;
@@ -312,8 +319,9 @@ void add_train_command(CLI::App& app, Action& action) {
         } catch (const std::exception&) {
           micro = 0;
         }
-        if (micro <= 0)
-          throw UsageError(fmt::format("--batch: '{}' is not a positive integer or auto", tf->batch));
+        if (micro <= 0 || micro > std::numeric_limits<int32_t>::max())
+          throw UsageError(fmt::format("--batch: '{}' is not a micro-batch in 1..{} or auto", tf->batch,
+                                       std::numeric_limits<int32_t>::max()));
       }
       // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
       TrainRanks ranks = prepare_train_ranks(*distflags, *flags);
@@ -349,6 +357,7 @@ void add_train_command(CLI::App& app, Action& action) {
         throw UsageError(fmt::format("--data {}: token data feeds token models (gpt, or a TorchScript file with "
                                      "--tokens); {} takes images",
                                      data->data, flags->model));
+      if (!tf->save.empty()) check_output_path(tf->save, {"--save", "model.pt"});  // before the training
       auto session = open_session(wf);
       connect_train_ranks(ranks, *distflags, session->device);  // several ranks: the process group
       Workload& workload = *session->workload;
@@ -473,6 +482,7 @@ void add_train_command(CLI::App& app, Action& action) {
       o.checkpoint_dir = tf->resume.empty() ? tf->checkpoint_dir : tf->resume;
       o.checkpoint_every = tf->checkpoint_every;
       o.resume = !tf->resume.empty();
+      o.resume_settings = {{"--seed", std::to_string(wf.seed)}};
 
       LoaderOptions lo;
       lo.batch_size = global;
@@ -572,8 +582,10 @@ void add_train_command(CLI::App& app, Action& action) {
       const TrainResult r = trainer.run();
       if (op_profile.running() && ranks.writer())
         write_json(op_table_json(op_profile.stop(), r.steps), tf->profile_ops, std::cout);
-      if (!ranks.writer()) return 0;  // rank 0 writes the model and the summary
-      if (!tf->save.empty()) save_model(workload.model(), tf->save);
+      const int exit_status = r.stopped_by_signal ? 128 + r.stopped_by_signal : 0;
+      if (!ranks.writer()) return exit_status;  // rank 0 writes the model and the summary
+      // an interrupted run's weights are not the trained model --save names: its checkpoint has them
+      if (!tf->save.empty() && !r.stopped_by_signal) save_model(workload.model(), tf->save);
       nlohmann::json j = summary_json(*session, *data, *stepflags, r, leak_watch, ranks);
       j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
@@ -589,6 +601,12 @@ void add_train_command(CLI::App& app, Action& action) {
         j["evals"] = evals;
         j["reached_accuracy"] = r.reached_accuracy;
       }
+      j["interrupted"] = nullptr;
+      if (r.stopped_by_signal)
+        j["interrupted"] = {{"signal", signal_name(r.stopped_by_signal)},
+                            {"exit_status", exit_status},
+                            {"after_step", r.steps},
+                            {"checkpoint", o.checkpoint_dir.empty() ? nlohmann::json() : nlohmann::json(o.checkpoint_dir)}};
       if (noise) {
         const auto b = noise->noise_scale();
         j["gradient_noise_scale"] = {{"value", b ? nlohmann::json(*b) : nlohmann::json()},
@@ -628,9 +646,14 @@ void add_train_command(CLI::App& app, Action& action) {
         std::cout << fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
                                  r.oom_backoffs.size(), r.checkpoints_written,
                                  r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "");
+        if (r.stopped_by_signal)
+          std::cout << fmt::format("interrupted by {} after step {}: {}\n", signal_name(r.stopped_by_signal), r.steps,
+                                   o.checkpoint_dir.empty()
+                                       ? std::string("no checkpoint (give --checkpoint-dir DIR to keep the progress)")
+                                       : fmt::format("checkpoint written; continue with --resume {}", o.checkpoint_dir));
         if (!flags->json.empty()) write_json(j, flags->json, std::cout);
       }
-      return 0;
+      return exit_status;
     };
   });
 }

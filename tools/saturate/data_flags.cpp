@@ -1,9 +1,12 @@
 #include "data_flags.h"
+#include "flag_checks.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -12,14 +15,36 @@
 namespace saturate::cli {
 
 void add_data_flags(CLI::App& app, DataFlags& f) {
+  // the defaults shown are the flags' values now: a command sets its own before calling this
   app.add_option("--data", f.data,
-                 "real inputs through the loader: fashion-mnist | idx:DIR | cifar10:DIR | cifar100:DIR | images:DIR | "
-                 "wds:DIR|GLOB | synthetic (default: none, synthetic batches made on the device)")
-      ->envname("SATURATE_DATA");
+                 std::string("real inputs through the loader: fashion-mnist | idx:DIR | cifar10:DIR | cifar100:DIR | "
+                             "images:DIR | wds:DIR|GLOB | synthetic") +
+                     (f.data.empty() ? " (default: none, synthetic batches made on the device)" : ""))
+      ->capture_default_str()->envname("SATURATE_DATA");
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   app.add_option("--workers", f.workers,
                  "--data: loader threads, N or auto (add workers while the step waits on data)")
-      ->capture_default_str()->envname("SATURATE_WORKERS");
-  app.add_option("--prefetch", f.prefetch, "--data: batches each worker loads ahead")->capture_default_str();
+      ->capture_default_str()->envname("SATURATE_WORKERS")
+      ->check(CLI::Validator(
+          [cores](std::string& text) -> std::string {
+            if (text == "auto") return "";
+            const std::string range = fmt::format("0..{}", max_threads());
+            size_t used = 0;
+            long long n = -1;
+            try {
+              n = std::stoll(text, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            if (used != text.size() || used == 0)
+              return fmt::format("'{}' is not a count of loader threads; give auto or N in {}", text, range);
+            if (n < 0 || n > max_threads())
+              return fmt::format("{} is outside {} (loader threads; at most 4 per core on this machine's {}); or auto",
+                                 text, range, cores);
+            return "";
+          },
+          "N|auto"));
+  app.add_option("--prefetch", f.prefetch, "--data: batches each worker loads ahead")->check(in_range(1, 1024, "batches per worker"))->capture_default_str();
   app.add_flag("--drop-last", f.drop_last, "--data: drop each epoch's last partial batch");
   app.add_flag("--skip-bad-samples", f.skip_bad_samples,
                "--data: skip and count corrupt samples instead of stopping at the first");

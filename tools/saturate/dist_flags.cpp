@@ -1,4 +1,5 @@
 #include "dist_flags.h"
+#include "flag_checks.h"
 
 #include <algorithm>
 
@@ -19,14 +20,14 @@ void add_dist_flags(CLI::App& app, DistFlags& f, bool search) {
       ->capture_default_str()
       ->envname("SATURATE_BACKEND");
   app.add_option("--dist-timeout", f.timeout_s,
-                 "seconds a rendezvous or collective waits for the other ranks before failing")
+                 "seconds a rendezvous or collective waits for the other ranks before failing")->check(in_range(0.1, 604800, "seconds"))
       ->capture_default_str()
       ->envname("SATURATE_DIST_TIMEOUT");
   if (search)
     app.add_flag("!--no-rank-max", f.rank_max_exact,
                  "with unequal ranks, skip the local search that finds each larger rank's own max exactly");
   if (!search) {
-    app.add_option("--bucket-mb", f.bucket_mb, "DDP gradient bucket size in MiB (several ranks)")->capture_default_str();
+    app.add_option("--bucket-mb", f.bucket_mb, "DDP gradient bucket size in MiB (several ranks)")->check(in_range(0.001, 1048576, "MiB"))->capture_default_str();
     app.add_option("--parallel", f.parallel,
                    "ddp: several ranks (saturate launch, torchrun) train with DistributedDataParallel | dp: "
                    "DataParallel in one process over the visible GPUs")

@@ -1,6 +1,8 @@
 // saturate: find the batch size, precision and loader settings that keep a GPU saturated.
 // main parses flags, runs the chosen subcommand and turns outcomes into exit statuses:
-// 0 ok, 1 runtime failure, 2 usage error.
+// 0 ok, 1 runtime failure, 2 usage error, 70 internal error (a bug in saturate: EX_SOFTWARE).
+#include <signal.h>
+
 #include <iostream>
 
 #include <c10/util/Exception.h>
@@ -9,7 +11,19 @@
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
 
+namespace {
+void on_file_size_limit(int) {}  // the write fails with EFBIG and its error names the file
+}  // namespace
+
 int main(int argc, char** argv) {
+  // `ulimit -f`: a write past the limit raises SIGXFSZ, which kills without a word. Caught (not
+  // ignored, so that commands run by `monitor` and `launch` get the default back at exec), the
+  // write fails with EFBIG and the error says the limit was reached writing the file.
+  struct sigaction xfsz {};
+  xfsz.sa_handler = on_file_size_limit;
+  sigemptyset(&xfsz.sa_mask);
+  xfsz.sa_flags = SA_RESTART;
+  sigaction(SIGXFSZ, &xfsz, nullptr);
   // before any CPU tensor exists, so that the budget sees every byte.
   saturate::install_cpu_budget_allocator();
   CLI::App app{"saturate: keep the GPU saturated without running out of memory"};
@@ -21,6 +35,21 @@ int main(int argc, char** argv) {
   saturate::cli::add_monitor_command(app, action);
   saturate::cli::add_memory_command(app, action);
   saturate::cli::add_launch_command(app, action);
+  // a first word that is not a flag names the command: an unknown one is said as such (CLI11
+  // would only say that a subcommand is required)
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      found = found || sub->check_name(argv[1]);
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "saturate: error: unknown command '" << argv[1] << "'; the commands are " << known
+                << " (saturate --help)\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -41,6 +70,9 @@ int main(int argc, char** argv) {
   } catch (const saturate::RuntimeFailure& e) {
     std::cerr << "saturate: error: " << e.what() << "\n";
     return 1;
+  } catch (const saturate::InternalError& e) {
+    std::cerr << "saturate: internal error: " << e.what() << "\n";
+    return 70;  // EX_SOFTWARE
   } catch (const c10::Error& e) {
     std::cerr << "saturate: error: " << e.what_without_backtrace() << "\n";
     return 1;

@@ -1,4 +1,5 @@
 #include "objective_flags.h"
+#include "flag_checks.h"
 
 #include <algorithm>
 #include <iostream>
@@ -17,15 +18,15 @@ void add_objective_flags(CLI::App& app, ObjectiveFlags& f, bool base_batch_flag)
                  "goodput: samples/s x statistical efficiency from the gradient noise scale (Pollux)")
       ->capture_default_str();
   app.add_option("--knee", f.knee_fraction,
-                 "with --objective throughput: the smallest batch within this fraction of the best samples/s")
+                 "with --objective throughput: the smallest batch within this fraction of the best samples/s")->check(in_range(0.01, 1, "a fraction of the best samples/s"))
       ->capture_default_str();
   app.add_option("--noise-steps", f.noise_steps,
                  "with --objective goodput: steps that measure the gradient noise scale (learning rate 0, weights "
-                 "put back)")
+                 "put back)")->check(in_range(1, 1e6, "steps"))
       ->capture_default_str();
   if (base_batch_flag)
     app.add_option("--base-batch", f.base_batch,
-                   "with --objective goodput: the batch the learning rate was tuned for (default 32)");
+                   "with --objective goodput: the batch the learning rate was tuned for (default 32)")->check(in_range(1, 2147483647.0, "a batch"));
 }
 
 Objective check_objective_flags(const ObjectiveFlags& f) {

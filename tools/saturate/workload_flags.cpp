@@ -5,8 +5,10 @@
 #include <torch/version.h>
 
 #include "commands.h"
+#include "flag_checks.h"
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 
 namespace saturate::cli {
@@ -21,18 +23,18 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
                  "default 4GiB on CPU, the whole GPU on CUDA")
       ->envname("SATURATE_MEMORY_BUDGET");
   app.add_option("--input", f.input, "one sample's shape, e.g. 3x224x224 (default 1x28x28; 3x224x224 for resnets)");
-  app.add_option("--classes", f.classes, "output classes (default 10; 1000 for resnets)");
-  app.add_option("--layers", f.layers, "gpt: transformer blocks (4); mlp: hidden layers (3)");
-  app.add_option("--width", f.width, "gpt: embedding width (256); mlp: hidden width (1024)");
-  app.add_option("--heads", f.heads, "gpt: attention heads (4)");
-  app.add_option("--seq-len", f.seq_len, "gpt / --tokens: tokens per sample (128); on a .pt it implies --tokens");
-  app.add_option("--vocab", f.vocab, "gpt / --tokens: vocabulary size (8192); on a .pt it implies --tokens");
+  app.add_option("--classes", f.classes, "output classes (default 10; 1000 for resnets)")->check(in_range(2, 1e7, "output classes"));
+  app.add_option("--layers", f.layers, "gpt: transformer blocks (4); mlp: hidden layers (3)")->check(in_range(1, 10000, "layers"));
+  app.add_option("--width", f.width, "gpt: embedding width (256); mlp: hidden width (1024)")->check(in_range(1, 1e7, "units"));
+  app.add_option("--heads", f.heads, "gpt: attention heads (4)")->check(in_range(1, 4096, "attention heads"));
+  app.add_option("--seq-len", f.seq_len, "gpt / --tokens: tokens per sample (128); on a .pt it implies --tokens")->check(in_range(1, 1e7, "tokens"));
+  app.add_option("--vocab", f.vocab, "gpt / --tokens: vocabulary size (8192); on a .pt it implies --tokens")->check(in_range(2, 1e9, "tokens"));
   app.add_flag("--tokens", f.tokens, "the TorchScript model takes token ids [batch, seq-len] (--seq-len, --vocab)");
   app.add_option("--optimizer", f.optimizer, "sgd | adam | adamw (Adam keeps two state tensors per parameter)")
       ->capture_default_str();
-  app.add_option("--lr", f.lr, "learning rate (default 0.01 for sgd, 1e-3 for adam/adamw)");
+  app.add_option("--lr", f.lr, "learning rate (default 0.01 for sgd, 1e-3 for adam/adamw)")->check(in_range(0, 1e6, "a learning rate; 0: the optimizer's default"));
   app.add_option("--seed", f.seed, "seed for weights and synthetic data")->capture_default_str();
-  app.add_option("--threads", f.threads, "CPU threads for LibTorch (default: LibTorch's choice)")
+  app.add_option("--threads", f.threads, "CPU threads for LibTorch (default: LibTorch's choice)")->check(thread_count("CPU threads; 0: LibTorch's choice"))
       ->envname("SATURATE_THREADS");
   app.add_option("--json", f.json, "also write the result as JSON to FILE ('-': stdout, replacing the table)");
 }
@@ -55,6 +57,8 @@ std::string flag_for_option(const std::string& option) {
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
   auto s = std::make_unique<Session>();
+  // a folder or a missing folder at --json is bad input: say so before the work, not after
+  if (!f.json.empty() && f.json != "-") check_output_path(f.json, {"--json", "result.json"});
   if (f.threads < 0) throw UsageError(fmt::format("--threads: {} is negative; give a positive count", f.threads));
   if (f.threads > 0) at::set_num_threads(f.threads);
   const OptimizerKind optimizer = parse_optimizer(f.optimizer);

@@ -2,10 +2,14 @@
 // Starts nproc_per_node copies of a command on this node with the torchrun environment (RANK,
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, ...), each in
 // its own process group and killed if the launcher dies (PR_SET_PDEATHSIG); their stdout passes
-// through, their stderr comes back line by line for a `[rank r/w host]` prefix. SIGINT, SIGTERM
-// and SIGHUP are forwarded to every rank. When a rank fails (non-zero status or a signal), the
-// others get SIGTERM, then SIGKILL after a grace period, and the launch returns that rank's
-// status (128+N for signal N). No LibTorch; the library prints nothing (lines go to sinks).
+// through, their stderr comes back line by line for a `[rank r/w host]` prefix (children start
+// through core/child_process.h, as `saturate monitor`'s do). SIGINT, SIGTERM and SIGHUP are
+// forwarded to every rank, the first and the second time (a saturate rank finishes its step and
+// checkpoints on the first, stops at once on the second); a third kills every rank. Ranks that
+// exit 128+N after signal N was forwarded stopped as asked: the launch returns 128+N. When a
+// rank fails (non-zero status or a signal), the others get SIGTERM, then SIGKILL after a grace
+// period, and the launch returns that rank's status (128+N for signal N). No LibTorch; the
+// library prints nothing (lines go to sinks).
 #pragma once
 #include <functional>
 #include <map>
@@ -53,6 +57,9 @@ struct LaunchSinks {
   /// A launcher message (a rank failed, ranks being stopped, a signal forwarded).
   std::function<void(const std::string& line)> note;
 };
+
+/// The most ranks one node may start: 4 per core, and one per 256 MiB of memory.
+int max_ranks_per_node();
 
 /// Checks the options; throws UsageError naming the flag.
 void check_launch_options(const LaunchOptions& options);

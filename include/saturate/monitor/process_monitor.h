@@ -1,6 +1,6 @@
 // Implements: `saturate monitor`'s engine. Runs any command (or attaches to a running
 // process), samples it and its descendants (GPU through NVML, else CPU and memory from /proc)
-// until it ends, hands a live line per interval and every sample to the caller, and returns
+// until it ends (the child dies with saturate: core/child_process.h), hands a live line per interval and every sample to the caller, and returns
 // a summary and the child's exit status. Prints nothing itself. No LibTorch here.
 #pragma once
 #include <atomic>
@@ -10,18 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/core/child_process.h"  // SpawnError
 #include "saturate/core/errors.h"
 #include "saturate/monitor/sampler.h"
 
 namespace saturate {
-
-/// The command could not be started; `exit_status` follows the shells (127: not found,
-/// 126: found but not executable).
-class SpawnError : public RuntimeFailure {
- public:
-  SpawnError(const std::string& what, int exit_status) : RuntimeFailure(what), exit_status(exit_status) {}
-  int exit_status;
-};
 
 struct WatchOptions {
   std::vector<std::string> command;  ///< run this (argv[0] looked up in PATH), or

@@ -7,6 +7,7 @@
 // batch and the samples seen do not change. Checkpoints (model, optimizer, scaler, schedule,
 // RNG, data position, loss curve) are written atomically; a resumed run continues bit for bit.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,10 @@ struct TrainOptions {
   std::string checkpoint_dir;    ///< empty: no checkpoints
   int64_t checkpoint_every = 0;  ///< steps; 0: only at epoch ends
   bool resume = false;           ///< continue from checkpoint_dir
+  /// Settings besides the trainer's own (optimizer, precision, global batch, data, learning rate,
+  /// schedule, clipping) that an exact resume needs unchanged, as {flag, value}, e.g. {"--seed",
+  /// "5"}: checkpoints keep them and a resume with another value is refused, naming both.
+  std::vector<std::pair<std::string, std::string>> resume_settings;
   bool oom_backoff = true;
   /// Framework switches (step/fast_paths.h); the process-wide ones hold for the run.
   FastPaths fast_paths;
@@ -104,6 +109,11 @@ struct TrainOptions {
   int64_t eval_every_samples = 0;
   /// Stop after the evaluation that reaches this accuracy (0: never).
   double stop_at_accuracy = 0;
+  /// A graceful stop (not owned; nullptr: none): once it holds a signal number, the run ends
+  /// after the step in progress, writes a checkpoint when checkpoint_dir is set and returns with
+  /// TrainResult::stopped_by_signal. Ranks of a data-parallel run agree on it at the steps whose
+  /// losses they read (every loss_every steps), so all stop after the same step.
+  const std::atomic<int>* stop = nullptr;
   /// Called after every optimizer step (progress, leak checks); may be empty.
   std::function<void(int64_t step, double loss, double lr)> on_step;
   /// Called after each evaluation.
@@ -138,6 +148,7 @@ struct TrainResult {
   std::optional<double> final_test_accuracy;
   std::vector<EvalPoint> evals;      ///< every evaluation of this process's run, in order
   bool reached_accuracy = false;     ///< stopped at TrainOptions::stop_at_accuracy
+  int stopped_by_signal = 0;         ///< TrainOptions::stop's signal when it ended the run early
   double samples_per_s = 0;          ///< over the steps this process ran
   int64_t micro_batch = 0;           ///< at the end (after any back-off)
   int64_t accumulation = 0;
@@ -164,6 +175,8 @@ class Trainer {
   int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result,
                           int64_t& units_done);
   std::string model_signature();
+  /// {flag, value} of every setting an exact resume needs unchanged (resume_settings included).
+  std::vector<std::pair<std::string, std::string>> exact_resume_settings() const;
   /// Other processes take part in each step (DDP): OOMs and losses are agreed on with them. A
   /// sync within one process (DataParallel) backs off alone, at any point of the step.
   bool has_peers() const { return opt_.sync && opt_.sync->communicates(); }
