@@ -169,10 +169,12 @@ DistEnv read_dist_env(const EnvLookup& env) {
           e.world_size, kLaunchHint));
     read_master(r, e, false);
     e.agent_store = r.raw("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+    e.restart_count = r.integer("TORCHELASTIC_RESTART_COUNT", 0, "0 or more").value_or(0);
     return e;
   }
   if (r.has("OMPI_COMM_WORLD_RANK") || r.has("OMPI_COMM_WORLD_SIZE")) {
     e.launcher = Launcher::kMpi;
+    e.world_size_var = "OMPI_COMM_WORLD_SIZE";
     e.world_size = r.required("OMPI_COMM_WORLD_SIZE", 1, "a positive count of processes", "OMPI_COMM_WORLD_RANK is");
     e.rank = r.required("OMPI_COMM_WORLD_RANK", 0, fmt::format("0..{}", e.world_size - 1),
                         "OMPI_COMM_WORLD_SIZE is");
@@ -187,6 +189,7 @@ DistEnv read_dist_env(const EnvLookup& env) {
   }
   if (r.has("PMI_RANK") || r.has("PMI_SIZE")) {
     e.launcher = Launcher::kMpi;
+    e.world_size_var = "PMI_SIZE";
     e.world_size = r.required("PMI_SIZE", 1, "a positive count of processes", "PMI_RANK is");
     e.rank = r.required("PMI_RANK", 0, fmt::format("0..{}", e.world_size - 1), "PMI_SIZE is");
     e.local_world_size = r.integer("MPI_LOCALNRANKS", 1, "a positive count").value_or(e.world_size);
@@ -199,6 +202,7 @@ DistEnv read_dist_env(const EnvLookup& env) {
   }
   if (r.has("SLURM_PROCID")) {
     e.launcher = Launcher::kSlurm;
+    e.world_size_var = "SLURM_NTASKS";
     e.world_size = r.required("SLURM_NTASKS", 1, "a positive count of tasks", "SLURM_PROCID is");
     e.rank = r.required("SLURM_PROCID", 0, fmt::format("0..{}", e.world_size - 1), "SLURM_NTASKS is");
     std::optional<int> per_node;

@@ -3,15 +3,25 @@
 #include "saturate/dist/process_group.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <thread>
+
+#include <c10/util/Logging.h>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -89,6 +99,400 @@ bool process_gone(int64_t pid) {
   return state == 'Z' || state == 'X';
 }
 
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+milliseconds time_left(Clock::time_point deadline) {
+  return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+}
+
+std::string seconds_text(milliseconds t) { return fmt::format("{}", static_cast<double>(t.count()) / 1000.0); }
+
+/// Keeps c10's LOG(WARNING) and LOG(ERROR) quiet while alive: c10d logs each failed connect
+/// attempt and timeout with the exception's what(), C++ backtrace included, before it throws;
+/// our error says it once, in one line. Restores the level the process had (TORCH_CPP_LOG_LEVEL).
+class QuietC10Logs {
+ public:
+  QuietC10Logs() : saved_(FLAGS_caffe2_log_level) { FLAGS_caffe2_log_level = std::max(saved_, c10::GLOG_FATAL); }
+  ~QuietC10Logs() { FLAGS_caffe2_log_level = saved_; }
+  QuietC10Logs(const QuietC10Logs&) = delete;
+  QuietC10Logs& operator=(const QuietC10Logs&) = delete;
+
+ private:
+  int saved_;
+};
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+/// Why a connection to host:port failed, in words, with the usual fix.
+std::string connect_cause(int err) {
+  switch (err) {
+    case ECONNREFUSED:
+      return "connection refused: nothing listens there; start rank 0 too, and give every rank the same "
+             "MASTER_ADDR and MASTER_PORT";
+    case ETIMEDOUT:
+      return "no answer: a wrong MASTER_ADDR, a host that is down, or a firewall dropping the port";
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+      return fmt::format("{}: check MASTER_ADDR", std::strerror(err));
+    default: return std::strerror(err);
+  }
+}
+
+/// Opens (and closes) a TCP connection to host:port, retrying until `deadline`, so that an
+/// unreachable rank 0 fails within the timeout (c10d's TCPStore client retries its own
+/// connect loop after a first full timeout: 2x and more). Returns the empty string once a
+/// connection opened, else why none did. A host name that does not resolve is a UsageError.
+std::string reach(const std::string& host, int port, Clock::time_point deadline) {
+  std::string cause = "no answer";
+  const std::string port_text = std::to_string(port);
+  for (milliseconds pause(50);; pause = std::min(pause * 2, milliseconds(500))) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const int rc = getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res);
+    if (rc == EAI_NONAME || rc == EAI_FAIL || rc == EAI_SERVICE)
+      throw UsageError(fmt::format("MASTER_ADDR={}: cannot resolve it ({}); give rank 0's host name or address",
+                                   host, gai_strerror(rc)));
+    if (rc != 0) cause = fmt::format("cannot resolve {} ({})", host, gai_strerror(rc));
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+      if (fd < 0) {
+        cause = std::strerror(errno);
+        continue;
+      }
+      int err = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+      if (err == EINPROGRESS) {
+        // a dropped SYN can hang for minutes: wait at most what is left, and 5 s per attempt
+        pollfd p{fd, POLLOUT, 0};
+        const auto wait_ms = std::min(time_left(deadline), milliseconds(5000)).count();
+        const int ready = poll(&p, 1, static_cast<int>(std::max<int64_t>(wait_ms, 1)));
+        socklen_t len = sizeof(err);
+        if (ready == 1) {
+          if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+        } else {
+          err = ready == 0 ? ETIMEDOUT : errno;
+        }
+      }
+      close(fd);
+      if (err == 0) {
+        freeaddrinfo(res);
+        return "";
+      }
+      cause = connect_cause(err);
+    }
+    if (res) freeaddrinfo(res);
+    const milliseconds left = time_left(deadline);
+    if (left.count() == 0) return cause;
+    std::this_thread::sleep_for(std::min(pause, left));
+  }
+}
+
+/// One rank's entry in the store: "rank world_size host pid".
+struct JoinRecord {
+  int rank = 0;
+  int world_size = 0;
+  std::string host;
+  int64_t pid = 0;
+  std::string who() const { return fmt::format("rank {} (pid {} on {})", rank, pid, host); }
+};
+
+std::vector<uint8_t> bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+
+JoinRecord parse_record(const std::vector<uint8_t>& v) {
+  JoinRecord r;
+  const std::string text(v.begin(), v.end());
+  const auto a = text.find(' '), b = text.find(' ', a + 1), c = text.rfind(' ');
+  if (a == std::string::npos || b == std::string::npos || c <= b)
+    throw RuntimeFailure(fmt::format("rendezvous: unexpected entry '{}' in the store (another program on that "
+                                     "MASTER_PORT?); pick a free MASTER_PORT",
+                                     text));
+  r.rank = std::stoi(text.substr(0, a));
+  r.world_size = std::stoi(text.substr(a + 1, b - a - 1));
+  r.host = text.substr(b + 1, c - b - 1);
+  r.pid = std::stoll(text.substr(c + 1));
+  return r;
+}
+
+/// Runs `work` on a thread of its own and waits for it until `limit`, then throws `late()`:
+/// c10d's TCPStore waits for some replies without a timeout (a rank 0 that accepts connections
+/// but never answers: stopped, frozen, or another program on MASTER_PORT), and a thread blocked
+/// in recv cannot be interrupted. Past the limit the thread is left behind; `work` must own
+/// (capture by value) everything it touches.
+template <typename T>
+T run_within(Clock::time_point limit, std::function<T()> work, const std::function<RuntimeFailure()>& late) {
+  struct Outcome {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::optional<T> value;
+    std::exception_ptr error;
+  };
+  auto out = std::make_shared<Outcome>();
+  std::thread([out, work = std::move(work)] {
+    std::optional<T> value;
+    std::exception_ptr error;
+    try {
+      value.emplace(work());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(out->mutex);
+    out->value = std::move(value);
+    out->error = error;
+    out->done = true;
+    out->done_cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(out->mutex);
+  if (!out->done_cv.wait_until(lock, limit, [&] { return out->done; })) throw late();
+  if (out->error) std::rethrow_exception(out->error);
+  return std::move(*out->value);
+}
+
+/// Polls for `key` until `deadline`; false when it did not appear in time.
+bool wait_for_key(c10d::Store& store, const std::string& key, Clock::time_point deadline) {
+  for (milliseconds pause(5);; pause = std::min(pause * 2, milliseconds(100))) {
+    if (store.check({key})) return true;
+    const milliseconds left = time_left(deadline);
+    if (left.count() == 0) return false;
+    std::this_thread::sleep_for(std::min(pause, left));
+  }
+}
+
+std::string record_text(const JoinRecord& r) {
+  return fmt::format("{} {} {} {}", r.rank, r.world_size, r.host, r.pid);
+}
+
+/// The rendezvous: reaching rank 0's TCPStore, then every rank joining, before one deadline.
+/// Every rank writes its entry (rank, world size, host, pid); rank 0 reads them as they come
+/// and says "ok" (or why not) through the store. Failures are one line naming this rank, the
+/// address and the cause; ranks that disagree on the world size, or share a RANK, fail at once.
+class Rendezvous {
+ public:
+  Rendezvous(DistEnv env, milliseconds timeout) : env_(std::move(env)), timeout_(timeout) {}
+
+  void run(Clock::time_point deadline) {
+    connect(deadline);
+    JoinRecord me;
+    me.rank = env_.rank;
+    me.world_size = env_.world_size;
+    me.host = host_name();
+    me.pid = static_cast<int64_t>(getpid());
+    if (env_.rank == 0) {
+      call([&] {
+        store_->set("world_size", bytes(std::to_string(env_.world_size)));
+        publish(me);
+        return 0;
+      });
+      join_as_rank_zero(deadline, me);
+    } else {
+      join_as_other(deadline, me);
+    }
+    // every rank's host and pid, to name the ones that are gone when a collective fails.
+    call([&] {
+      for (int r = 0; r < env_.world_size; ++r) peers_.push_back(parse_record(store_->get(fmt::format("proc/{}", r))));
+      return 0;
+    });
+  }
+
+  const c10::intrusive_ptr<c10d::Store>& store() const { return store_; }
+  const std::vector<JoinRecord>& peers() const { return peers_; }
+
+  /// "rank 0 at ADDR:PORT" (or torchrun's agent store).
+  std::string where() const {
+    return fmt::format("{} at {}:{}", env_.agent_store ? "the launcher's store" : "rank 0", env_.master_addr,
+                       env_.master_port);
+  }
+  /// "rank R/W: rendezvous failed: <reason>".
+  std::string error(const std::string& reason) const {
+    return fmt::format("rank {}/{}: rendezvous failed: {}", env_.rank, env_.world_size, reason);
+  }
+
+ private:
+  std::string address() const { return fmt::format("{}:{}", env_.master_addr, env_.master_port); }
+
+  /// Runs store operations; a failure of the store itself (rank 0 gone: connection reset or
+  /// closed) becomes one line.
+  template <typename F>
+  auto call(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const UsageError&) {
+      throw;
+    } catch (const RuntimeFailure&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw RuntimeFailure(error(fmt::format("lost the connection to {} ({}); it failed or exited: see its message",
+                                             where(), first_line(error_text(e)))));
+    }
+  }
+
+  void connect(Clock::time_point deadline) {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(env_.master_port);
+    so.isServer = env_.rank == 0 && !env_.agent_store;
+    so.numWorkers = static_cast<size_t>(env_.world_size);
+    so.waitWorkers = false;  // the join waits, naming who is missing and who disagrees
+    so.timeout = timeout_;
+    const auto unreachable = [&](const std::string& cause) {
+      return RuntimeFailure(
+          error(fmt::format("cannot reach {} within {} s ({})", where(), seconds_text(timeout_), cause)));
+    };
+    if (so.isServer) {
+      so.masterListenFd = listen_on(env_.master_addr, env_.master_port);
+    } else {
+      std::string cause;
+      try {
+        cause = reach(env_.master_addr, env_.master_port, deadline);
+      } catch (const UsageError& e) {
+        throw UsageError(error(e.what()));
+      }
+      if (!cause.empty()) throw unreachable(cause);
+      so.timeout = std::max(time_left(deadline), milliseconds(1000));
+    }
+    c10::intrusive_ptr<c10d::TCPStore> tcp;
+    try {
+      tcp = c10::make_intrusive<c10d::TCPStore>(env_.master_addr, so);
+    } catch (const std::exception& e) {
+      throw unreachable(first_line(error_text(e)));
+    }
+    tcp->setTimeout(timeout_);  // for the backend's own exchanges
+    // torchrun's agent keeps its store across restarts: a fresh prefix per attempt, so that no
+    // key of an earlier attempt (an "ok", a rank's entry) is taken for this one's
+    store_ = c10::make_intrusive<c10d::PrefixStore>(
+        env_.agent_store ? fmt::format("saturate/attempt_{}", env_.restart_count) : "saturate", tcp);
+  }
+
+  /// Writes this rank's entry: proc/<rank> and the next join/<n>.
+  void publish(const JoinRecord& me) {
+    store_->set(fmt::format("proc/{}", me.rank), bytes(record_text(me)));
+    const int64_t n = store_->add("joined", 1);
+    store_->set(fmt::format("join/{}", n), bytes(record_text(me)));
+  }
+
+  void join_as_rank_zero(Clock::time_point deadline, const JoinRecord& me) {
+    c10d::Store& store = *store_;
+    const int size = env_.world_size;
+    const std::string& size_var = env_.world_size_var;
+    std::map<int, JoinRecord> joined;
+    int64_t read = 0;
+    std::string reason;
+    bool usage = false;
+    const bool everyone = call([&] {
+      for (milliseconds pause(5);; pause = std::min(pause * 2, milliseconds(100))) {
+        const int64_t count = store.add("joined", 0);
+        while (read < count && reason.empty()) {
+          const std::string key = fmt::format("join/{}", read + 1);
+          if (!store.check({key})) break;  // that rank is between its add and its set
+          const JoinRecord r = parse_record(store.get(key));
+          ++read;
+          if (r.world_size != size) {
+            usage = true;
+            reason = fmt::format("the ranks disagree on the world size: rank 0 (pid {} on {}) has {}={} and {} has "
+                                 "{}={}; start every rank with the same {} (saturate launch and torchrun set it)",
+                                 me.pid, me.host, size_var, size, r.who(), size_var, r.world_size, size_var);
+          } else if (auto it = joined.find(r.rank); it != joined.end()) {
+            usage = true;
+            reason = fmt::format("two processes have RANK {}: pid {} on {} and pid {} on {}; give each rank its "
+                                 "own RANK in 0..{} (saturate launch and torchrun set it)",
+                                 r.rank, it->second.pid, it->second.host, r.pid, r.host, size - 1);
+          } else {
+            joined[r.rank] = r;
+          }
+        }
+        if (!reason.empty()) break;
+        if (static_cast<int>(joined.size()) == size) {
+          store.set("status", bytes("ok"));
+          return true;
+        }
+        const milliseconds left = time_left(deadline);
+        if (left.count() == 0) {
+          std::string missing, present;
+          for (int r = 0; r < size; ++r)
+            if (!joined.count(r)) missing += (missing.empty() ? "rank " : ", ") + std::to_string(r);
+          for (const auto& [r, rec] : joined) present += (present.empty() ? "" : ", ") + rec.who();
+          reason = fmt::format("{} of {} ranks joined at {} within {} s (missing: {}; joined, all with {}={}: {}); "
+                               "start the missing ranks with the same MASTER_ADDR, MASTER_PORT and {}, or raise "
+                               "--dist-timeout",
+                               joined.size(), size, address(), seconds_text(timeout_), missing, size_var, size,
+                               present, size_var);
+          break;
+        }
+        std::this_thread::sleep_for(std::min(pause, left));
+      }
+      // tell the other ranks why, and give them a moment to read it before this process (and
+      // the store it serves) goes
+      store.set("status", bytes(std::string(usage ? "usage " : "failure ") + reason));
+      const auto grace = Clock::now() + std::chrono::seconds(2);
+      const auto waiting = static_cast<int64_t>(joined.size()) - 1;  // the agreeing ranks but this one
+      while (store.add("status_read", 0) < waiting && Clock::now() < grace)
+        std::this_thread::sleep_for(milliseconds(20));
+      return false;
+    });
+    if (everyone) return;
+    if (usage) throw UsageError(error(reason));
+    throw RuntimeFailure(error(reason));
+  }
+
+  void join_as_other(Clock::time_point deadline, const JoinRecord& me) {
+    c10d::Store& store = *store_;
+    const std::string& size_var = env_.world_size_var;
+    // rank 0's world size before this rank's entry: a rank that disagrees fails at once, naming
+    // both, even when rank 0 saw the entry and exited first
+    const int rank0_size = call([&] {
+      if (!wait_for_key(store, "world_size", deadline))
+        throw RuntimeFailure(error(fmt::format(
+            "rank 0 did not join at {} within {} s (the store answers, rank 0 is not there); start rank 0 with the "
+            "same MASTER_ADDR and MASTER_PORT, or raise --dist-timeout",
+            address(), seconds_text(timeout_))));
+      const auto v = store.get("world_size");
+      return std::stoi(std::string(v.begin(), v.end()));
+    });
+    if (rank0_size != env_.world_size) {
+      try {
+        publish(me);  // so that rank 0 names this rank too, if it is still there
+      } catch (const std::exception&) {
+      }
+      throw UsageError(error(fmt::format(
+          "the ranks disagree on the world size: this rank has {}={} and {} has {}={}; start every rank with the "
+          "same {} (saturate launch and torchrun set it)",
+          size_var, env_.world_size, where(), size_var, rank0_size, size_var)));
+    }
+    call([&] {
+      publish(me);
+      return 0;
+    });
+    // rank 0 decides when every rank has joined, or says why not at its own deadline (a moment later)
+    const std::string status = call([&] {
+      if (!wait_for_key(store, "status", deadline + std::chrono::seconds(1)))
+        throw RuntimeFailure(error(fmt::format(
+            "not every rank joined at {} within {} s (rank 0 is there; a rank did not start, or was given another "
+            "MASTER_ADDR, MASTER_PORT or {}); start every rank, or raise --dist-timeout",
+            address(), seconds_text(timeout_), size_var)));
+      const auto v = store.get("status");
+      return std::string(v.begin(), v.end());
+    });
+    if (status == "ok") return;
+    try {
+      store.add("status_read", 1);  // rank 0 may go now
+    } catch (const std::exception&) {
+    }
+    const std::string reason = "rank 0 reports: " + status.substr(status.find(' ') + 1);
+    if (status.rfind("usage ", 0) == 0) throw UsageError(error(reason));
+    throw RuntimeFailure(error(reason));
+  }
+
+  DistEnv env_;
+  milliseconds timeout_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::vector<JoinRecord> peers_;
+};
+
+// the rendezvous says why it failed at its deadline, rank 0 up to 2 s later (its grace for the
+// others to read why), the others 1 s later (rank 0's verdict); past this the store is stuck
+constexpr milliseconds kRendezvousSlack{3000};
+
 }  // namespace
 
 std::string to_string(DistBackend b) {
@@ -136,32 +540,24 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   g->cuda_ = cuda;
   g->device_index_ = device_index;
 
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<std::uint16_t>(env.master_port);
-  so.isServer = env.rank == 0 && !env.agent_store;
-  so.numWorkers = static_cast<size_t>(env.world_size);
-  so.waitWorkers = true;
-  so.timeout = options.timeout;
-  if (so.isServer) so.masterListenFd = listen_on(env.master_addr, env.master_port);
-  c10::intrusive_ptr<c10d::Store> tcp;
-  try {
-    tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
-  } catch (const std::exception& e) {
-    throw RuntimeFailure(fmt::format("rendezvous at {}:{} failed for rank {}/{} within {} s: {}", env.master_addr,
-                                     env.master_port, env.rank, env.world_size, options.timeout.count() / 1000.0,
-                                     error_text(e)));
-  }
-  g->store_ = c10::make_intrusive<c10d::PrefixStore>("saturate", tcp);
-
-  // every rank's host and pid, to name the ones that are gone when a collective fails.
-  const std::string me = fmt::format("{} {}", host_name(), static_cast<int64_t>(getpid()));
-  g->store_->set(fmt::format("proc/{}", env.rank), std::vector<uint8_t>(me.begin(), me.end()));
-  for (int r = 0; r < env.world_size; ++r) {
-    const auto v = g->store_->get(fmt::format("proc/{}", r));
-    const std::string text(v.begin(), v.end());
-    const auto space = text.rfind(' ');
-    g->peers_.push_back({text.substr(0, space), std::stoll(text.substr(space + 1))});
-  }
+  // one deadline for the rendezvous: connecting to rank 0's store and every rank joining
+  const auto deadline = Clock::now() + options.timeout;
+  QuietC10Logs quiet;
+  auto rendezvous = std::make_shared<Rendezvous>(env, options.timeout);
+  run_within<int>(
+      deadline + kRendezvousSlack,
+      [rendezvous, deadline] {
+        rendezvous->run(deadline);
+        return 0;
+      },
+      [&] {
+        return RuntimeFailure(rendezvous->error(fmt::format(
+            "{} stopped answering: a store request got no reply within {} s (is rank 0 stopped, or another "
+            "program listening on MASTER_PORT?)",
+            rendezvous->where(), seconds_text(options.timeout))));
+      });
+  g->store_ = rendezvous->store();
+  for (const JoinRecord& p : rendezvous->peers()) g->peers_.push_back({p.host, p.pid});
 
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("pg", g->store_);
   auto group = c10::make_intrusive<c10d::ProcessGroup>(pg_store, env.rank, env.world_size);
@@ -175,8 +571,17 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
     else
       o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     c10::intrusive_ptr<c10d::Backend> b;
+    const int rank = env.rank, size = env.world_size;
     try {
-      b = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, env.rank, env.world_size, o);
+      // Gloo bounds its own connections by the timeout, not every store reply it waits for
+      b = run_within<c10::intrusive_ptr<c10d::Backend>>(
+          Clock::now() + options.timeout + kRendezvousSlack,
+          [pg_store, o, rank, size] {
+            return c10::intrusive_ptr<c10d::Backend>(c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, rank, size, o));
+          },
+          [&] {
+            return RuntimeFailure(fmt::format("no answer within {} s", seconds_text(options.timeout)));
+          });
     } catch (const std::exception& e) {
       throw g->failure("connecting the Gloo process group", error_text(e));
     }
@@ -185,7 +590,12 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
 #endif
   } else {
 #ifdef SATURATE_WITH_NCCL
-    auto b = make_nccl_backend(pg_store, env.rank, env.world_size, options.timeout, device_index);
+    c10::intrusive_ptr<c10d::Backend> b;
+    try {
+      b = make_nccl_backend(pg_store, env.rank, env.world_size, options.timeout, device_index);
+    } catch (const std::exception& e) {
+      throw g->failure("creating the NCCL process group", error_text(e));
+    }
     group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, b);
     group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
 #endif

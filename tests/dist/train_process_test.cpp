@@ -196,23 +196,30 @@ TEST(DistProcessTest, KillingARankOfATrainingMakesTheOtherFailNamingItWithinTheT
   // ranks started directly (as mpirun or srun would, no launcher to stop them): rank 0 must find
   // out by itself, through the failed collective, and say which rank is gone
   const std::string dir = testing::temp_dir("dist_train_kill_direct");
+  const std::string ckpt = dir + "/ckpt";
   const std::string port = std::to_string(free_port_for_test());
   for (int rank = 0; rank < 2; ++rank) {
     const std::string r = std::to_string(rank);
-    // exec keeps the pid that the test kills
+    // exec keeps the pid that the test kills; rank 0's checkpoints say that training runs
     const std::string cmd = "RANK=" + r + " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " exec " + kBin +
-                            kTrain + "--steps 20000 --global-batch 64 --batch 32 --dist-timeout 20 -q > " + dir +
-                            "/log_" + r + " 2>&1";
+                            kTrain + "--steps 20000 --global-batch 64 --batch 32 --dist-timeout 20 " +
+                            "--checkpoint-every 20 --checkpoint-dir " + ckpt + " -q > " + dir + "/log_" + r + " 2>&1";
     ASSERT_EQ(std::system(("(sh -c 'echo $$ > " + dir + "/pid_" + r + "; " + cmd + "'; echo $? > " + dir +
                            "/status_" + r + ") &")
                               .c_str()),
               0);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
-  // running: rank 0's log stays empty (-q) until it fails; give the ranks time to connect
-  while (!fs::exists(dir + "/pid_1") && std::chrono::steady_clock::now() < deadline)
+  // kill rank 1 only once the ranks train together: rank 0 has written a checkpoint (step 20),
+  // so the rendezvous is done however long a busy machine took to start the ranks
+  while (!(fs::exists(dir + "/pid_1") && fs::exists(ckpt) && !fs::is_empty(ckpt)) &&
+         !fs::exists(dir + "/status_0") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_TRUE(fs::exists(ckpt) && !fs::is_empty(ckpt)) << "no checkpoint from rank 0: " << [&] {
+    std::string log;
+    testing::run_command("cat " + dir + "/log_0 " + dir + "/log_1", &log);
+    return log;
+  }();
   int pid = 0;
   std::ifstream(dir + "/pid_1") >> pid;
   ASSERT_GT(pid, 0);

@@ -30,12 +30,18 @@ struct DistEnv {
   int local_rank = 0;
   int local_world_size = 1;
   int node_rank = 0;
+  /// The variable that gave world_size ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", ...),
+  /// to name it when the ranks disagree.
+  std::string world_size_var = "WORLD_SIZE";
   /// Rendezvous host (the TCPStore's); "127.0.0.1" unless the environment names another.
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   /// torchrun's agent already hosts the TCPStore on MASTER_ADDR:MASTER_PORT
   /// (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 connects to it instead of serving one.
   bool agent_store = false;
+  /// torchrun's restart count (TORCHELASTIC_RESTART_COUNT): the agent's store outlives an
+  /// attempt, so each attempt's rendezvous keys live under their own prefix.
+  int restart_count = 0;
   /// More than one process: a process group is needed.
   bool distributed() const { return world_size > 1; }
   /// "rank 1/4 (local 1/2, node 0) via torchrun, rendezvous 127.0.0.1:29500".

@@ -1,9 +1,13 @@
 // Implements: a c10d process group for this job, built from the rendezvous in the environment.
 // Rank 0 hosts a c10d::TCPStore on MASTER_ADDR:MASTER_PORT, bound to that address only (to
-// loopback unless another address is given); every rank connects, records its host and pid
-// in the store, and builds the backend: Gloo on CPU, NCCL on CUDA (`auto`), wrapped in a
-// c10d::ProcessGroup, which is what c10d's Reducer (DDP) takes. Collectives fail within the
-// timeout (default 5 minutes, not NCCL's 30) with a RuntimeFailure naming the ranks that are gone.
+// loopback unless another address is given); every rank connects, records its rank, world size,
+// host and pid in the store, rank 0 says "ok" once every rank has, and every rank builds the
+// backend: Gloo on CPU, NCCL on CUDA (`auto`), wrapped in a c10d::ProcessGroup, which is what
+// c10d's Reducer (DDP) takes. The timeout (default 5 minutes, not NCCL's 30) bounds every phase:
+// the rendezvous fails in one line naming the rank, the address and the cause (unreachable,
+// ranks missing, a rank 0 that stopped answering; a world size or RANK the ranks disagree on
+// fails at once as a UsageError naming both); collectives fail with a RuntimeFailure naming the
+// ranks that are gone.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -38,7 +42,9 @@ struct DistOptions {
 
 class DistGroup final : public Collectives {
  public:
-  /// Connects this rank; blocks until every rank has joined or the timeout passes.
+  /// Connects this rank; blocks until every rank has joined or the timeout passes (plus a few
+  /// seconds of slack when rank 0's store stops answering). Throws RuntimeFailure or UsageError
+  /// ("rank R/W: rendezvous failed: ..."); c10d's own logs are silenced meanwhile.
   /// `cuda` says the training device is a GPU (`device_index` the local one).
   static std::unique_ptr<DistGroup> connect(const DistEnv& env, const DistOptions& options, bool cuda,
                                             int device_index = 0);
