@@ -20,6 +20,13 @@
 namespace saturate {
 namespace {
 
+using testing::last_progress_step;
+using testing::wait_exit;
+
+int spawn(const std::vector<std::string>& args, const std::string& err_path) {
+  return testing::spawn_saturate(args, err_path);
+}
+
 std::vector<std::string> launch_train(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"launch", "--nproc-per-node", "2", "--", SATURATE_BINARY, "train", "--model", "mlp",
                                    "--layers", "1", "--width", "64", "--data", "fashion-mnist", "--device", "cpu",
@@ -28,38 +35,6 @@ std::vector<std::string> launch_train(const std::vector<std::string>& extra) {
                                    "10", "--no-monitor"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
-}
-
-pid_t spawn(const std::vector<std::string>& args, const std::string& err_path) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(SATURATE_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    freopen(err_path.c_str(), "w", stderr);
-    execv(SATURATE_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-int64_t last_progress_step(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  static const std::regex line(R"(step\s+(\d+)/)");
-  int64_t last = 0;
-  const std::string s = text.str();
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), line); it != std::sregex_iterator(); ++it)
-    last = std::stoll((*it)[1]);
-  return last;
 }
 
 nlohmann::json read_json(const std::string& path) {

@@ -1,6 +1,8 @@
 // Shared test helpers.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -30,4 +32,11 @@ namespace saturate::testing {
 std::string temp_dir(const std::string& name);
 /// Runs a shell command, returns its exit status; stdout+stderr into `output`.
 int run_command(const std::string& command, std::string* output);
+/// Starts the saturate binary with `args` in the background, stdout to /dev/null and stderr to
+/// `stderr_path` ("" : /dev/null); returns its pid.
+int spawn_saturate(const std::vector<std::string>& args, const std::string& stderr_path = "");
+/// Waits for a child; its exit code, or 128 + the signal that ended it.
+int wait_exit(int pid);
+/// The N of the last "step N/M" progress line in a file (0: none yet).
+int64_t last_progress_step(const std::string& path);
 }  // namespace saturate::testing

@@ -2,6 +2,13 @@
 #include "support/support.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <vector>
 
 #include <array>
 #include <cstdio>
@@ -30,6 +37,39 @@ int run_command(const std::string& command, std::string* output) {
   const int status = pclose(pipe);
   if (output) *output = out;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int spawn_saturate(const std::vector<std::string>& args, const std::string& stderr_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(SATURATE_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    (void)!freopen("/dev/null", "w", stdout);
+    (void)!freopen(stderr_path.empty() ? "/dev/null" : stderr_path.c_str(), "w", stderr);
+    execv(SATURATE_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(int pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int64_t last_progress_step(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  static const std::regex line(R"(step\s+(\d+)/)");
+  int64_t last = 0;
+  const std::string s = text.str();
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), line); it != std::sregex_iterator(); ++it)
+    last = std::stoll((*it)[1]);
+  return last;
 }
 
 }  // namespace saturate::testing

@@ -28,24 +28,9 @@ std::vector<std::string> train_args(const std::vector<std::string>& extra) {
   return args;
 }
 
-pid_t spawn(const std::vector<std::string>& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(SATURATE_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    execv(SATURATE_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
+using saturate::testing::wait_exit;
 
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+int spawn(const std::vector<std::string>& args) { return saturate::testing::spawn_saturate(args); }
 
 std::vector<double> losses_of(const std::string& json_path) {
   std::ifstream in(json_path);

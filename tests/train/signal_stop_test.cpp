@@ -21,6 +21,13 @@
 
 namespace {
 
+using saturate::testing::last_progress_step;
+using saturate::testing::wait_exit;
+
+int spawn(const std::vector<std::string>& args, const std::string& err_path) {
+  return saturate::testing::spawn_saturate(args, err_path);
+}
+
 const char* const kTrainArgs[] = {"train", "--model", "mlp", "--width", "128", "--data", "fashion-mnist",
                                    "--device", "cpu", "--steps", "1500", "--batch", "64", "--workers", "1",
                                    "--seed", "7", "--optimizer", "adam", "--log-every", "10", "--no-monitor"};
@@ -29,40 +36,6 @@ std::vector<std::string> train_args(const std::vector<std::string>& extra) {
   std::vector<std::string> args(std::begin(kTrainArgs), std::end(kTrainArgs));
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
-}
-
-/// Starts saturate with stdout to /dev/null and stderr to `err_path`.
-pid_t spawn(const std::vector<std::string>& args, const std::string& err_path) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(SATURATE_BINARY)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    freopen("/dev/null", "w", stdout);
-    freopen(err_path.c_str(), "w", stderr);
-    execv(SATURATE_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/// The last "step N/M" progress line's N in the file (0: none yet).
-int64_t last_progress_step(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  static const std::regex line(R"(step\s+(\d+)/)");
-  int64_t last = 0;
-  const std::string s = text.str();
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), line); it != std::sregex_iterator(); ++it)
-    last = std::stoll((*it)[1]);
-  return last;
 }
 
 /// Waits (up to 10 minutes: start-up is slow on a loaded machine) until the run has logged step
