@@ -184,15 +184,9 @@ TEST(OutputFileTest, TheFileSizeLimitGivesAClearErrorAndKeepsThePreviousFile) {
   const std::string dir = saturate::testing::temp_dir("output_file_fsize");
   const std::string path = dir + "/big.json";
   put(path, "previous");
-  struct rlimit saved {};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  struct sigaction ignore {}, old {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGXFSZ, &ignore, &old);
-  struct rlimit small = saved;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string message, by_path_message;
+  {
+    const saturate::testing::FileSizeLimit limit(4096);
   try {
     write_output_file(path, std::string(10000, 'x'), {"--json"});
   } catch (const RuntimeFailure& e) {
@@ -207,8 +201,7 @@ TEST(OutputFileTest, TheFileSizeLimitGivesAClearErrorAndKeepsThePreviousFile) {
   } catch (const RuntimeFailure& e) {
     by_path_message = e.what();
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  ::sigaction(SIGXFSZ, &old, nullptr);
+  }  // the limit and SIGXFSZ are back
   EXPECT_NE(message.find("--json " + path + ": writing failed: the file size limit (ulimit -f) was reached"),
             std::string::npos) << message;
   EXPECT_NE(by_path_message.find("--save " + path + ": writing failed: the file size limit (ulimit -f) was reached"),

@@ -1,5 +1,7 @@
 // Shared test helpers.
 #pragma once
+#include <signal.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,4 +41,17 @@ int spawn_saturate(const std::vector<std::string>& args, const std::string& stde
 int wait_exit(int pid);
 /// The N of the last "step N/M" progress line in a file (0: none yet).
 int64_t last_progress_step(const std::string& path);
+/// While it lives, this process may write files of at most `bytes` (`ulimit -f`) and SIGXFSZ is
+/// ignored, so that a write past the limit fails with EFBIG; both are restored at its end.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(uint64_t bytes);
+  ~FileSizeLimit();
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  uint64_t saved_cur_ = 0;
+  struct sigaction saved_action_ {};
+};
 }  // namespace saturate::testing

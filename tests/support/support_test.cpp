@@ -1,6 +1,8 @@
 // Helpers of support.h (in a *_test.cpp so the glob picks them up) and their own checks.
 #include "support/support.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +72,25 @@ int64_t last_progress_step(const std::string& path) {
   for (auto it = std::sregex_iterator(s.begin(), s.end(), line); it != std::sregex_iterator(); ++it)
     last = std::stoll((*it)[1]);
   return last;
+}
+
+FileSizeLimit::FileSizeLimit(uint64_t bytes) {
+  struct rlimit limit {};
+  ::getrlimit(RLIMIT_FSIZE, &limit);
+  saved_cur_ = limit.rlim_cur;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGXFSZ, &ignore, &saved_action_);
+  limit.rlim_cur = bytes;
+  if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ADD_FAILURE() << "setrlimit(RLIMIT_FSIZE) failed";
+}
+
+FileSizeLimit::~FileSizeLimit() {
+  struct rlimit limit {};
+  ::getrlimit(RLIMIT_FSIZE, &limit);
+  limit.rlim_cur = saved_cur_;
+  ::setrlimit(RLIMIT_FSIZE, &limit);
+  ::sigaction(SIGXFSZ, &saved_action_, nullptr);
 }
 
 }  // namespace saturate::testing

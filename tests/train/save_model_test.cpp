@@ -55,22 +55,15 @@ TEST(SaveModelTest, TheFileSizeLimitIsAnErrorNamingItAndThePreviousFileStays) {
   const std::string path = dir + "/model.pt";
   std::ofstream(path) << "previous";
   BuiltModel m = small_mlp(1);
-  struct rlimit saved {};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
-  struct sigaction ignore {}, old {};
-  ignore.sa_handler = SIG_IGN;
-  ::sigaction(SIGXFSZ, &ignore, &old);
-  struct rlimit small = saved;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string message;
+  {
+    const saturate::testing::FileSizeLimit limit(4096);
   try {
     save_model(*m.model, path);
   } catch (const RuntimeFailure& e) {
     message = e.what();
   }
-  ::setrlimit(RLIMIT_FSIZE, &saved);
-  ::sigaction(SIGXFSZ, &old, nullptr);
+  }  // the limit and SIGXFSZ are back
   EXPECT_NE(message.find("--save " + path + ": writing failed: the file size limit (ulimit -f) was reached"),
             std::string::npos)
       << message;
