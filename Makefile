@@ -7,7 +7,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: setup configure build test test-quick test-loaded run deps bench clean
+.PHONY: setup configure build test test-quick test-loaded sanitize run deps bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,10 @@ test: build
 # every test with every core busy (stress-ng hogs): what a busy developer machine does to CI
 test-loaded: build
 	bash scripts/test_loaded.sh $(BUILD) $(JOBS)
+
+# ASan+UBSan build in build-asan/ and the unit tests against it (scripts/sanitize.sh; README: time)
+sanitize: setup
+	bash scripts/sanitize.sh build-asan $(JOBS)
 
 test-quick: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE 'slow|fuzz'
