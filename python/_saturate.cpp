@@ -122,16 +122,16 @@ class BudgetRestore {
 
 RunContext context_for(const c10::Device& device, const MemoryMeter& meter, const std::string& name,
                        int64_t parameters, const std::string& optimizer) {
-  RunContext c;
+  RunContext c = run_context_here();
+  c.command = "python";
   c.device = device.str();
   c.device_info = describe_device(device);
+  c.gpu_name = device_name(device);
   c.model_name = name;
   c.model_parameters = parameters;
   c.input = "the user's step";
   c.optimizer = optimizer;
   c.budget_bytes = meter.budget_bytes();
-  c.libtorch_version = TORCH_VERSION;
-  c.saturate_version = SATURATE_VERSION;
   return c;
 }
 
@@ -225,7 +225,7 @@ std::string memory_breakdown(py::function run_step, int64_t batch, const std::st
   }
   nlohmann::json j = {{"trial", trial_json(m.trial)}, {"budget_bytes", meter->budget_bytes()}};
   if (m.trial.ok()) {
-    j["breakdown"] = breakdown_json(m.breakdown);
+    j["breakdown"] = to_json(m.breakdown);
     j["table"] = breakdown_table(m.breakdown);
   }
   return j.dump();
@@ -275,7 +275,8 @@ class LoopMonitor {
     t.steps = step_;
     observer_->trial_end(t);
     observer_->finish();
-    nlohmann::json j = t.extra;
+    nlohmann::json j = nlohmann::json::object();
+    add_findings_json(t.findings, j);
     j["steps"] = step_;
     j["timed_steps"] = std::max(0, step_ - warmup_);
     j["device"] = device_.str();

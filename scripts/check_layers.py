@@ -10,7 +10,7 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["core", "models", "step", "probe", "data", "search", "memory", "monitor", "report", "train", "dist"]
+LAYERS = ["core", "models", "step", "probe", "data", "search", "memory", "monitor", "train", "dist", "report"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"saturate/([a-z_]+)/')
 
 

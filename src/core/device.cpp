@@ -7,6 +7,9 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/memory_meter.h"
 #include "saturate/core/units.h"
+#ifdef SATURATE_WITH_CUDA
+#include "core/cuda_device_name.h"
+#endif
 
 namespace saturate {
 
@@ -39,7 +42,15 @@ c10::Device resolve_device(const std::string& spec) {
 std::string describe_device(const c10::Device& device) {
   if (device.is_cpu()) return fmt::format("cpu ({} threads)", at::get_num_threads());
   auto meter = make_memory_meter(device);
-  return fmt::format("{} ({})", device.str(), format_bytes(meter->capacity_bytes()));
+  return fmt::format("{} ({}{})", device.str(), device_name(device).empty() ? "" : device_name(device) + ", ",
+                     format_bytes(meter->capacity_bytes()));
+}
+
+std::string device_name(const c10::Device& device) {
+#ifdef SATURATE_WITH_CUDA
+  if (device.is_cuda()) return cuda_device_name(device.has_index() ? device.index() : 0);
+#endif
+  return "";
 }
 
 }  // namespace saturate

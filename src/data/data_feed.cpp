@@ -112,25 +112,16 @@ void DataFeed::trial_end(Trial& trial) {
     last_.data_wait_fraction = step_ms_total_ > 0 ? std::min(1.0, wait_ms_total_ / step_ms_total_) : 0;
   }
   last_.skipped_samples = skipped().count;
-  auto& x = trial.extra;
-  x["data"] = dataset_->name();
-  x["workers"] = options_.workers;
-  x["prefetch"] = options_.prefetch;
-  x["data_wait_ms"] = last_.data_wait_ms;
-  x["data_wait_fraction"] = last_.data_wait_fraction;
-  x["data_skipped_samples"] = last_.skipped_samples;
-  for (auto& [k, v] : once_.items()) x[k] = v;
-  once_ = nlohmann::json::object();
-}
-
-nlohmann::json WorkerTuning::to_json() const {
-  nlohmann::json points = nlohmann::json::array();
-  for (const auto& p : curve)
-    points.push_back({{"workers", p.workers},
-                      {"samples_per_s", p.samples_per_s},
-                      {"step_time_ms", p.step_time_ms},
-                      {"data_wait_fraction", p.data_wait_fraction}});
-  return {{"workers", workers}, {"reason", reason}, {"curve", points}};
+  DataFindings d;
+  d.dataset = dataset_->name();
+  d.workers = options_.workers;
+  d.prefetch = options_.prefetch;
+  d.wait_ms = last_.data_wait_ms;
+  d.wait_fraction = last_.data_wait_fraction;
+  d.skipped_samples = last_.skipped_samples;
+  d.workers_auto = std::move(worker_tuning_);
+  worker_tuning_.reset();
+  trial.findings.data = std::move(d);
 }
 
 WorkerTuning choose_workers(const std::function<WorkerCurvePoint(int)>& measure, const WorkerTuningOptions& o) {

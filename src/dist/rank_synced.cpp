@@ -91,7 +91,7 @@ Trial RankSyncedRunner::run(int64_t batch, const TrialRequest& request) {
     const std::string own = t.status == out.status && !t.error.empty() ? ": " + t.error : "";
     out.error = fmt::format("{} on rank {}{}", to_string(out.status), ranks, own);
   }
-  out.extra["rank_status"] = to_string(t.status);
+  out.findings.rank_status = to_string(t.status);
   return out;
 }
 

@@ -110,11 +110,6 @@ std::vector<LiveAllocation> live_at(const MemoryEventLog& log, const detail::Log
 
 }  // namespace
 
-int64_t MemoryBreakdown::parts_sum_bytes() const {
-  return parameters_bytes + other_bytes + inputs_bytes + activations_bytes + gradients_bytes + optimizer_state_bytes +
-         workspace_bytes;
-}
-
 std::vector<LiveAllocation> live_allocations(const MemoryEventLog& log, size_t event_index) {
   return live_at(log, detail::replay_log(log), event_index);
 }
@@ -170,35 +165,6 @@ MemoryBreakdown analyze_memory(const MemoryEventLog& log, int64_t parameters_byt
   b.peak_reserved_bytes = std::max(b.peak_allocated_bytes, log.peak_reserved_bytes);
   b.allocator_overhead_bytes = b.peak_reserved_bytes - b.peak_allocated_bytes;
   return b;
-}
-
-nlohmann::json breakdown_json(const MemoryBreakdown& b) {
-  nlohmann::json largest = nlohmann::json::array();
-  for (const LiveAllocation& a : b.largest_at_peak)
-    largest.push_back({{"bytes", a.bytes}, {"part", a.part}, {"phase", a.phase}, {"step", a.step}});
-  return {
-      {"parameters_bytes", b.parameters_bytes},
-      {"gradients_bytes", b.gradients_bytes},
-      {"optimizer_state_bytes", b.optimizer_state_bytes},
-      {"inputs_bytes", b.inputs_bytes},
-      {"activations_bytes", b.activations_bytes},
-      {"workspace_bytes", b.workspace_bytes},
-      {"other_bytes", b.other_bytes},
-      {"allocator_overhead_bytes", b.allocator_overhead_bytes},
-      {"peak_allocated_bytes", b.peak_allocated_bytes},
-      {"peak_reserved_bytes", b.peak_reserved_bytes},
-      {"saved_for_backward_bytes", b.saved_for_backward_bytes},
-      {"peak_step", b.peak_step},
-      {"peak_phase", b.peak_phase},
-      {"largest_at_peak", largest},
-      {"source", b.source},
-      {"truncated", b.truncated},
-      {"measured", nlohmann::json::array({"peak_allocated_bytes", "peak_reserved_bytes", "inputs_bytes", "activations_bytes",
-                    "gradients_bytes", "optimizer_state_bytes", "workspace_bytes", "saved_for_backward_bytes"})},
-      {"exact", nlohmann::json::array({"parameters_bytes"})},
-      {"derived", nlohmann::json::array({"other_bytes = live before the trial - parameters",
-                                         "allocator_overhead_bytes = peak_reserved - peak_allocated"})},
-  };
 }
 
 std::string breakdown_table(const MemoryBreakdown& b) {

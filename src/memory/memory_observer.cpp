@@ -52,7 +52,7 @@ void MemoryObserver::trial_end(Trial& trial) {
   log_ = recorder_->stop();
   log_.peak_reserved_bytes = trial.peak_reserved_bytes;
   breakdown_ = analyze_memory(log_, parameters_bytes_);
-  trial.extra["memory_breakdown"] = breakdown_json(breakdown_);
+  trial.findings.memory_breakdown = breakdown_;
 }
 
 }  // namespace saturate

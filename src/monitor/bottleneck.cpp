@@ -230,13 +230,12 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
   return v;
 }
 
-nlohmann::json verdict_json(const Verdict& v) {
-  nlohmann::json j = {{"verdict", to_string(v.kind)}, {"reason", v.reason}, {"evidence", v.evidence}, {"fix", v.fix}};
-  if (!v.between.empty()) {
-    j["between"] = nlohmann::json::array();
-    for (Bottleneck b : v.between) j["between"].push_back(to_string(b));
-  }
-  return j;
+BottleneckFinding bottleneck_finding(const Verdict& v) {
+  BottleneckFinding f{to_string(v.kind), v.reason, v.evidence, v.fix, {}};
+  for (Bottleneck b : v.between) f.between.push_back(to_string(b));
+  return f;
 }
+
+nlohmann::json verdict_json(const Verdict& v) { return to_json(bottleneck_finding(v)); }
 
 }  // namespace saturate

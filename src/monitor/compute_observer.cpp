@@ -31,13 +31,15 @@ void ComputeObserver::trial_end(Trial& trial) {
   double samples_per_step = static_cast<double>(std::max<int64_t>(1, batch_));
   if (trial.step_time_ms > 0 && trial.samples_per_s > 0)
     samples_per_step = std::max(1.0, std::round(trial.samples_per_s * trial.step_time_ms / 1000.0));
-  nlohmann::json c = {{"flops_per_step", flops_per_step_}, {"flops_per_sample", flops_per_step_ / samples_per_step}};
+  ComputeFinding c;
+  c.flops_per_step = flops_per_step_;
+  c.flops_per_sample = flops_per_step_ / samples_per_step;
   if (trial.step_time_ms > 0) {
     const double achieved = flops_per_step_ / (trial.step_time_ms / 1000.0);
-    c["achieved_flops_per_s"] = achieved;
-    if (peak_flops_per_s_ > 0) c["mfu"] = achieved / peak_flops_per_s_;
+    c.achieved_flops_per_s = achieved;
+    if (peak_flops_per_s_ > 0) c.mfu = achieved / peak_flops_per_s_;
   }
-  trial.extra["compute"] = c;
+  trial.findings.compute = c;
 }
 
 }  // namespace saturate

@@ -41,9 +41,9 @@ KernelTime kernel_time() {
   return {static_cast<int64_t>(u.ru_minflt), s(u.ru_stime), s(u.ru_stime) + s(u.ru_utime)};
 }
 
-double util_mean(const nlohmann::json& util, const char* name) {
-  if (!util.contains(name)) return std::numeric_limits<double>::quiet_NaN();
-  return util[name]["mean"].get<double>();
+double util_mean(const Utilization& util, const char* name) {
+  const UtilizationStat* s = util.field(name);
+  return s ? s->mean : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace
@@ -212,18 +212,18 @@ void MonitorObserver::trial_end(Trial& trial) {
     in_step_ = false;
   }
   const Sample last = sampler_->sample_now();  // the window's last edge
-  const nlohmann::json util =
-      summarize_samples(sampler_->samples_since(window_begin_), sampler_->source(), sampler_->sample_hz(),
-                        window_begin_, last.at);
-  trial.extra["utilization"] = util;
+  const Utilization util =
+      summarize_utilization(sampler_->samples_since(window_begin_), sampler_->source(), sampler_->sample_hz(),
+                            window_begin_, last.at);
+  trial.findings.utilization = util;
   if (options_.training && !trace_) sampler_->discard_before(last.at);  // a long run's memory stays bounded
 
   if (!step_ms_.empty()) {
-    nlohmann::json phases = nlohmann::json::object();
-    for (int i = 0; i < kPhaseCount; ++i) phases[to_string(kPhases[i])] = r3(mean(phase_ms_[static_cast<size_t>(i)]));
-    trial.extra["phases_ms"] = phases;
+    PhaseTimes phases;
+    for (int i = 0; i < kPhaseCount; ++i)
+      phases.ms.emplace_back(to_string(kPhases[i]), r3(mean(phase_ms_[static_cast<size_t>(i)])));
+    trial.findings.phases = std::move(phases);
   }
-  nlohmann::json verdict;
   if (trial.ok() && !step_ms_.empty()) {
     StepProfile p;
     p.on_gpu = options_.cuda;
@@ -281,8 +281,7 @@ void MonitorObserver::trial_end(Trial& trial) {
       if (cpu_s > 0) p.system_cpu_share = (k.system_s - system_cpu_at_begin_s_) / cpu_s;
     }
     const Verdict v = classify_bottleneck(p, options_.thresholds);
-    verdict = verdict_json(v);
-    trial.extra["bottleneck"] = verdict;
+    trial.findings.bottleneck = bottleneck_finding(v);
   }
   const double trial_s = std::chrono::duration<double>(now - trial_begin_).count();
   const double sampler_s = sampler_->own_cpu_s() - sampler_cpu_at_begin_;
@@ -291,14 +290,12 @@ void MonitorObserver::trial_end(Trial& trial) {
       hooks_s_ - hooks_timed_s_ +
       (accounted_timed_ > 0 ? hooks_timed_s_ / static_cast<double>(accounted_timed_) * static_cast<double>(timed_this_trial_)
                             : 0.0);
-  trial.extra["monitor_overhead"] = {
-      {"hooks_us_per_step",
-       steps_this_trial_ > 0 ? r3(1e6 * hooks_total_s / static_cast<double>(steps_this_trial_)) : 0.0},
-      {"sampler_cpu_ms", r3(1000.0 * sampler_s)},
-      {"sampler_cpu_share", trial_s > 0 ? sampler_s / trial_s : 0.0}};
+  trial.findings.monitor_overhead = MonitorOverhead{
+      steps_this_trial_ > 0 ? r3(1e6 * hooks_total_s / static_cast<double>(steps_this_trial_)) : 0.0,
+      r3(1000.0 * sampler_s), trial_s > 0 ? sampler_s / trial_s : 0.0};
   if (trace_) {
     nlohmann::json args = {{"batch", batch_}, {"status", to_string(trial.status)}};
-    if (!verdict.is_null()) args["bottleneck"] = verdict["verdict"];
+    if (trial.findings.bottleneck) args["bottleneck"] = trial.findings.bottleneck->verdict;
     if (options_.training)
       trace_->complete("window", "window", trial_begin_, now, std::move(args));
     else

@@ -175,12 +175,15 @@ double Sampler::own_cpu_s() const {
   return own_cpu_s_;
 }
 
-nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::string& source, double sample_hz,
-                                 SteadyClock::time_point from, SteadyClock::time_point to) {
+Utilization summarize_utilization(const std::vector<Sample>& samples, const std::string& source, double sample_hz,
+                                  SteadyClock::time_point from, SteadyClock::time_point to) {
   std::vector<const Sample*> in;
   for (const Sample& s : samples)
     if (s.at >= from && s.at <= to) in.push_back(&s);
-  nlohmann::json j = {{"source", source}, {"samples", in.size()}, {"sample_hz", sample_hz}};
+  Utilization u;
+  u.source = source;
+  u.samples = static_cast<int64_t>(in.size());
+  u.sample_hz = sample_hz;
   for (const SampleField& f : sample_fields()) {
     double sum = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
     int n = 0;
@@ -198,9 +201,14 @@ nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::
       const double wall = std::chrono::duration<double>(in.back()->at - in.front()->at).count();
       if (wall > 0) mean = 100.0 * (in.back()->cpu_time_s - in.front()->cpu_time_s) / wall;
     }
-    j[f.name] = {{"mean", mean}, {"min", lo}, {"max", hi}};
+    u.fields.push_back({f.name, UtilizationStat{mean, lo, hi}});
   }
-  return j;
+  return u;
+}
+
+nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::string& source, double sample_hz,
+                                 SteadyClock::time_point from, SteadyClock::time_point to) {
+  return to_json(summarize_utilization(samples, source, sample_hz, from, to));
 }
 
 nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::string& source, double sample_hz) {

@@ -27,20 +27,20 @@ nlohmann::json merge_utilization(const std::vector<MonitorWindow>& windows) {
   };
   std::map<std::string, Acc> acc;
   for (const MonitorWindow& w : windows) {
-    if (!w.findings.contains("utilization")) continue;
-    const auto& u = w.findings["utilization"];
-    if (out.is_null()) out = {{"source", u["source"]}, {"sample_hz", u["sample_hz"]}};
-    const int64_t n = u.value("samples", int64_t{0});
+    if (!w.findings.utilization) continue;
+    const Utilization& u = *w.findings.utilization;
+    if (out.is_null()) out = {{"source", u.source}, {"sample_hz", u.sample_hz}};
+    const int64_t n = u.samples;
     samples += n;
     for (const SampleField& f : sample_fields()) {
-      if (!u.contains(f.name)) continue;
-      const auto& v = u[f.name];
+      const UtilizationStat* v = u.field(f.name);
+      if (!v) continue;
       Acc& a = acc[f.name];
       const double weight = f.member == &Sample::cpu_percent ? w.seconds : static_cast<double>(n);
-      a.weighted += v["mean"].get<double>() * weight;
+      a.weighted += v->mean * weight;
       a.weight += weight;
-      a.lo = std::min(a.lo, v["min"].get<double>());
-      a.hi = std::max(a.hi, v["max"].get<double>());
+      a.lo = std::min(a.lo, v->min);
+      a.hi = std::max(a.hi, v->max);
     }
   }
   if (out.is_null()) return out;
@@ -54,14 +54,13 @@ nlohmann::json merge_utilization(const std::vector<MonitorWindow>& windows) {
 }
 
 double step_ms_of(const MonitorWindow& w) {
-  return w.findings["bottleneck"]["evidence"].value("step_ms", 0.0);
+  return w.findings.bottleneck ? w.findings.bottleneck->evidence.value("step_ms", 0.0) : 0.0;
 }
 
 }  // namespace
 
 std::string MonitorWindow::verdict() const {
-  if (!findings.contains("bottleneck")) return "";
-  return findings["bottleneck"].value("verdict", "");
+  return findings.bottleneck ? findings.bottleneck->verdict : "";
 }
 
 namespace {
@@ -100,7 +99,7 @@ void TrainMonitor::close_window() {
   w.last_step = last_step_;
   w.timed_steps = timed_steps_;
   w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_begin_).count();
-  w.findings = std::move(t.extra);
+  w.findings = std::move(t.findings);
   windows_.push_back(std::move(w));
   window_open_ = false;
   close_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -137,15 +136,13 @@ nlohmann::json TrainMonitor::finish() {
   for (const MonitorWindow& w : windows_) {
     steps += w.last_step - w.first_step + 1;
     seconds += w.seconds;
-    if (w.findings.contains("monitor_overhead")) {
-      const auto& o = w.findings["monitor_overhead"];
-      hooks_us += o.value("hooks_us_per_step", 0.0) * static_cast<double>(w.last_step - w.first_step + 1);
-      sampler_ms += o.value("sampler_cpu_ms", 0.0);
+    if (const auto& o = w.findings.monitor_overhead) {
+      hooks_us += o->hooks_us_per_step * static_cast<double>(w.last_step - w.first_step + 1);
+      sampler_ms += o->sampler_cpu_ms;
     }
-    if (w.timed_steps == 0 || !w.findings.contains("phases_ms")) continue;
+    if (w.timed_steps == 0 || !w.findings.phases) continue;
     timed += w.timed_steps;
-    for (const auto& [name, v] : w.findings["phases_ms"].items())
-      phase_sum[name] += v.get<double>() * static_cast<double>(w.timed_steps);
+    for (const auto& [name, v] : w.findings.phases->ms) phase_sum[name] += v * static_cast<double>(w.timed_steps);
   }
   if (timed > 0) {
     nlohmann::json phases = nlohmann::json::object();
@@ -175,7 +172,7 @@ nlohmann::json TrainMonitor::finish() {
     std::sort(held.begin(), held.end(),
               [](const MonitorWindow* a, const MonitorWindow* b) { return step_ms_of(*a) < step_ms_of(*b); });
     const MonitorWindow& rep = *held[(held.size() - 1) / 2];
-    nlohmann::json b = rep.findings["bottleneck"];
+    nlohmann::json b = to_json(*rep.findings.bottleneck);
     const size_t with_verdict = static_cast<size_t>(std::count_if(
         windows_.begin(), windows_.end(), [](const MonitorWindow& w) { return !w.verdict().empty(); }));
     nlohmann::json counts = nlohmann::json::object();
@@ -206,8 +203,8 @@ nlohmann::json TrainMonitor::finish() {
           continue;
         }
         for (const MonitorWindow& w : windows_)  // a borderline window adds what it lay between
-          if (w.verdict() == v && w.findings["bottleneck"].contains("between"))
-            for (const auto& k : w.findings["bottleneck"]["between"]) add(parse_bottleneck(k.get<std::string>()));
+          if (w.verdict() == v)
+            for (const std::string& k : w.findings.bottleneck->between) add(parse_bottleneck(k));
       }
       nlohmann::json names = nlohmann::json::array();
       for (Bottleneck k : between) names.push_back(to_string(k));

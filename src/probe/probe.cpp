@@ -153,11 +153,8 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
         t.step_time_ms > 0 ? 1000.0 * static_cast<double>(step_.samples_per_step(batch)) / t.step_time_ms : 0;
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
-  step_.describe(t.extra);
-  if (empty_cache_calls > 0) {
-    t.extra["empty_cache_ms"] = empty_cache_ms;
-    t.extra["empty_cache_calls"] = empty_cache_calls;
-  }
+  step_.describe(t.findings.setup);
+  if (empty_cache_calls > 0) t.findings.cache_return = CacheReturn{empty_cache_calls, empty_cache_ms};
   notify([&](ProbeObserver& o) { o.trial_end(t); });
   return t;
 }

@@ -24,6 +24,6 @@ void UserTrialStep::end() noexcept {
   }
 }
 
-void UserTrialStep::describe(nlohmann::json& extra) const { extra["step"] = options_.name; }
+void UserTrialStep::describe(StepDescription& setup) const { setup.step = options_.name; }
 
 }  // namespace saturate

@@ -136,17 +136,16 @@ void WorkloadTrialStep::end() noexcept {
   workload_.model().train(true);
 }
 
-void WorkloadTrialStep::describe(nlohmann::json& extra) const {
-  if (footprint_.checkpointing.enabled()) extra["checkpointing"] = to_string(footprint_.checkpointing);
-  if (footprint_.precision != Precision::kFp32) extra["precision"] = to_string(footprint_.precision);
-  if (!footprint_.fast_paths.names().empty()) extra["fast_paths"] = footprint_.fast_paths.to_string();
+void WorkloadTrialStep::describe(StepDescription& setup) const {
+  if (footprint_.checkpointing.enabled()) setup.checkpointing = to_string(footprint_.checkpointing);
+  if (footprint_.precision != Precision::kFp32) setup.precision = to_string(footprint_.precision);
+  if (!footprint_.fast_paths.names().empty()) setup.fast_paths = footprint_.fast_paths.to_string();
   const bool accumulates = footprint_.global_batch > 0 || footprint_.accumulation > 1;
-  if (accumulates) extra["global_batch"] = global_batch_of(last_batch_);
-  if (footprint_.prefetched_batches > 0) extra["prefetched_batches"] = footprint_.prefetched_batches;
-  if (footprint_.eval_batch > 0 || footprint_.eval_batch_per_micro > 0)
-    extra["eval_batch"] = eval_batch(last_batch_);
+  if (accumulates) setup.global_batch = global_batch_of(last_batch_);
+  setup.prefetched_batches = footprint_.prefetched_batches;
+  if (footprint_.eval_batch > 0 || footprint_.eval_batch_per_micro > 0) setup.eval_batch = eval_batch(last_batch_);
   if (accumulates || (footprint_.prefetched_batches > 0 && workload_.device().is_cpu()))
-    extra["resident_data_bytes"] = resident_data_bytes(last_batch_);
+    setup.resident_data_bytes = resident_data_bytes(last_batch_);
 }
 
 }  // namespace saturate

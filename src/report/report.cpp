@@ -8,16 +8,6 @@
 
 namespace saturate {
 
-nlohmann::json context_json(const RunContext& c) {
-  return {{"device", c.device},
-          {"device_info", c.device_info},
-          {"model", {{"name", c.model_name}, {"parameters", c.model_parameters}, {"input", c.input}}},
-          {"optimizer", c.optimizer},
-          {"budget_bytes", c.budget_bytes},
-          {"libtorch_version", c.libtorch_version},
-          {"saturate_version", c.saturate_version}};
-}
-
 nlohmann::json trial_json(const Trial& t) {
   nlohmann::json j = {{"batch", t.batch},
                       {"status", to_string(t.status)},
@@ -31,7 +21,7 @@ nlohmann::json trial_json(const Trial& t) {
                       {"after_bytes", t.after_bytes},
                       {"seconds", t.seconds}};
   if (!t.error.empty()) j["error"] = t.error;
-  for (const auto& [key, value] : t.extra.items()) j[key] = value;
+  add_findings_json(t.findings, j);
   return j;
 }
 
@@ -69,9 +59,9 @@ std::string trial_line(const Trial& t) {
 namespace {
 
 void print_context(std::ostream& out, const RunContext& c) {
-  out << fmt::format("device     {}\nmodel      {} ({} parameters, input {})\noptimizer  {}\nbudget     {}\n",
+  out << fmt::format("device     {}\nmodel      {} ({} parameters, input {})\noptimizer  {}\nbudget     {}\nbuild      {}\n",
                      c.device_info, c.model_name, c.model_parameters, c.input, c.optimizer,
-                     format_bytes(c.budget_bytes));
+                     format_bytes(c.budget_bytes), provenance_line(c));
 }
 
 }  // namespace
@@ -137,19 +127,18 @@ nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::op
   const Trial* at = nullptr;
   for (const int64_t want : {r.throughput_batch, r.recommended_batch, r.max_batch})
     for (const Trial& t : r.trials)
-      if (!at && want > 0 && t.batch == want && t.ok() && t.extra.contains("compute") &&
-          t.extra["compute"].contains("achieved_flops_per_s"))
+      if (!at && want > 0 && t.batch == want && t.ok() && t.findings.compute && t.findings.compute->achieved_flops_per_s)
         at = &t;
   if (!at)
     for (const Trial& t : r.trials)
-      if (t.ok() && t.extra.contains("compute")) at = &t;
+      if (t.ok() && t.findings.compute) at = &t;
   if (!at) return j;
-  const nlohmann::json& c = at->extra["compute"];
+  const ComputeFinding& c = *at->findings.compute;
   j["batch"] = at->batch;
-  j["flops_per_sample"] = c.value("flops_per_sample", 0.0);
-  if (c.contains("achieved_flops_per_s")) {
-    j["achieved_flops_per_s"] = c["achieved_flops_per_s"];
-    j["mfu"] = c.value("mfu", 0.0);
+  j["flops_per_sample"] = c.flops_per_sample;
+  if (c.achieved_flops_per_s) {
+    j["achieved_flops_per_s"] = *c.achieved_flops_per_s;
+    j["mfu"] = c.mfu.value_or(0.0);
   }
   return j;
 }

@@ -113,8 +113,9 @@ TEST(DataFeedTest, SlowDataShowsAsWaitOnTheStep) {
   DataFeed feed(ds, stub_options(1), torch::kCPU);
   SleepingProbe probe(feed, 2.0);
   const Trial t = probe.run(8, {1, 3, 0});  // 24 ms of loading per 2 ms step
-  EXPECT_GT(t.extra.at("data_wait_fraction").get<double>(), 0.5);
-  EXPECT_GT(t.extra.at("data_wait_ms").get<double>(), 10.0);
+  ASSERT_TRUE(t.findings.data);
+  EXPECT_GT(t.findings.data->wait_fraction, 0.5);
+  EXPECT_GT(t.findings.data->wait_ms, 10.0);
 }
 
 TEST(DataFeedTest, BatchesHaveExactlyTheRequestedSizeAcrossEpochEnds) {

@@ -92,7 +92,7 @@ TEST(BreakdownTest, BuffersHeldBeforeTheTrialAreOtherAndReservedAddsOverhead) {
   EXPECT_EQ(b.other_bytes, 200);
   EXPECT_EQ(b.parts_sum_bytes(), b.peak_allocated_bytes);
   EXPECT_EQ(b.allocator_overhead_bytes, 8192 - b.peak_allocated_bytes);
-  const nlohmann::json j = breakdown_json(b);
+  const nlohmann::json j = to_json(b);
   for (const char* key : {"parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "inputs_bytes",
                           "activations_bytes", "workspace_bytes", "allocator_overhead_bytes", "peak_allocated_bytes",
                           "peak_reserved_bytes"})

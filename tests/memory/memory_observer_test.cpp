@@ -61,8 +61,8 @@ TEST(MemoryBreakdownTest, MlpWithAdamHasExactParameterGradientAndOptimizerStateB
   EXPECT_EQ(b.parts_sum_bytes() + b.allocator_overhead_bytes, t.peak_reserved_bytes);
   EXPECT_EQ(b.other_bytes, 0);  // the mlp has no buffers
   // and it is in the trial's JSON.
-  ASSERT_TRUE(t.extra.contains("memory_breakdown"));
-  EXPECT_EQ(t.extra["memory_breakdown"]["optimizer_state_bytes"], kMlpParams * 8);
+  ASSERT_TRUE(t.findings.memory_breakdown);
+  EXPECT_EQ(t.findings.memory_breakdown->optimizer_state_bytes, kMlpParams * 8);
 }
 
 TEST(MemoryBreakdownTest, SgdWithMomentumKeepsOneBufferPerParameter) {

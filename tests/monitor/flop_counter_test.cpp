@@ -13,6 +13,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/step/training_step.h"
 #include "support/support.h"
+#include "support/trial_findings.h"
 
 using namespace saturate;
 
@@ -148,8 +149,8 @@ TEST(ComputeObserverTest, AProbeTrialReportsItsFlopsAndAnMfuAgainstTheMeasuredGe
   probe.add_observer(&compute);
   const Trial t = probe.run(32, {1, 2, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  ASSERT_TRUE(t.extra.contains("compute")) << t.extra.dump();
-  const auto& c = t.extra["compute"];
+  ASSERT_TRUE(saturate::testing::findings_json(t).contains("compute")) << saturate::testing::findings_json(t).dump();
+  const nlohmann::json c = saturate::testing::findings_json(t)["compute"];
   const double per_sample = analytic_flops(resolve_model_spec(s))->training_per_sample;
   EXPECT_NEAR(c["flops_per_sample"].get<double>(), per_sample, 1e-9 * per_sample);
   // achieved = FLOPs per step / the median step time, mfu = achieved / peak
@@ -166,7 +167,7 @@ TEST(ComputeObserverTest, ATrialThatRunsOutOfMemoryReportsNoFlops) {
   probe.add_observer(&compute);
   const Trial t = probe.run(4096, {1, 1, 20 << 20});  // 20 MiB: the mlp's weights and gradients alone take ~14
   ASSERT_FALSE(t.ok());
-  EXPECT_FALSE(t.extra.contains("compute"));
+  EXPECT_FALSE(saturate::testing::findings_json(t).contains("compute"));
   // and the counter of the failed step is gone: a new one can count
   FlopCounter after;
   EXPECT_EQ(after.total_flops(), 0);

@@ -12,6 +12,7 @@
 #include "saturate/probe/probe.h"
 #include "support/support.h"
 #include "monitor/probe_rig.h"
+#include "support/trial_findings.h"
 
 namespace saturate {
 namespace {
@@ -35,28 +36,28 @@ class SlowSource final : public BatchSource {
 };
 
 std::string verdict_of(const Trial& t) {
-  return t.extra.contains("bottleneck") ? t.extra["bottleneck"]["verdict"].get<std::string>() : "(none)";
+  return t.findings.bottleneck ? t.findings.bottleneck->verdict : "(none)";
 }
 
 TEST(MonitorObserverTest, TrialJsonHasPhasesUtilizationBottleneckAndOverhead) {
   Rig rig(32, 1, {1, 8, 8});
   const Trial t = rig.probe->run(4, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  const auto& phases = t.extra["phases_ms"];
+  const nlohmann::json phases = saturate::testing::findings_json(t)["phases_ms"];
   for (const char* name : {"data_wait", "h2d", "forward", "backward", "optimizer", "allreduce"})
     EXPECT_TRUE(phases.contains(name)) << name;
   EXPECT_GT(phases["forward"].get<double>(), 0);
   EXPECT_EQ(phases["data_wait"].get<double>(), 0);  // no batch source: no data phase
-  const auto& util = t.extra["utilization"];
+  const nlohmann::json util = saturate::testing::findings_json(t)["utilization"];
   EXPECT_EQ(util["source"], "proc");
   EXPECT_GE(util["samples"].get<int>(), 2);  // at least the trial's two edges
   EXPECT_GT(util["rss_bytes"]["mean"].get<double>(), 0);
-  const auto& b = t.extra["bottleneck"];
+  const nlohmann::json b = saturate::testing::findings_json(t)["bottleneck"];
   EXPECT_TRUE(b["verdict"].is_string());
   EXPECT_TRUE(b["fix"].is_string());
   EXPECT_GT(b["evidence"]["launch"]["ops_per_step"].get<int64_t>(), 10);
   EXPECT_EQ(b["evidence"]["launch"]["counted_on"], "warm-up step");
-  EXPECT_TRUE(t.extra["monitor_overhead"].contains("hooks_us_per_step"));
+  EXPECT_TRUE(saturate::testing::findings_json(t)["monitor_overhead"].contains("hooks_us_per_step"));
 }
 
 TEST(MonitorObserverTest, SlowBatchSourceIsDataBound) {
@@ -67,23 +68,23 @@ TEST(MonitorObserverTest, SlowBatchSourceIsDataBound) {
   // a small shared machine cannot turn it
   const Trial t = rig.probe->run(8, {1, 5, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  EXPECT_EQ(verdict_of(t), "data-bound") << t.extra.dump(1);
-  EXPECT_GE(t.extra["phases_ms"]["data_wait"].get<double>(), 55);
+  EXPECT_EQ(verdict_of(t), "data-bound") << saturate::testing::findings_json(t).dump(1);
+  EXPECT_GE(saturate::testing::findings_json(t)["phases_ms"]["data_wait"].get<double>(), 55);
 }
 
 TEST(MonitorObserverTest, TinyModelAtBatchOneIsLaunchBound) {
   Rig rig(8, 1, {1, 4, 4});
   const Trial t = rig.probe->run(1, {1, 5, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  EXPECT_EQ(verdict_of(t), "launch-bound") << t.extra.dump(1);
+  EXPECT_EQ(verdict_of(t), "launch-bound") << saturate::testing::findings_json(t).dump(1);
 }
 
 TEST(MonitorObserverTest, LargeMatmulsAreComputeBound) {
   Rig rig(512, 3, {1, 32, 32});
   const Trial t = rig.probe->run(128, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  EXPECT_EQ(verdict_of(t), "compute-bound") << t.extra.dump(1);
-  EXPECT_LT(t.extra["bottleneck"]["evidence"]["launch_fraction"].get<double>(), 0.25);
+  EXPECT_EQ(verdict_of(t), "compute-bound") << saturate::testing::findings_json(t).dump(1);
+  EXPECT_LT(saturate::testing::findings_json(t)["bottleneck"]["evidence"]["launch_fraction"].get<double>(), 0.25);
 }
 
 TEST(MonitorObserverTest, OutOfMemoryTrialHasUtilizationButNoVerdict) {
@@ -91,13 +92,13 @@ TEST(MonitorObserverTest, OutOfMemoryTrialHasUtilizationButNoVerdict) {
   rig.meter->set_budget_bytes(int64_t{48} << 20);
   const Trial t = rig.probe->run(40000, {1, 1, 0});
   ASSERT_EQ(t.status, TrialStatus::kOom) << t.error;
-  EXPECT_TRUE(t.extra.contains("utilization"));
-  EXPECT_FALSE(t.extra.contains("bottleneck"));
+  EXPECT_TRUE(saturate::testing::findings_json(t).contains("utilization"));
+  EXPECT_FALSE(saturate::testing::findings_json(t).contains("bottleneck"));
   // the observer is ready for the next trial
   rig.meter->set_budget_bytes(int64_t{1} << 30);
   const Trial ok = rig.probe->run(8, {1, 1, 0});
   EXPECT_TRUE(ok.ok()) << ok.error;
-  EXPECT_TRUE(ok.extra.contains("bottleneck"));
+  EXPECT_TRUE(saturate::testing::findings_json(ok).contains("bottleneck"));
 }
 
 TEST(MonitorObserverTest, CudaPhasesAreTimedWithEvents_CUDA) {
@@ -114,8 +115,8 @@ TEST(MonitorObserverTest, CudaPhasesAreTimedWithEvents_CUDA) {
   probe.add_observer(&monitor);
   const Trial t = probe.run(64, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  EXPECT_GT(t.extra["phases_ms"]["forward"].get<double>(), 0);
-  EXPECT_EQ(t.extra["bottleneck"]["evidence"]["launch"]["method"], "host issue time / device time of the compute phases");
+  EXPECT_GT(saturate::testing::findings_json(t)["phases_ms"]["forward"].get<double>(), 0);
+  EXPECT_EQ(saturate::testing::findings_json(t)["bottleneck"]["evidence"]["launch"]["method"], "host issue time / device time of the compute phases");
 }
 
 }  // namespace

@@ -171,7 +171,7 @@ TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
   EXPECT_EQ(j["bottleneck"]["verdict"], "data-bound") << j.dump(1);
   EXPECT_GE(j["phases_ms"]["data_wait"].get<double>(), 55);
   EXPECT_NE(j["bottleneck"]["fix"].get<std::string>().find("worker"), std::string::npos) << j["bottleneck"]["fix"];
-  for (const MonitorWindow& w : monitor.windows()) EXPECT_EQ(w.verdict(), "data-bound") << w.findings.dump(1);
+  for (const MonitorWindow& w : monitor.windows()) EXPECT_EQ(w.verdict(), "data-bound") << (w.findings.bottleneck ? w.findings.bottleneck->reason : "no verdict");
   EXPECT_NE(monitor.status_text().find("data-bound"), std::string::npos) << monitor.status_text();
 }
 

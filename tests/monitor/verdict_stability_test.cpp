@@ -16,6 +16,7 @@
 #include "saturate/probe/probe.h"
 #include "support/support.h"
 #include "monitor/probe_rig.h"
+#include "support/trial_findings.h"
 
 namespace saturate {
 namespace {
@@ -76,7 +77,7 @@ class PageChurnSource final : public BatchSource {
 };
 
 std::string verdict_of(const Trial& t) {
-  return t.extra.contains("bottleneck") ? t.extra["bottleneck"]["verdict"].get<std::string>() : "(none)";
+  return t.findings.bottleneck ? t.findings.bottleneck->verdict : "(none)";
 }
 
 /// Three trials in a row of the same configuration: their verdicts (and the last trial's JSON).
@@ -86,7 +87,7 @@ std::vector<std::string> three_verdicts(Rig& rig, int64_t batch, int timed_steps
     const Trial t = rig.probe->run(batch, {1, timed_steps, 0});
     EXPECT_TRUE(t.ok()) << t.error;
     out.push_back(verdict_of(t));
-    if (last) *last = t.extra;
+    if (last) *last = saturate::testing::findings_json(t);
   }
   return out;
 }
@@ -145,7 +146,7 @@ TEST(VerdictStabilityTest, MemoryFaultedInAgainEveryStepGetsAnAllocatorNoteAndFr
   rig.probe->set_batch_source(&churn);
   const Trial t = rig.probe->run(8, {1, 5, 0});
   ASSERT_TRUE(t.ok()) << t.error;
-  const auto& b = t.extra["bottleneck"];
+  const nlohmann::json b = saturate::testing::findings_json(t)["bottleneck"];
   EXPECT_GE(b["evidence"]["page_faults_per_step"].get<double>(), 8000) << b.dump(1);
   EXPECT_GE(b["evidence"]["system_cpu_share"].get<double>(), 0.05) << b.dump(1);
   EXPECT_NE(b["fix"].get<std::string>().find("MALLOC_MMAP_THRESHOLD_"), std::string::npos) << b.dump(1);
@@ -154,7 +155,7 @@ TEST(VerdictStabilityTest, MemoryFaultedInAgainEveryStepGetsAnAllocatorNoteAndFr
   rig.probe->set_batch_source(nullptr);
   const Trial quiet = rig.probe->run(8, {1, 5, 0});
   ASSERT_TRUE(quiet.ok()) << quiet.error;
-  const auto& q = quiet.extra["bottleneck"];
+  const nlohmann::json q = saturate::testing::findings_json(quiet)["bottleneck"];
   EXPECT_LT(q["evidence"]["page_faults_per_step"].get<double>(), 1000) << q.dump(1);
   EXPECT_EQ(q["fix"].get<std::string>().find("MALLOC_MMAP_THRESHOLD_"), std::string::npos) << q.dump(1);
 }

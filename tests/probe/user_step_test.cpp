@@ -13,6 +13,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
 #include "support/support.h"
+#include "support/trial_findings.h"
 
 using namespace saturate;
 
@@ -157,19 +158,19 @@ TEST(UserStepTest, TheMonitorTimesThePhasesAUserMarksAndGivesAVerdict) {
   const Trial t = probe.run(256, {1, 3, 0});
   monitor.finish();
   ASSERT_TRUE(t.ok()) << t.error;
-  ASSERT_TRUE(t.extra.contains("phases_ms")) << t.extra.dump();
+  ASSERT_TRUE(saturate::testing::findings_json(t).contains("phases_ms")) << saturate::testing::findings_json(t).dump();
   for (const char* phase : {"forward", "backward", "optimizer"})
-    EXPECT_GT(t.extra["phases_ms"].value(phase, 0.0), 0.0) << phase << ": " << t.extra["phases_ms"].dump();
-  EXPECT_EQ(t.extra["phases_ms"].value("data_wait", 0.0), 0.0);
+    EXPECT_GT(saturate::testing::findings_json(t)["phases_ms"].value(phase, 0.0), 0.0) << phase << ": " << saturate::testing::findings_json(t)["phases_ms"].dump();
+  EXPECT_EQ(saturate::testing::findings_json(t)["phases_ms"].value("data_wait", 0.0), 0.0);
   // the phases are parts of a step: the verdict's representative step (the median by step time)
   // splits into shares of its own time that add up to at most the whole. (phases_ms holds means
   // and step_time_ms a median: one step preempted by other load moves the first, not the second.)
-  const nlohmann::json& evidence = t.extra["bottleneck"]["evidence"];
+  const nlohmann::json evidence = saturate::testing::findings_json(t)["bottleneck"]["evidence"];
   const double shares = evidence.value("data_share", -1.0) + evidence.value("communication_share", -1.0) +
                         evidence.value("compute_share", -1.0);
   EXPECT_GT(evidence.value("compute_share", 0.0), 0.0) << evidence.dump();
   EXPECT_LE(shares, 1.0 + 0.003) << evidence.dump();
-  EXPECT_FALSE(t.extra["bottleneck"].value("verdict", "").empty());
+  EXPECT_FALSE(saturate::testing::findings_json(t)["bottleneck"].value("verdict", "").empty());
 }
 
 TEST(UserStepTest, AnEmptyCallableIsAUsageError) {

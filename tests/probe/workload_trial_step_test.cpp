@@ -52,7 +52,7 @@ TEST(WorkloadTrialStepTest, TheLoadersPrefetchedGlobalBatchesAreHeldDuringTheTri
   EXPECT_GE(b.peak_allocated_bytes - a.peak_allocated_bytes, held_bytes);
   EXPECT_LE(b.peak_allocated_bytes - a.peak_allocated_bytes, held_bytes + (int64_t{2} << 20));  // + a 2nd micro-batch
   EXPECT_EQ(b.after_bytes, b.baseline_bytes) << "the held batches are released after the trial";
-  EXPECT_EQ(b.extra.value("resident_data_bytes", int64_t{0}), 5 * 2048 * kSampleBytes);
+  EXPECT_EQ(b.findings.setup.resident_data_bytes, 5 * 2048 * kSampleBytes);
 }
 
 TEST(WorkloadTrialStepTest, WithAFixedAccumulationTheHeldGlobalBatchGrowsWithTheMicroBatch) {
@@ -91,7 +91,7 @@ TEST(WorkloadTrialStepTest, TheEvaluationPassAndItsLoadersWindowCountInThePeak) 
   // the evaluation loader's window of four batches of 1024 and the batch in use, held beside
   // the parameters, gradients and optimizer state
   EXPECT_GE(b.peak_allocated_bytes - a.peak_allocated_bytes, 5 * 64 * micro * kSampleBytes - (int64_t{1} << 20));
-  EXPECT_EQ(b.extra.value("eval_batch", int64_t{0}), 64 * micro);
+  EXPECT_EQ(b.findings.setup.eval_batch, 64 * micro);
 }
 
 TEST(WorkloadTrialStepTest, AnEvaluationThatDoesNotFitMakesTheTrialAnOom) {

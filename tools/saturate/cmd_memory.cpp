@@ -114,9 +114,9 @@ void add_memory_command(CLI::App& app, Action& action) {
       if (flags->json != "-") {
         print_trial(std::cout, session->context, t);
         std::cout << breakdown_table(observer->last_breakdown()) << timeline_summary(timeline);
-        if (t.extra.contains("empty_cache_ms"))
-          std::cout << fmt::format("cache      emptied {} time(s), {:.2f} ms\n", t.extra["empty_cache_calls"].get<int>(),
-                                   t.extra["empty_cache_ms"].get<double>());
+        if (t.findings.cache_return)
+          std::cout << fmt::format("cache      emptied {} time(s), {:.2f} ms\n", t.findings.cache_return->calls,
+                                   t.findings.cache_return->ms);
         if (leak) std::cout << leak_text(*leak, cf->steps);
         if (!mf->timeline.empty()) std::cout << "timeline written to " << mf->timeline << "\n";
       }

@@ -104,10 +104,9 @@ std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c1
 }
 
 std::string bottleneck_text(const Trial& t) {
-  if (!t.extra.contains("bottleneck")) return "";
-  const auto& b = t.extra["bottleneck"];
-  return fmt::format("bottleneck {}: {}\nfix        {}\n", b.value("verdict", ""), b.value("reason", ""),
-                     b.value("fix", ""));
+  if (!t.findings.bottleneck) return "";
+  const BottleneckFinding& b = *t.findings.bottleneck;
+  return fmt::format("bottleneck {}: {}\nfix        {}\n", b.verdict, b.reason, b.fix);
 }
 
 void add_monitor_command(CLI::App& app, Action& action) {

@@ -23,6 +23,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/search/fast_path_choice.h"
 #include "saturate/report/checkpointing_report.h"
+#include "saturate/report/printer.h"
 
 namespace saturate::cli {
 namespace {
@@ -36,6 +37,7 @@ struct SearchFlags {
   int steps = 2;
   bool quiet = false;
   int64_t required_batch = 0;
+  std::string format = "console";
 };
 
 /// Tries the fast paths at the batch the search found (docs/search.md, "Fast paths").
@@ -130,6 +132,9 @@ void add_search_command(CLI::App& app, Action& action) {
   auto objflags = std::make_shared<ObjectiveFlags>();
   add_objective_flags(*cmd, *objflags, /*base_batch_flag=*/true);
   cmd->add_flag("--quiet,-q", sf->quiet, "no progress lines on stderr");
+  cmd->add_option("--format", sf->format,
+                  "stdout: console (table) | json | jsonl (a line per trial as it finishes) | csv | markdown")
+      ->capture_default_str();
   cmd->callback([=, &action] {
     action = [=]() -> int {
       SearchOptions opt;
@@ -161,14 +166,27 @@ void add_search_command(CLI::App& app, Action& action) {
         throw UsageError(fmt::format("--objective {}: the throughput curve is timed in one process; search with one "
                                      "rank (the batch per GPU), then launch",
                                      objflags->objective));
-      if (!sf->quiet && denv.rank == 0) opt.on_trial = [](const Trial& t) { std::cerr << trial_line(t) << std::endl; };
+      OutputFormat format = parse_output_format(sf->format);
+      if (flags->json == "-") {  // --json - is JSON on stdout, as --format json
+        if (format != OutputFormat::kConsole && format != OutputFormat::kJson)
+          throw UsageError(fmt::format("--json - writes JSON to stdout, and so would --format {}; give --json FILE "
+                                       "to keep both, or drop one",
+                                       sf->format));
+        format = OutputFormat::kJson;
+      }
+      std::unique_ptr<Printer> printer =
+          make_printer(format, std::cout, !sf->quiet && denv.rank == 0 ? &std::cerr : nullptr);
+      if (denv.rank == 0) opt.on_trial = [&printer](const Trial& t) { printer->trial(t); };
       check_memory_plan_flags(*memflags);
       auto session = open_session(with_data_shape(*dflags, *flags));
+      session->context.command = "search";
+      session->context.world_size = denv.world_size;
       if (memflags->plan_only) return run_plan_only(*memflags, *session, sf->target_memory, flags->json);
       if (!sf->quiet && denv.rank == 0)
         std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
                                  session->context.device_info, format_bytes(session->context.budget_bytes),
                                  to_string(opt.strategy));
+      if (denv.rank == 0) printer->begin(session->context);
       Probe probe(*session->workload, *session->meter);
       probe.set_footprint(footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
       // FLOPs of each trial's first step and MFU against the device's measured GEMM rate
@@ -240,21 +258,19 @@ void add_search_command(CLI::App& app, Action& action) {
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
       if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
-      if (flags->json == "-") {
-        write_json(j, "-", std::cout);
-      } else {
-        print_search(std::cout, session->context, result);
-        if (checkpointing.enabled()) std::cout << "checkpointing      " << to_string(checkpointing) << "\n";
-        if (footprint.precision != Precision::kFp32) std::cout << "precision          " << to_string(footprint.precision) << "\n";
-        std::cout << objective_text(picked);
-        std::cout << compute_text(j["compute"]);
-        if (fast) std::cout << fast_paths_text(*fast, fast_batch);
-        std::cout << checkpointing_text;
-        if (dist) std::cout << rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
-        if (plan) std::cout << plan_text(*plan);
-        std::cout << data_search_text(data.get(), result);
-        if (!flags->json.empty()) write_json(j, flags->json, std::cout);
-      }
+      std::string notes;  // after the answer, for people (console and markdown)
+      if (checkpointing.enabled()) notes += "checkpointing      " + to_string(checkpointing) + "\n";
+      if (footprint.precision != Precision::kFp32) notes += "precision          " + to_string(footprint.precision) + "\n";
+      notes += objective_text(picked);
+      notes += compute_text(j["compute"]);
+      if (fast) notes += fast_paths_text(*fast, fast_batch);
+      notes += checkpointing_text;
+      if (dist) notes += rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
+      if (plan) notes += plan_text(*plan);
+      notes += data_search_text(data.get(), result);
+      printer->result(SearchReport{result, j, notes});
+      printer->end();
+      if (!flags->json.empty() && flags->json != "-") write_json(j, flags->json, std::cout);
       if (!result.error.empty()) {
         std::cerr << "saturate: error: " << result.error << "\n";
         return 1;

@@ -23,6 +23,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
 #include "saturate/dist/rank_synced.h"
+#include "saturate/train/eta.h"
 #include "saturate/train/auto_batch.h"
 #include "saturate/train/batch_plan.h"
 #include "saturate/train/loader_data.h"
@@ -541,16 +542,23 @@ void add_train_command(CLI::App& app, Action& action) {
                                            : std::to_string(accumulation),
                                  global * world, total, per_epoch, stepflags->precision, to_string(o.checkpointing),
                                  o.schedule.peak_lr);
-        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get(), noise](
+        auto eta = std::make_shared<EtaEstimator>();
+        o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get(), noise, eta](
                         int64_t step, double loss, double lr_now) {
-          if ((step + 1) % every == 0 || step + 1 == total) {
+          const bool line = (step + 1) % every == 0 || step + 1 == total;
+          if (step == 0 || line) eta->observe(step + 1, EtaEstimator::Clock::now());
+          if (line) {
             std::string noise_text;
             if (noise) {
               const auto b = noise->noise_scale();
               noise_text = b ? fmt::format("  noise scale {:.0f}", *b) : std::string("  noise scale -");
             }
-            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}{}{}\n", step + 1, total, loss, lr_now,
-                                     noise_text, mon ? "  " + mon->status_text() : std::string());
+            std::string pace;  // the recent pace and the time left at it
+            if (const auto rate = eta->steps_per_s())
+              pace = step + 1 < total ? fmt::format("  {:.3g} steps/s  ETA {}", *rate, format_duration(*eta->seconds_left(total)))
+                                      : fmt::format("  {:.3g} steps/s", *rate);
+            std::cerr << fmt::format("  step {:>6}/{}  loss {:.4f}  lr {:.3g}{}{}{}\n", step + 1, total, loss, lr_now,
+                                     pace, noise_text, mon ? "  " + mon->status_text() : std::string());
           }
         };
         o.on_eval = [eval_split](int64_t epoch, double loss, double acc) {

@@ -150,21 +150,21 @@ std::unique_ptr<DataAttachment> attach_data(DataFlags& f, Probe& probe, const Se
       };
     const WorkerTuning tuning = tune_workers(probe, *a->feed, tune_batch, t);
     a->workers_note = "auto: " + tuning.reason;
-    a->feed->add_once("workers_auto", tuning.to_json());
+    a->feed->report_worker_tuning(tuning);
     if (!quiet) std::cerr << fmt::format("saturate: --workers auto chose {} ({})\n", tuning.workers, tuning.reason);
   }
   return a;
 }
 
 std::string data_text(const DataAttachment* data, const Trial& t) {
-  if (!data || !t.extra.contains("data_wait_ms")) return "";
+  if (!data || !t.findings.data) return "";
   const DataFeed& feed = *data->feed;
   std::string s = fmt::format("data       {}: {} samples, {} classes\n", feed.dataset().name(), feed.dataset().size(),
                               feed.dataset().classes());
   s += fmt::format("workers    {}{}, prefetch {}\n", feed.workers(),
                    data->workers_note.empty() ? "" : " (" + data->workers_note + ")", feed.options().prefetch);
-  s += fmt::format("data wait  {:.2f} ms per step ({:.1f} % of the step)\n", t.extra["data_wait_ms"].get<double>(),
-                   100 * t.extra["data_wait_fraction"].get<double>());
+  s += fmt::format("data wait  {:.2f} ms per step ({:.1f} % of the step)\n", t.findings.data->wait_ms,
+                   100 * t.findings.data->wait_fraction);
   const SkipReport skipped = feed.skipped();
   if (skipped.count > 0 || !skipped.reasons.empty()) {
     s += fmt::format("skipped    {} bad samples (--skip-bad-samples)\n", skipped.count);

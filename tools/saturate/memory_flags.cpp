@@ -83,8 +83,8 @@ int run_plan_only(const MemoryFlags& f, Session& s, double target_fraction, cons
 void add_memory_json(nlohmann::json& j, const SearchResult& result, const std::optional<PlanResult>& plan) {
   if (plan) j["plan"] = plan_json(*plan);
   for (const Trial& t : result.trials)
-    if (t.batch == result.recommended_batch && t.ok() && t.extra.contains("memory_breakdown")) {
-      j["memory_breakdown"] = t.extra["memory_breakdown"];
+    if (t.batch == result.recommended_batch && t.ok() && t.findings.memory_breakdown) {
+      j["memory_breakdown"] = to_json(*t.findings.memory_breakdown);
       j["memory_breakdown"]["batch"] = t.batch;
     }
 }

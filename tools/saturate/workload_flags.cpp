@@ -57,6 +57,7 @@ std::string flag_for_option(const std::string& option) {
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
   auto s = std::make_unique<Session>();
+  s->context = run_context_here();
   // a folder or a missing folder at --json is bad input: say so before the work, not after
   if (!f.json.empty() && f.json != "-") check_output_path(f.json, {"--json", "result.json"});
   if (f.threads < 0) throw UsageError(fmt::format("--threads: {} is negative; give a positive count", f.threads));
@@ -99,8 +100,7 @@ std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
   s->context.device_info = describe_device(s->device);
   s->context.optimizer = to_string(optimizer);
   s->context.budget_bytes = s->meter->budget_bytes();
-  s->context.libtorch_version = TORCH_VERSION;
-  s->context.saturate_version = "0.1.0";
+  s->context.gpu_name = device_name(s->device);
   const int64_t params_in_use = s->meter->stats().allocated_bytes;
   if (params_in_use > budget_bytes)
     throw RuntimeFailure(fmt::format("--memory-budget {}: the model's parameters alone take {}; raise the budget "

@@ -13,6 +13,9 @@ c10::Device resolve_device(const std::string& spec);
 /// "cpu (2 threads)" or "cuda:0 (NVIDIA H200, 139.8 GiB)".
 std::string describe_device(const c10::Device& device);
 
+/// The GPU's name ("NVIDIA H200"); "" for the CPU.
+std::string device_name(const c10::Device& device);
+
 /// Whether LibTorch sees at least one CUDA device.
 bool cuda_available();
 

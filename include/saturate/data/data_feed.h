@@ -1,7 +1,7 @@
 // Implements: real data for the probe. DataFeed is the probe's BatchSource (batches from the
 // loader, exactly `batch` samples each, copied to the device: pinned memory and a non-blocking
 // copy on a side stream on CUDA) and a ProbeObserver that writes what the data cost next to the
-// step time: data_wait_ms, data_wait_fraction, workers (trial.extra, so in the JSON).
+// step time: data_wait_ms, data_wait_fraction, workers (trial.findings.data, so in the JSON).
 // tune_workers is `--workers auto`: start low, add workers while the step still waits on data
 // and cores are free; stop when the wait is under 2 % of the step or a worker no longer helps.
 #pragma once
@@ -10,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,8 @@ class DataFeed final : public BatchSource, public ProbeObserver {
   int workers() const { return options_.workers; }
   const Dataset& dataset() const { return *dataset_; }
   const LoaderOptions& options() const { return options_; }
-  /// Added to the next trial's extra once (e.g. the --workers auto curve).
-  void add_once(const std::string& key, nlohmann::json value) { once_[key] = std::move(value); }
+  /// Reported in the next trial's findings once (the --workers auto curve).
+  void report_worker_tuning(WorkerTuning tuning) { worker_tuning_ = std::move(tuning); }
   const DataTrialStats& last() const { return last_; }
   /// Skipped samples with their first reasons: while opening, and in the current trial.
   SkipReport skipped() const;
@@ -67,7 +68,7 @@ class DataFeed final : public BatchSource, public ProbeObserver {
   std::unique_ptr<Loader> loader_;
   torch::Tensor carry_inputs_, carry_targets_;  // samples left over from a batch cut to size
   std::exception_ptr error_;
-  nlohmann::json once_ = nlohmann::json::object();
+  std::optional<WorkerTuning> worker_tuning_;
   // this trial
   bool measured_ = false;
   double step_wait_ms_ = 0;
@@ -75,20 +76,6 @@ class DataFeed final : public BatchSource, public ProbeObserver {
   int64_t measured_steps_ = 0;
   std::chrono::steady_clock::time_point step_start_;
   DataTrialStats last_;
-};
-
-struct WorkerCurvePoint {
-  int workers = 0;
-  double samples_per_s = 0;
-  double step_time_ms = 0;
-  double data_wait_fraction = 0;
-};
-
-struct WorkerTuning {
-  int workers = 0;                       ///< the choice
-  std::string reason;                    ///< why the search stopped
-  std::vector<WorkerCurvePoint> curve;   ///< every count tried, in order
-  nlohmann::json to_json() const;
 };
 
 struct WorkerTuningOptions {

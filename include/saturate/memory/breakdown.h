@@ -18,39 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "saturate/memory/events.h"
+#include "saturate/probe/findings.h"
 
 namespace saturate {
 
-struct LiveAllocation {
-  int64_t bytes = 0;
-  std::string part;   ///< "inputs", "activations", "gradients", "optimizer_state", "workspace"
-  std::string phase;  ///< the phase it was allocated in ("setup" before the first step)
-  int step = -1;
-  size_t event_index = 0;  ///< its allocation event
-};
-
-struct MemoryBreakdown {
-  int64_t parameters_bytes = 0;
-  int64_t gradients_bytes = 0;
-  int64_t optimizer_state_bytes = 0;
-  int64_t inputs_bytes = 0;
-  int64_t activations_bytes = 0;
-  int64_t workspace_bytes = 0;
-  int64_t other_bytes = 0;
-  int64_t allocator_overhead_bytes = 0;
-  int64_t peak_allocated_bytes = 0;
-  int64_t peak_reserved_bytes = 0;
-  /// Live forward allocations at the end of the last complete forward pass.
-  int64_t saved_for_backward_bytes = 0;
-  int peak_step = -1;
-  std::string peak_phase;
-  size_t peak_event_index = 0;
-  std::vector<LiveAllocation> largest_at_peak;
-  std::string source;
-  bool truncated = false;
-  /// Sum of the parts (without the allocator overhead): equals peak_allocated_bytes.
-  int64_t parts_sum_bytes() const;
-};
+// MemoryBreakdown and LiveAllocation are trial findings: probe/findings.h (to_json there).
 
 /// Analyses `log`; `parameters_bytes` are the trainable tensors' exact sizes (part of the
 /// bytes live when the log started). Keeps the `top_n` largest live allocations at the peak.
@@ -59,8 +31,6 @@ MemoryBreakdown analyze_memory(const MemoryEventLog& log, int64_t parameters_byt
 /// The allocations live just after event `event_index` (all events up to it applied).
 std::vector<LiveAllocation> live_allocations(const MemoryEventLog& log, size_t event_index);
 
-/// The `memory_breakdown` JSON object.
-nlohmann::json breakdown_json(const MemoryBreakdown& b);
 /// A table for people: each part, its share of the peak, and how it was obtained.
 std::string breakdown_table(const MemoryBreakdown& b);
 

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/probe/findings.h"
+
 namespace saturate {
 
 enum class Bottleneck { kData, kLaunch, kCompute, kMemory, kCommunication, kBalanced, kBorderline };
@@ -74,6 +76,8 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t 
 /// {"verdict", "reason", "evidence", "fix"} (and "between" when borderline): the trial JSON's
 /// `bottleneck`. evidence.shares gives every cause's share of the step.
 nlohmann::json verdict_json(const Verdict& v);
+/// The verdict as a trial finding (its words; to_json gives verdict_json's object).
+BottleneckFinding bottleneck_finding(const Verdict& v);
 /// The fix the seed gives for each kind (borderline: see borderline_fix).
 std::string bottleneck_fix(Bottleneck b, bool on_gpu);
 /// The fixes of the verdicts a borderline case lies between, in order.

@@ -1,6 +1,6 @@
 // Implements: FLOPs and MFU per trial. Counts the FLOPs of each trial's first (warm-up) step
 // with a FlopCounter — the timed steps run uncounted — and adds to the trial, when it fits:
-//   extra["compute"] = {flops_per_step, flops_per_sample, achieved_flops_per_s, mfu}
+//   findings.compute = {flops_per_step, flops_per_sample, achieved_flops_per_s, mfu}
 // with MFU against a measured GEMM peak given by the caller (0: FLOPs only).
 #pragma once
 #include <cstdint>

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/probe/findings.h"
 #include "saturate/monitor/nvml.h"
 
 namespace saturate {
@@ -114,6 +115,9 @@ class Sampler {
 /// `utilization`: {"source", "samples", "sample_hz", "<value>": {"mean","min","max"}, ...}.
 /// The mean of cpu_percent is exact (CPU time over wall time between the first and last
 /// sample), min/max are per sampling interval.
+Utilization summarize_utilization(const std::vector<Sample>& samples, const std::string& source, double sample_hz,
+                                  SteadyClock::time_point from, SteadyClock::time_point to);
+/// The same as JSON (to_json of the above).
 nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::string& source, double sample_hz,
                                  SteadyClock::time_point from, SteadyClock::time_point to);
 /// Over every sample.

@@ -38,8 +38,8 @@ struct MonitorWindow {
   int64_t first_step = 0, last_step = 0;
   int timed_steps = 0;
   double seconds = 0;
-  /// MonitorObserver's findings for it: phases_ms, utilization, bottleneck, monitor_overhead.
-  nlohmann::json findings = nlohmann::json::object();
+  /// MonitorObserver's findings for it: phases, utilization, bottleneck, monitor_overhead.
+  TrialFindings findings;
   std::string verdict() const;  ///< "" without one
 };
 

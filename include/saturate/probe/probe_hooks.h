@@ -1,6 +1,6 @@
 // Implements: the seams of a probe that other parts plug into without editing the probe.
 //  - ProbeObserver: told when a trial, a step and each phase of a step begin and end; adds its
-//    findings (phase times, utilization, memory breakdown, ...) to the trial's `extra` JSON.
+//    findings (phase times, utilization, memory breakdown, ...) to the trial's `findings`.
 //  - BatchSource: where a trial's batches come from (default: one synthetic batch, made once);
 //    a data loader plugs in here, and the time spent waiting for it is the data_wait phase.
 #pragma once
@@ -19,7 +19,7 @@ namespace saturate {
 class ProbeObserver : public PhaseObserver {
  public:
   virtual void trial_begin(int64_t batch) {}
-  /// After the trial was cleaned up; write findings into `trial.extra` (a JSON object).
+  /// After the trial was cleaned up; fill in its part of `trial.findings` (findings.h).
   /// After an OOM, a phase_begin may have no phase_end: the step ended with the exception.
   virtual void trial_end(Trial& trial) {}
 };

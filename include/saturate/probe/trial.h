@@ -1,11 +1,11 @@
 // Implements: the result of running one configuration (a trial), and how a search asks for one.
 // Everything above the probe reads only these structs; nothing here depends on LibTorch, so
-// the search can be tested against a fake probe with a known memory law.
+// the search can be tested against a fake probe with a known memory law. Findings: findings.h.
 #pragma once
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "saturate/probe/findings.h"
 
 namespace saturate {
 
@@ -38,7 +38,7 @@ struct Trial {
   int64_t after_bytes = 0;       ///< allocated bytes after the trial was cleaned up
   double seconds = 0;            ///< wall time of the whole trial
   std::string error;             ///< first line of the error for kOom/kOverTarget/kError
-  nlohmann::json extra = nlohmann::json::object();  ///< what observers add (phases, memory, ...)
+  TrialFindings findings;        ///< how the step was set up and what observers found (findings.h)
   bool ok() const { return status == TrialStatus::kOk; }
 };
 

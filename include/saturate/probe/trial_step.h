@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include "saturate/probe/findings.h"
 #include "saturate/step/phase_observer.h"
 
 namespace saturate {
@@ -31,8 +32,8 @@ class TrialStep {
   virtual void end() noexcept {}
   /// Samples one step of a trial at `batch` processes (samples/s divides by the step time).
   virtual int64_t samples_per_step(int64_t batch) const { return batch; }
-  /// What the trial's JSON should say about the step (precision, checkpointing, ...).
-  virtual void describe(nlohmann::json& extra) const {}
+  /// How the step was set up (precision, checkpointing, ...), for the trial's findings.
+  virtual void describe(StepDescription& setup) const {}
 };
 
 }  // namespace saturate

@@ -46,7 +46,7 @@ class UserTrialStep final : public TrialStep {
   torch::Device device() const override { return options_.device; }
   void step(int64_t batch, PhaseObserver* observer) override;
   void end() noexcept override;
-  void describe(nlohmann::json& extra) const override;
+  void describe(StepDescription& setup) const override;
 
  private:
   StepFn step_;

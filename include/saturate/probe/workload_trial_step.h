@@ -63,7 +63,7 @@ class WorkloadTrialStep final : public TrialStep {
   void step(int64_t batch, PhaseObserver* observer) override;
   void finish(int64_t batch) override;
   void end() noexcept override;
-  void describe(nlohmann::json& extra) const override;
+  void describe(StepDescription& setup) const override;
   /// Two micro-batches when training accumulates (the trial's batch below the global batch).
   int64_t samples_per_step(int64_t batch) const override;
 

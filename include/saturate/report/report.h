@@ -10,24 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "saturate/monitor/gemm_peak.h"
+#include "saturate/report/run_context.h"
 #include "saturate/search/search.h"
 
 namespace saturate {
 
-/// What every report opens with: where and what was measured.
-struct RunContext {
-  std::string device;       ///< "cpu" or "cuda:0"
-  std::string device_info;  ///< one line: threads / GPU name and memory
-  std::string model_name;
-  int64_t model_parameters = 0;
-  std::string input;        ///< "1x28x28" or "tokens 128 (vocab 8192)"
-  std::string optimizer;
-  int64_t budget_bytes = 0;
-  std::string libtorch_version;
-  std::string saturate_version;
-};
-
-nlohmann::json context_json(const RunContext& c);
 nlohmann::json trial_json(const Trial& t);
 nlohmann::json search_json(const RunContext& c, const SearchResult& r);
 

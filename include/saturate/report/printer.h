@@ -1,0 +1,56 @@
+// Implements: one printer interface for a search's output, chosen by --format: the run context
+// first, each trial as it finishes (flushed, so a pipe sees it at once), the result, the end.
+//   console   the table and the answer for people (trial lines on the progress stream)
+//   json      one JSON document at the end (the JSON contract, docs/search.md)
+//   jsonl     one JSON object per line: {"type":"context"}, {"type":"trial"} per trial, {"type":"result"}
+//   csv       one row per trial (header first); context and answer as '#' comment lines
+//   markdown  the context as a list, a table row per trial, the answer
+// Every printer takes its numbers from the same JSON (trial_json, the report's json), so they
+// agree (tests/report/printers_test.cpp).
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/probe/trial.h"
+#include "saturate/report/run_context.h"
+#include "saturate/search/search.h"
+
+namespace saturate {
+
+enum class OutputFormat { kConsole, kJson, kJsonLines, kCsv, kMarkdown };
+std::string to_string(OutputFormat f);
+/// "console", "json", "jsonl", "csv", "markdown" (also "md"); UsageError naming --format otherwise.
+OutputFormat parse_output_format(const std::string& text);
+
+/// What a finished search hands its printers.
+struct SearchReport {
+  const SearchResult& result;
+  /// The run's whole JSON: search_json plus every section the command added (compute, ...).
+  const nlohmann::json& json;
+  /// Lines for people after the answer (compute, fast paths, checkpointing, ranks, data).
+  std::string notes;
+};
+
+class Printer {
+ public:
+  virtual ~Printer() = default;
+  virtual void begin(const RunContext& context) = 0;
+  /// A trial that just finished (in the order the search ran them).
+  virtual void trial(const Trial& trial) = 0;
+  virtual void result(const SearchReport& report) = 0;
+  virtual void end() = 0;
+};
+
+/// A printer writing to `out`; the console printer writes its per-trial lines to `progress`
+/// (stderr on the command line; null: none).
+std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, std::ostream* progress = nullptr);
+
+/// The columns of a trial in the csv and markdown printers, in order, and a trial's values for
+/// them as text (from trial_json: exactly the JSON's numbers; "" when the trial lacks one).
+const std::vector<std::string>& trial_columns();
+std::vector<std::string> trial_row(const nlohmann::json& trial_json);
+
+}  // namespace saturate

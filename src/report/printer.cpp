@@ -1,0 +1,71 @@
+#include "saturate/report/printer.h"
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "report/printers.h"
+#include "saturate/report/report.h"
+
+namespace saturate {
+
+std::string to_string(OutputFormat f) {
+  switch (f) {
+    case OutputFormat::kConsole: return "console";
+    case OutputFormat::kJson: return "json";
+    case OutputFormat::kJsonLines: return "jsonl";
+    case OutputFormat::kCsv: return "csv";
+    case OutputFormat::kMarkdown: return "markdown";
+  }
+  return "?";
+}
+
+OutputFormat parse_output_format(const std::string& text) {
+  for (OutputFormat f : {OutputFormat::kConsole, OutputFormat::kJson, OutputFormat::kJsonLines, OutputFormat::kCsv,
+                         OutputFormat::kMarkdown})
+    if (text == to_string(f)) return f;
+  if (text == "md") return OutputFormat::kMarkdown;
+  throw UsageError(fmt::format("--format {}: unknown format; use console, json, jsonl, csv or markdown",
+                                         text.empty() ? "''" : text));
+}
+
+const std::vector<std::string>& trial_columns() {
+  static const std::vector<std::string> columns = {
+      "batch",   "status",  "steps",         "peak_allocated_bytes", "peak_reserved_bytes", "step_time_ms",
+      "samples_per_s", "seconds", "data_wait_fraction", "bottleneck", "mfu", "error"};
+  return columns;
+}
+
+std::vector<std::string> trial_row(const nlohmann::json& t) {
+  std::vector<std::string> row;
+  for (const std::string& c : trial_columns()) {
+    const nlohmann::json* v = nullptr;
+    if (c == "bottleneck") {
+      if (t.contains("bottleneck")) v = &t["bottleneck"]["verdict"];
+    } else if (c == "mfu") {
+      if (t.contains("compute") && t["compute"].contains("mfu")) v = &t["compute"]["mfu"];
+    } else if (t.contains(c)) {
+      v = &t[c];
+    }
+    if (!v || v->is_null()) row.emplace_back();
+    else if (v->is_string()) row.push_back(v->get<std::string>());
+    else row.push_back(v->dump());  // the JSON's own spelling of the number: exactly its value
+  }
+  return row;
+}
+
+}  // namespace saturate
+
+namespace saturate {
+
+std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, std::ostream* progress) {
+  switch (format) {
+    case OutputFormat::kConsole: return make_console_printer(out, progress);
+    case OutputFormat::kJson: return make_json_printer(out);
+    case OutputFormat::kJsonLines: return make_json_lines_printer(out);
+    case OutputFormat::kCsv: return make_csv_printer(out);
+    case OutputFormat::kMarkdown: return make_markdown_printer(out);
+  }
+  throw InternalError("make_printer: unknown format");
+}
+
+}  // namespace saturate

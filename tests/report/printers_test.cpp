@@ -1,0 +1,253 @@
+// Every printer of one search run says the same thing: the same trials in the same order with the
+// same numbers, and the same answer; the streaming printers write each trial when it finishes.
+#include "saturate/report/printer.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+#include "saturate/report/report.h"
+#include "search/fake_runner.h"
+
+namespace saturate {
+namespace {
+
+/// The fake's trials with findings the printers show: a verdict and MFU on trials that ran, an
+/// error with a comma, a quote and a pipe on those that did not (escaping).
+class FindingRunner final : public TrialRunner {
+ public:
+  explicit FindingRunner(testing::FakeLaw law) : fake_(law) {}
+  Trial run(int64_t batch, const TrialRequest& request) override {
+    Trial t = fake_.run(batch, request);
+    if (t.ok()) {
+      t.findings.bottleneck = BottleneckFinding{batch % 2 ? "compute-bound" : "launch-bound", "why", {}, "fix", {}};
+      t.findings.compute = ComputeFinding{1e9 * static_cast<double>(batch), 1e9, 3.3e11 / 7, 0.123456789 * batch};
+      t.seconds = 0.1 * static_cast<double>(batch) / 3;
+    } else {
+      t.error = "out of memory, \"tried\" | to allocate 12 MiB";
+    }
+    return t;
+  }
+  int64_t budget_bytes() const override { return fake_.budget_bytes(); }
+
+ private:
+  testing::FakeRunner fake_;
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      cells.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+std::vector<std::string> markdown_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (size_t i = 1; i < line.size(); ++i) {  // past the leading '|'
+    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == '|') {
+      cell += '|';
+      ++i;
+    } else if (line[i] == '|') {
+      cells.push_back(cell.substr(cell.find_first_not_of(' ') == std::string::npos ? cell.size() : cell.find_first_not_of(' ')));
+      while (!cells.back().empty() && cells.back().back() == ' ') cells.back().pop_back();
+      cell.clear();
+    } else {
+      cell += line[i];
+    }
+  }
+  return cells;
+}
+
+/// A cell of the csv or markdown table read back into the JSON value it should be.
+void expect_cell_is(const std::string& cell, const nlohmann::json& value, const std::string& what) {
+  if (value.is_null()) {
+    EXPECT_EQ(cell, "") << what;
+  } else if (value.is_string()) {
+    EXPECT_EQ(cell, value.get<std::string>()) << what;
+  } else if (value.is_number_integer()) {
+    EXPECT_EQ(std::stoll(cell), value.get<int64_t>()) << what;
+  } else {
+    EXPECT_EQ(std::stod(cell), value.get<double>()) << what << ": " << cell;  // exact: no digits lost
+  }
+}
+
+nlohmann::json column_value(const nlohmann::json& t, const std::string& column) {
+  if (column == "bottleneck") return t.contains("bottleneck") ? t["bottleneck"]["verdict"] : nlohmann::json();
+  if (column == "mfu") return t.contains("compute") ? t["compute"]["mfu"] : nlohmann::json();
+  return t.contains(column) ? t[column] : nlohmann::json();
+}
+
+struct Outputs {
+  std::ostringstream console, progress, json, jsonl, csv, markdown;
+};
+
+TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
+  testing::FakeLaw law;
+  law.budget_bytes = int64_t{1} << 30;
+  law.noise_bytes = 1000;
+  FindingRunner runner(law);
+  Outputs o;
+  std::vector<std::pair<std::unique_ptr<Printer>, std::ostringstream*>> printers;
+  printers.emplace_back(make_printer(OutputFormat::kConsole, o.console, &o.progress), &o.progress);
+  printers.emplace_back(make_printer(OutputFormat::kJson, o.json), nullptr);
+  printers.emplace_back(make_printer(OutputFormat::kJsonLines, o.jsonl), &o.jsonl);
+  printers.emplace_back(make_printer(OutputFormat::kCsv, o.csv), &o.csv);
+  printers.emplace_back(make_printer(OutputFormat::kMarkdown, o.markdown), &o.markdown);
+
+  RunContext context = run_context_here();
+  context.command = "search";
+  context.model_name = "fake, with a comma | and a pipe";
+  context.device_info = "cpu (2 threads)";
+  context.budget_bytes = law.budget_bytes;
+  for (auto& [p, _] : printers) p->begin(context);
+  SearchOptions options;
+  int trials_seen = 0;
+  options.on_trial = [&](const Trial& t) {
+    ++trials_seen;
+    for (auto& [p, stream] : printers) {
+      const size_t before = stream ? stream->str().size() : 0;
+      p->trial(t);
+      if (stream) EXPECT_GT(stream->str().size(), before) << "a streaming printer held trial " << trials_seen << " back";
+    }
+  };
+  const SearchResult result = search_batch_size(runner, options);
+  ASSERT_GE(result.trials.size(), 4u);
+  ASSERT_TRUE(std::any_of(result.trials.begin(), result.trials.end(), [](const Trial& t) { return !t.ok(); }));
+  const nlohmann::json run = search_json(context, result);
+  for (auto& [p, _] : printers) {
+    p->result(SearchReport{result, run, "compute            a note\n"});
+    p->end();
+  }
+
+  // json: the run's JSON, whole
+  const nlohmann::json doc = nlohmann::json::parse(o.json.str());
+  EXPECT_EQ(doc, run);
+  const nlohmann::json& trials = doc["trials"];
+  ASSERT_EQ(trials.size(), static_cast<size_t>(trials_seen));
+
+  // jsonl: context, a line per trial equal to the document's trial, a result with the answer
+  const auto jl = lines_of(o.jsonl.str());
+  ASSERT_EQ(jl.size(), trials.size() + 2);
+  nlohmann::json ctx = nlohmann::json::parse(jl.front());
+  EXPECT_EQ(ctx["type"], "context");
+  ctx.erase("type");
+  EXPECT_EQ(ctx, context_json(context));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    nlohmann::json t = nlohmann::json::parse(jl[i + 1]);
+    EXPECT_EQ(t["type"], "trial");
+    t.erase("type");
+    EXPECT_EQ(t, trials[i]) << "trial " << i;
+  }
+  const nlohmann::json res = nlohmann::json::parse(jl.back());
+  EXPECT_EQ(res["type"], "result");
+  for (const char* key : {"recommended_batch", "max_batch", "throughput_batch", "memory_model", "target_bytes"})
+    EXPECT_EQ(res[key], doc[key]) << key;
+
+  // csv and markdown: a row per trial, each cell the JSON's value
+  const auto& columns = trial_columns();
+  std::vector<std::vector<std::string>> csv_rows, md_rows;
+  std::map<std::string, std::string> csv_answer, md_answer;
+  for (const std::string& line : lines_of(o.csv.str())) {
+    if (line.rfind("# ", 0) == 0 && line.find('=') != std::string::npos)
+      csv_answer[line.substr(2, line.find('=') - 2)] = line.substr(line.find('=') + 1);
+    else if (line.rfind("#", 0) != 0) csv_rows.push_back(csv_cells(line));
+  }
+  bool in_table = false;
+  for (const std::string& line : lines_of(o.markdown.str())) {
+    if (line.rfind("| batch", 0) == 0) in_table = true;
+    else if (in_table && line.rfind("|", 0) == 0 && line.find("---") == std::string::npos) md_rows.push_back(markdown_cells(line));
+    else if (line.rfind("- ", 0) == 0 && line.find(": ") != std::string::npos)
+      md_answer[line.substr(2, line.find(": ") - 2)] = line.substr(line.find(": ") + 2);
+    if (line.empty()) in_table = false;
+  }
+  ASSERT_EQ(csv_rows.size(), trials.size() + 1);  // the header first
+  EXPECT_EQ(csv_rows.front(), columns);
+  ASSERT_EQ(md_rows.size(), trials.size());
+  for (size_t i = 0; i < trials.size(); ++i)
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const nlohmann::json want = column_value(trials[i], columns[c]);
+      ASSERT_EQ(csv_rows[i + 1].size(), columns.size());
+      ASSERT_EQ(md_rows[i].size(), columns.size());
+      expect_cell_is(csv_rows[i + 1][c], want, "csv trial " + std::to_string(i) + " " + columns[c]);
+      expect_cell_is(md_rows[i][c], want, "markdown trial " + std::to_string(i) + " " + columns[c]);
+    }
+  for (const char* key : {"recommended_batch", "max_batch", "throughput_batch", "target_bytes"}) {
+    EXPECT_EQ(csv_answer[key], doc[key].dump()) << key;
+    EXPECT_EQ(md_answer[key], doc[key].dump()) << key;
+  }
+
+  // console: a progress line per trial, the table's rows and the answer, at the table's precision
+  EXPECT_EQ(lines_of(o.progress.str()).size(), trials.size());
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, int64_t> answer;
+  bool table = false;
+  for (const std::string& line : lines_of(o.console.str())) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string s; words >> s;) w.push_back(s);
+    if (!w.empty() && w[0] == "batch" && w.size() > 2 && w[1] == "status") { table = true; continue; }
+    if (w.empty()) { table = false; continue; }
+    if (table) rows.push_back(w);
+    else if (w.size() >= 2 && (w[0] == "recommended_batch" || w[0] == "max_batch" || w[0] == "throughput_batch"))
+      answer[w[0]] = std::stoll(w[1]);
+  }
+  ASSERT_EQ(rows.size(), trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const auto& r = rows[i];  // batch status steps alloc(2 words) resv(2 words) ms samples/s
+    ASSERT_EQ(r.size(), 9u) << i;
+    EXPECT_EQ(std::stoll(r[0]), trials[i]["batch"].get<int64_t>());
+    EXPECT_EQ(r[1], trials[i]["status"].get<std::string>());
+    EXPECT_EQ(std::stoll(r[2]), trials[i]["steps"].get<int64_t>());
+    const double resv = static_cast<double>(parse_memory_size(r[5] + r[6]).bytes);
+    EXPECT_NEAR(resv, trials[i]["peak_reserved_bytes"].get<double>(), 0.01 * resv) << r[5] << r[6];
+    if (trials[i]["status"] == "ok") {
+      EXPECT_NEAR(std::stod(r[7]), trials[i]["step_time_ms"].get<double>(), 0.005);
+      EXPECT_NEAR(std::stod(r[8]), trials[i]["samples_per_s"].get<double>(), 0.05);
+    } else {
+      EXPECT_EQ(r[7], "-");
+    }
+  }
+  for (const char* key : {"recommended_batch", "max_batch", "throughput_batch"})
+    EXPECT_EQ(answer[key], doc[key].get<int64_t>()) << key;
+  EXPECT_NE(o.console.str().find("compute            a note"), std::string::npos);
+  EXPECT_NE(o.markdown.str().find("compute            a note"), std::string::npos);
+}
+
+TEST(PrintersTest, AnUnknownFormatIsAUsageErrorNamingItAndTheFormats) {
+  try {
+    parse_output_format("yaml");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--format yaml"), std::string::npos) << what;
+    for (const char* f : {"console", "json", "jsonl", "csv", "markdown"}) EXPECT_NE(what.find(f), std::string::npos) << what;
+  }
+  EXPECT_EQ(parse_output_format("md"), OutputFormat::kMarkdown);
+}
+
+}  // namespace
+}  // namespace saturate
