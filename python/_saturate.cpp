@@ -27,6 +27,7 @@
 #include "saturate/probe/user_step.h"
 #include "saturate/report/report.h"
 #include "saturate/search/search.h"
+#include "saturate/report/memory_text.h"
 
 namespace py = pybind11;
 

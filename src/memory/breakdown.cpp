@@ -167,32 +167,4 @@ MemoryBreakdown analyze_memory(const MemoryEventLog& log, int64_t parameters_byt
   return b;
 }
 
-std::string breakdown_table(const MemoryBreakdown& b) {
-  const double peak = b.peak_reserved_bytes > 0 ? static_cast<double>(b.peak_reserved_bytes) : 1.0;
-  std::string out = fmt::format("memory at the peak (step {}, {}), from the {}\n", b.peak_step, b.peak_phase, b.source);
-  const auto row = [&](const char* name, int64_t bytes, const char* how) {
-    out += fmt::format("  {:<20} {:>12} {:>6.1f} %   {}\n", name, format_bytes(bytes), 100.0 * bytes / peak, how);
-  };
-  row("parameters", b.parameters_bytes, "exact: trainable tensor sizes");
-  row("gradients", b.gradients_bytes, "measured: made in backward, kept after it");
-  row("optimizer state", b.optimizer_state_bytes, "measured: made in the optimizer step, kept after it");
-  row("inputs", b.inputs_bytes, "measured: made before the first step (the batch)");
-  row("activations", b.activations_bytes, "measured: made in forward, live at the peak");
-  row("workspace", b.workspace_bytes, "measured: temporaries of backward/optimizer");
-  row("other", b.other_bytes, "derived: live before the trial - parameters (buffers)");
-  row("allocator overhead", b.allocator_overhead_bytes, "derived: peak reserved - peak allocated");
-  out += fmt::format("  {:<20} {:>12}            measured: the allocator's peak (parts add up to it)\n",
-                     "peak allocated", format_bytes(b.peak_allocated_bytes));
-  out += fmt::format("  {:<20} {:>12}\n", "peak reserved", format_bytes(b.peak_reserved_bytes));
-  out += fmt::format("  {:<20} {:>12}            measured: forward's live bytes at its end\n", "saved for backward",
-                     format_bytes(b.saved_for_backward_bytes));
-  if (!b.largest_at_peak.empty()) {
-    out += "largest live allocations at the peak\n";
-    for (const LiveAllocation& a : b.largest_at_peak)
-      out += fmt::format("  {:>12}  {:<16} made in step {} {}\n", format_bytes(a.bytes), a.part, a.step, a.phase);
-  }
-  if (b.truncated) out += "warning: the event log overflowed; parts after the overflow are missing\n";
-  return out;
-}
-
 }  // namespace saturate

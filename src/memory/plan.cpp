@@ -193,15 +193,4 @@ nlohmann::json plan_json(const PlanResult& p) {
           {"method", p.method}};
 }
 
-std::string plan_text(const PlanResult& p) {
-  std::string s = fmt::format("plan for {} ({}): a PREDICTION, not a measurement\n", p.target, format_bytes(p.capacity_bytes));
-  s += fmt::format("  max_batch          {}{} (predicted allocator peak {})\n", p.max_batch,
-                   p.batch_limited ? " (the batch limit; more may fit)" : "", format_bytes(p.predicted_max_peak_bytes));
-  s += fmt::format("  recommended_batch  {} (predicted allocator peak {}, target {:.0f} % = {})\n", p.recommended_batch,
-                   format_bytes(p.predicted_peak_bytes), 100 * p.target_fraction, format_bytes(p.target_bytes));
-  s += fmt::format("  how: {}{}.\n", p.method, p.device_here.empty() ? "" : ", recorded on " + p.device_here);
-  s += "  check it on the card with: saturate search --device cuda\n";
-  return s;
-}
-
 }  // namespace saturate

@@ -3,6 +3,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/memory/timeline.h"
+#include "saturate/report/memory_text.h"
 #include "support/support.h"
 
 using namespace saturate;

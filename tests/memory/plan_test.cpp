@@ -2,6 +2,7 @@
 #include "saturate/memory/plan.h"
 
 #include "saturate/core/errors.h"
+#include "saturate/report/memory_text.h"
 #include "support/support.h"
 
 using namespace saturate;

@@ -8,6 +8,7 @@
 
 #include "saturate/monitor/proc_stats.h"
 #include "saturate/monitor/sampler.h"
+#include "saturate/report/monitor_text.h"
 #include "support/support.h"
 
 namespace saturate {

@@ -14,6 +14,7 @@
 #include "saturate/memory/leak_check.h"
 #include "saturate/memory/timeline.h"
 #include "saturate/probe/probe.h"
+#include "saturate/report/memory_text.h"
 
 namespace saturate::cli {
 namespace {
@@ -24,33 +25,6 @@ struct MemoryCommandFlags {
   int steps = 0;
   bool keep_loss = false;
 };
-
-std::string timeline_summary(const Timeline& t) {
-  std::string s = fmt::format("timeline   step {}: {} at the start, peak {} at {:.1f} ms ({}), step {:.1f} ms\n", t.step,
-                              format_bytes(t.start_bytes), format_bytes(t.peak_allocated_bytes), t.peak_ms,
-                              t.peak_phase.empty() ? "-" : t.peak_phase, t.duration_ms);
-  for (const TimelinePhase& p : t.phases)
-    s += fmt::format("           {:<10} {:8.1f} - {:8.1f} ms\n", p.phase, p.begin_ms, p.end_ms);
-  return s;
-}
-
-std::string leak_text(const LeakCheckResult& r, int steps) {
-  const LeakReport& l = r.report;
-  std::string s;
-  if (l.detected)
-    s = fmt::format("leak       DETECTED: +{} per step from step {} ({} -> {} over {} steps)\n",
-                    format_bytes(static_cast<int64_t>(l.bytes_per_step)), l.first_step, format_bytes(l.warm_bytes),
-                    format_bytes(l.last_bytes), l.steps);
-  else
-    s = fmt::format("leak       none: allocated after each step flat once warm ({} over {} steps)\n",
-                    format_bytes(l.last_bytes), l.steps);
-  if (l.detected && !r.sites.empty())
-    s += fmt::format("           left alive per step by: {}\n", leak_sites_text(r.sites, 5));
-  else if (l.detected && !r.sites_method.empty() && r.sites_method.rfind("not ", 0) == 0)
-    s += fmt::format("           allocation sites {}\n", r.sites_method);
-  if (r.oom_step >= 0) s += fmt::format("           the run ran out of memory at step {} of {}\n", r.oom_step, steps);
-  return s;
-}
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
 #include "saturate/monitor/process_monitor.h"
+#include "saturate/report/monitor_text.h"
 
 namespace saturate::cli {
 namespace {
@@ -101,12 +102,6 @@ std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c1
   if (!monitor->nvml_note().empty())
     std::cerr << "saturate: warning: " << monitor->nvml_note() << "; utilization falls back to /proc\n";
   return monitor;
-}
-
-std::string bottleneck_text(const Trial& t) {
-  if (!t.findings.bottleneck) return "";
-  const BottleneckFinding& b = *t.findings.bottleneck;
-  return fmt::format("bottleneck {}: {}\nfix        {}\n", b.verdict, b.reason, b.fix);
 }
 
 void add_monitor_command(CLI::App& app, Action& action) {

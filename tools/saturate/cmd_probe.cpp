@@ -11,6 +11,7 @@
 #include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/probe/probe.h"
+#include "saturate/report/monitor_text.h"
 
 namespace saturate::cli {
 

@@ -24,6 +24,8 @@
 #include "saturate/search/fast_path_choice.h"
 #include "saturate/report/checkpointing_report.h"
 #include "saturate/report/printer.h"
+#include "saturate/report/memory_text.h"
+#include "saturate/report/search_text.h"
 
 namespace saturate::cli {
 namespace {
@@ -71,19 +73,6 @@ nlohmann::json fast_paths_json(const FastPathChoice& c, int64_t batch) {
                      {"gain", t.gain}, {"note", t.note}});
   return {{"chosen", c.chosen.to_string()}, {"batch", batch},        {"baseline_ms", c.baseline_ms},
           {"chosen_ms", c.chosen_ms},       {"tried", tried}};
-}
-
-std::string fast_paths_text(const FastPathChoice& c, int64_t batch) {
-  std::string tried;
-  for (const auto& t : c.tried)
-    tried += fmt::format("{}{} {}{}", tried.empty() ? "" : ", ", t.name,
-                         t.with_ms > 0 ? fmt::format("{:+.1f} %", 100 * t.gain) : "failed", t.kept ? " (kept)" : "");
-  const bool any = std::any_of(c.tried.begin(), c.tried.end(), [](const FastPathTrial& t) { return t.kept; });
-  const std::string what =
-      any ? fmt::format("{} ({:.2f} -> {:.2f} ms/step at batch {}, {:+.1f} % steps/s)", c.chosen.to_string(), c.baseline_ms,
-                        c.chosen_ms, batch, 100 * (c.baseline_ms / c.chosen_ms - 1))
-          : fmt::format("{}: none measured faster at batch {} ({:.2f} ms/step)", c.chosen.to_string(), batch, c.baseline_ms);
-  return fmt::format("fast paths         {}; tried: {}\n", what, tried.empty() ? "none" : tried);
 }
 
 /// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.

@@ -53,16 +53,6 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
   return DistGroup::connect(env, o, device.is_cuda(), device.is_cuda() ? device.index() : 0);
 }
 
-std::string rank_text(const std::vector<RankMax>& ranks, const std::string& backend, int64_t used) {
-  if (ranks.empty()) return "";
-  std::string s = fmt::format("ranks              {} ({}):", ranks.size(), backend);
-  for (const RankMax& r : ranks)
-    s += fmt::format(" rank {} max {}{} of {};", r.rank, r.exact ? "" : ">=", r.max_batch,
-                     format_bytes(r.budget_bytes));
-  s += fmt::format(" every rank uses {}\n", used);
-  return s;
-}
-
 }  // namespace saturate::cli
 
 // ---- train ----------------------------------------------------------------------------------

@@ -34,8 +34,6 @@ DistEnv prepare_dist(const DistFlags& f, WorkloadFlags& w);
 /// Joins the process group (nullptr for one process).
 std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, const c10::Device& device);
 
-/// "ranks      2 (gloo): rank 0 max 9881 of 256.0 MiB, rank 1 max 4410 of 128.0 MiB; using 4410\n"
-std::string rank_text(const std::vector<RankMax>& ranks, const std::string& backend, int64_t used);
 
 // ---- train ----------------------------------------------------------------------------------
 

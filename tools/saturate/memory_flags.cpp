@@ -8,6 +8,7 @@
 #include "saturate/core/output_file.h"
 #include "saturate/memory/plan_runner.h"
 #include "saturate/memory/timeline.h"
+#include "saturate/report/memory_text.h"
 
 namespace saturate::cli {
 

@@ -28,7 +28,5 @@ std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& pr
 std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c10::Device& device,
                                                  int64_t global_batch);
 
-/// "bottleneck  launch-bound: ... \nfix         ..." for the probe's table; empty without one.
-std::string bottleneck_text(const Trial& t);
 
 }  // namespace saturate::cli

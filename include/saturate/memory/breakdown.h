@@ -31,7 +31,5 @@ MemoryBreakdown analyze_memory(const MemoryEventLog& log, int64_t parameters_byt
 /// The allocations live just after event `event_index` (all events up to it applied).
 std::vector<LiveAllocation> live_allocations(const MemoryEventLog& log, size_t event_index);
 
-/// A table for people: each part, its share of the peak, and how it was obtained.
-std::string breakdown_table(const MemoryBreakdown& b);
 
 }  // namespace saturate

@@ -100,7 +100,5 @@ struct PlanResult {
 PlanResult plan_batch(const AllocationTrace& a, const AllocationTrace& b, const PlanOptions& options);
 
 nlohmann::json plan_json(const PlanResult& p);
-/// Says plainly that it is a prediction, and how it was made.
-std::string plan_text(const PlanResult& p);
 
 }  // namespace saturate

@@ -129,7 +129,5 @@ std::string live_line(const Sample& s, const std::string& source);
 /// The CSV log: a header naming every field, then one row per sample (NaN as empty).
 std::string csv_header();
 std::string csv_row(const Sample& s, const std::string& source);
-/// A few lines for people from a summary (summarize_samples).
-std::string summary_text(const nlohmann::json& summary);
 
 }  // namespace saturate
