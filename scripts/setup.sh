@@ -8,6 +8,7 @@ TORCH_VERSION=2.11.0
 DEBS=(build-essential cmake ninja-build ccache pkg-config libcli11-dev nlohmann-json3-dev
       libgtest-dev googletest libbenchmark-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev libarchive-dev
       libgloo-dev
+      chromium  # headless, it renders the HTML reports in their end-to-end test (tests/report)
       dataset-fashion-mnist)
 missing=()
 for p in "${DEBS[@]}"; do

@@ -51,5 +51,6 @@ void add_train_command(CLI::App& app, Action& action);
 void add_monitor_command(CLI::App& app, Action& action);
 void add_memory_command(CLI::App& app, Action& action);
 void add_launch_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
 
 }  // namespace saturate::cli

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   saturate::cli::add_monitor_command(app, action);
   saturate::cli::add_memory_command(app, action);
   saturate::cli::add_launch_command(app, action);
+  saturate::cli::add_report_command(app, action);
   // a first word that is not a flag names the command: an unknown one is said as such (CLI11
   // would only say that a subcommand is required)
   if (argc > 1 && argv[1][0] != '-') {
