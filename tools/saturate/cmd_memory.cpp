@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "html_flag.h"
 #include "flag_checks.h"
 #include "step_flags.h"
 #include "memory_flags.h"
@@ -24,6 +25,7 @@ struct MemoryCommandFlags {
   int warmup = 1;
   int steps = 0;
   bool keep_loss = false;
+  std::string html;
 };
 
 }  // namespace
@@ -43,11 +45,13 @@ void add_memory_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--leak-check-steps,--steps", cf->steps, "also run this many training steps and check that memory stays flat (0: no leak check)")->check(in_range(0, 1e9, "0: no leak check"))
       ->capture_default_str();
+  add_html_flag(*cmd, cf->html);
   cmd->add_flag("--keep-loss", cf->keep_loss,
                 "in the leak check, keep every step's loss and its graph alive (a deliberate leak, to see the "
                 "detector work)");
   cmd->callback([=, &action] {
     action = [=]() -> int {
+      check_html_path(cf->html);
       if (cf->batch <= 0)
         throw UsageError(fmt::format("--batch: {} is not a positive integer; give the number of samples per step", cf->batch));
       if (cf->warmup < 0) throw UsageError(fmt::format("--warmup-steps: {} is negative", cf->warmup));
@@ -95,6 +99,7 @@ void add_memory_command(CLI::App& app, Action& action) {
         if (!mf->timeline.empty()) std::cout << "timeline written to " << mf->timeline << "\n";
       }
       if (!flags->json.empty()) write_json(j, flags->json, std::cout);
+      write_html_report(j, cf->html);
       if (t.status == TrialStatus::kError) {
         std::cerr << fmt::format("saturate: error: batch {}: {}\n", t.batch, t.error);
         return 1;

@@ -12,6 +12,7 @@
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "data_flags.h"
+#include "html_flag.h"
 #include "dist_flags.h"
 #include "step_flags.h"
 #include "objective_flags.h"
@@ -40,6 +41,7 @@ struct SearchFlags {
   bool quiet = false;
   int64_t required_batch = 0;
   std::string format = "console";
+  std::string html;
 };
 
 /// Tries the fast paths at the batch the search found (docs/search.md, "Fast paths").
@@ -124,6 +126,7 @@ void add_search_command(CLI::App& app, Action& action) {
   cmd->add_option("--format", sf->format,
                   "stdout: console (table) | json | jsonl (a line per trial as it finishes) | csv | markdown")
       ->capture_default_str();
+  add_html_flag(*cmd, sf->html);
   cmd->callback([=, &action] {
     action = [=]() -> int {
       SearchOptions opt;
@@ -163,6 +166,7 @@ void add_search_command(CLI::App& app, Action& action) {
                                        sf->format));
         format = OutputFormat::kJson;
       }
+      check_html_path(sf->html);
       std::unique_ptr<Printer> printer =
           make_printer(format, std::cout, !sf->quiet && denv.rank == 0 ? &std::cerr : nullptr);
       if (denv.rank == 0) opt.on_trial = [&printer](const Trial& t) { printer->trial(t); };
@@ -260,6 +264,7 @@ void add_search_command(CLI::App& app, Action& action) {
       printer->result(SearchReport{result, j, notes});
       printer->end();
       if (!flags->json.empty() && flags->json != "-") write_json(j, flags->json, std::cout);
+      write_html_report(j, sf->html);
       if (!result.error.empty()) {
         std::cerr << "saturate: error: " << result.error << "\n";
         return 1;

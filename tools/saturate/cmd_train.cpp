@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "html_flag.h"
 #include "flag_checks.h"
 #include "data_flags.h"
 #include "dist_flags.h"
@@ -34,6 +35,7 @@ namespace saturate::cli {
 namespace {
 
 struct TrainFlags {
+  std::string html;
   std::string batch = "64";
   int64_t accumulate = 0;
   int64_t global_batch = 0;
@@ -268,8 +270,10 @@ void add_train_command(CLI::App& app, Action& action) {
                 "step of one micro-batch runs as two halves), smoothed over about 20 steps, in the progress lines "
                 "and the summary");
   cmd->add_flag("--quiet,-q", tf->quiet, "no progress lines");
+  add_html_flag(*cmd, tf->html);
   cmd->callback([=, &action] {
     action = [=]() -> int {
+      check_html_path(tf->html);
       // SIGINT, SIGTERM, SIGHUP: finish the step, checkpoint, summary, exit 128 + the signal
       const StopSignals stop_signals("stopping after the current step (a final checkpoint with --checkpoint-dir)");
       TrainOptions o;
@@ -661,6 +665,7 @@ void add_train_command(CLI::App& app, Action& action) {
                                        : fmt::format("checkpoint written; continue with --resume {}", o.checkpoint_dir));
         if (!flags->json.empty()) write_json(j, flags->json, std::cout);
       }
+      write_html_report(j, tf->html);
       return exit_status;
     };
   });

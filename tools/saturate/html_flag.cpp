@@ -1,0 +1,26 @@
+#include "html_flag.h"
+
+#include "saturate/core/output_file.h"
+#include "saturate/report/html_report.h"
+
+namespace saturate::cli {
+
+namespace {
+const OutputFileOptions kHtml{"--html", "report.html"};
+}
+
+void add_html_flag(CLI::App& app, std::string& path) {
+  app.add_option("--html", path,
+                 "also write the run as one self-contained HTML page with charts to FILE (docs/report.md; the same "
+                 "as saturate report RUN.json)");
+}
+
+void check_html_path(const std::string& path) {
+  if (!path.empty()) check_output_path(path, kHtml);
+}
+
+void write_html_report(const nlohmann::json& run, const std::string& path) {
+  if (!path.empty()) write_output_file(path, render_html_report(run), kHtml);
+}
+
+}  // namespace saturate::cli
