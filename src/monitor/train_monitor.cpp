@@ -98,6 +98,7 @@ void TrainMonitor::close_window() {
   w.first_step = first_step_;
   w.last_step = last_step_;
   w.timed_steps = timed_steps_;
+  w.start_s = std::chrono::duration<double>(window_begin_ - run_begin_).count();
   w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_begin_).count();
   w.findings = std::move(t.findings);
   windows_.push_back(std::move(w));
@@ -216,6 +217,15 @@ nlohmann::json TrainMonitor::finish() {
     }
     out["bottleneck"] = b;
   }
+  nlohmann::json over_time = nlohmann::json::array();  // the run window by window
+  for (const MonitorWindow& w : windows_) {
+    nlohmann::json x = {{"first_step", w.first_step}, {"last_step", w.last_step}, {"timed_steps", w.timed_steps},
+                        {"start_s", r3(w.start_s)}, {"seconds", r3(w.seconds)}};
+    if (w.findings.utilization) x["utilization"] = to_json(*w.findings.utilization);
+    if (!w.verdict().empty()) x["verdict"] = w.verdict();
+    over_time.push_back(std::move(x));
+  }
+  out["monitor_windows"] = std::move(over_time);
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();
   out["monitor_overhead"] = {{"hooks_us_per_step", steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0},
                              {"sampler_cpu_ms", r3(sampler_ms)},

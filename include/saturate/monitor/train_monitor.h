@@ -37,6 +37,7 @@ struct TrainMonitorOptions {
 struct MonitorWindow {
   int64_t first_step = 0, last_step = 0;
   int timed_steps = 0;
+  double start_s = 0;  ///< when it opened, seconds after the run's start
   double seconds = 0;
   /// MonitorObserver's findings for it: phases, utilization, bottleneck, monitor_overhead.
   TrialFindings findings;
@@ -55,7 +56,9 @@ class TrainMonitor final : public PhaseObserver {
   void phase_moved(Phase phase, Phase within, double ms) override { monitor_.phase_moved(phase, within, ms); }
 
   /// Closes the last window, stops the sampler, writes the trace (throws RuntimeFailure when
-  /// it cannot) and returns {phases_ms, utilization, bottleneck, monitor_overhead}: phases_ms
+  /// it cannot) and returns {phases_ms, utilization, bottleneck, monitor_overhead,
+  /// monitor_windows (each window's steps, start, length, utilization and verdict: the run over
+  /// time)}: phases_ms
   /// the mean per timed step of the run, bottleneck the verdict that held for the most time
   /// (its evidence from that verdict's median window, plus `windows`: the count of each).
   nlohmann::json finish();
