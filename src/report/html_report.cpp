@@ -172,7 +172,9 @@ svg.chart { display: block; max-width: 100%; height: auto; font-family: "DejaVu 
 .chart .range { stroke-width: 2; opacity: .45; }
 .chart .range.cpu { stroke: #2563eb; } .chart .range.gpu { stroke: #16a34a; }
 .chart .series { fill: none; stroke-width: 1.6; } .chart .series.cpu { stroke: #2563eb; } .chart .series.gpu { stroke: #16a34a; }
+.chart .series.mem { stroke: #d97706; } .chart .series.other { stroke: #6b7280; }
 .chart circle.cpu { fill: #2563eb; stroke: #fff; } .chart circle.gpu { fill: #16a34a; stroke: #fff; }
+.chart circle.mem { fill: #d97706; stroke: #fff; } .chart circle.other { fill: #6b7280; stroke: #fff; }
 .chart .loss { fill: none; stroke: #2563eb; stroke-width: 1.5; }
 .chart .part-parameters { fill: #64748b; } .chart .part-gradients { fill: #0ea5e9; }
 .chart .part-optimizer-state { fill: #10b981; } .chart .part-inputs { fill: #f59e0b; }

@@ -158,6 +158,38 @@ TEST(TrainMonitorTest, TrainJsonHasPhasesUtilizationAndBottleneckWithSaneValues)
   EXPECT_EQ(j["monitor_overhead"]["windows"].get<int>(), 4);
 }
 
+TEST(TrainMonitorTest, MonitorWindowsCoverTheRunsStepsInOrderEachWithItsUtilization) {
+  Rig rig;
+  TensorTrainData data(rig.inputs, rig.targets, 16);
+  TrainMonitor monitor(quick_windows());
+  TrainOptions o;
+  o.micro_batch = 16;
+  o.max_steps = 14;  // the warm-up step and 13 timed ones: windows of 3 timed steps, the last of 1
+  o.observer = &monitor;
+  Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
+  const nlohmann::json j = monitor.finish();
+  const auto& windows = j["monitor_windows"];
+  ASSERT_TRUE(windows.is_array()) << j.dump(1);
+  ASSERT_EQ(windows.size(), 5u) << windows.dump(1);
+  int64_t next_step = 0;
+  double previous_start = 0;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto& w = windows[i];
+    EXPECT_EQ(w["first_step"].get<int64_t>(), next_step) << i;  // no gap, no overlap
+    EXPECT_GE(w["last_step"].get<int64_t>(), w["first_step"].get<int64_t>()) << i;
+    next_step = w["last_step"].get<int64_t>() + 1;
+    EXPECT_GE(w["start_s"].get<double>(), previous_start) << i;
+    previous_start = w["start_s"].get<double>();
+    EXPECT_GE(w["seconds"].get<double>(), 0) << i;  // to the millisecond: three tiny steps can be 0
+    ASSERT_TRUE(w.contains("utilization") && w["utilization"].is_object()) << w.dump(1);
+    EXPECT_EQ(w["utilization"]["source"], "proc");
+    EXPECT_GE(w["utilization"]["samples"].get<int>(), 1) << w.dump(1);
+    EXPECT_TRUE(w["utilization"]["cpu_percent"].contains("mean")) << w.dump(1);
+  }
+  EXPECT_EQ(next_step, o.max_steps);  // the windows end at the run's last step
+  EXPECT_EQ(windows[0]["first_step"].get<int64_t>(), 0);
+}
+
 TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
   Rig rig(16);
   SlowTrainData data(rig.inputs, rig.targets, 8, std::chrono::milliseconds(60));

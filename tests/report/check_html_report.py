@@ -7,7 +7,8 @@ dump the DOM it built, and checks that DOM against the JSON: each chart the JSON
 there (else a sentence, class "missing", says what would add it), and each point, line, bar and
 segment, turned back from pixels into values through the axis mapping its <svg> carries
 (data-x-scale, data-x-min/max, data-y-min/max, data-plot-*), equals the JSON's value within a
-pixel; the counts match the trials. Also: a JSON that is not a run is refused with exit 2.
+pixel; the counts match the trials (train: the monitor windows, each window's utilization
+mean at its middle). Also: a JSON that is not a run is refused with exit 2.
 
 usage: check_html_report.py SATURATE_BINARY [WORK_DIR]
 """
@@ -272,9 +273,49 @@ def check_memory(dom, name, j):
     expect_chart(dom, name, "chart-utilization", False)
 
 
+def check_train_utilization(dom, name, j):
+    """chart-utilization over time: per percentage field, one point per monitor window at its middle and mean,
+    and a line level across each window."""
+    windows = [(i, w) for i, w in enumerate(j.get("monitor_windows", [])) if "utilization" in w]
+    check(len(windows) >= 2, f"{name}: the run has >= 2 monitor windows with utilization (got {len(windows)})")
+    if not expect_chart(dom, name, "chart-utilization", len(windows) >= 2):
+        return
+    chart = "chart-utilization"
+    m = Mapping(dom.svgs[chart])
+    series = sorted({k for _, w in windows for k, v in w["utilization"].items()
+                     if k.endswith("_percent") and isinstance(v, dict) and "mean" in v})
+    check("cpu_percent" in series, f"{name}: the windows have cpu_percent ({series})")
+    points = dom.marks(chart, "circle", "point")
+    check(sorted({p["data-series"] for p in points}) == series,
+          f"{name}: one utilization series per percentage {series}, got {sorted({p['data-series'] for p in points})}")
+    for key in series:
+        want = [(i, w) for i, w in windows if key in w["utilization"]]
+        mine = [p for p in points if p["data-series"] == key]
+        check([int(p["data-window"]) for p in mine] == [i for i, _ in want],
+              f"{name}: {key}: one point per window {[i for i, _ in want]}, got {[p['data-window'] for p in mine]}")
+        for p, (i, w) in zip(mine, want):
+            mid, mean = w["start_s"] + w["seconds"] / 2, w["utilization"][key]["mean"]
+            check(float(p["data-start-s"]) == w["start_s"] and float(p["data-seconds"]) == w["seconds"]
+                  and int(p["data-first-step"]) == w["first_step"] and int(p["data-last-step"]) == w["last_step"],
+                  f"{name}: {key} window {i}: the point's data = the window's start, length and steps")
+            check(float(p["data-y"]) == mean, f"{name}: {key} window {i}: data-y {p['data-y']} = JSON mean {mean}")
+            check(near(m.x(p["cx"]), mid, m.x_tol(mid)), f"{name}: {key} window {i} at {m.x(p['cx'])} s, middle {mid}")
+            check(near(m.y(p["cy"]), mean, m.y_tol()), f"{name}: {key} window {i}: {m.y(p['cy'])} vs JSON mean {mean}")
+        lines = [l for l in dom.marks(chart, "polyline", "series") if l.get("data-series") == key]
+        if check(len(lines) == 1, f"{name}: {key} has one line"):
+            vertices = polyline(lines[0])
+            edges = [(x, w["utilization"][key]["mean"]) for _, w in want
+                     for x in (w["start_s"], w["start_s"] + w["seconds"])]
+            check(len(vertices) == len(edges), f"{name}: {key} line: two vertices per window")
+            for (x, y), (ex, ey) in zip(vertices, edges):
+                check(near(m.x(x), ex, m.x_tol(ex)) and near(m.y(y), ey, m.y_tol()),
+                      f"{name}: {key} line vertex ({m.x(x)}, {m.y(y)}) vs window edge ({ex}, {ey})")
+
+
 def check_train(dom, name, j):
-    for chart in ("chart-peak-memory", "chart-throughput", "chart-memory-breakdown", "chart-utilization"):
+    for chart in ("chart-peak-memory", "chart-throughput", "chart-memory-breakdown"):
         expect_chart(dom, name, chart, False)
+    check_train_utilization(dom, name, j)
     if expect_chart(dom, name, "chart-phases", "phases_ms" in j):
         check_phases(dom, name, [("run", j["phases_ms"])])
     if expect_chart(dom, name, "chart-loss", bool(j.get("losses"))):
@@ -307,7 +348,10 @@ def main():
         "search": [binary, "search", "--model", "convnet", "--memory-budget", "256MiB"] + cpu,
         "memory": [binary, "memory", "--model", "convnet", "--memory-budget", "256MiB", "--batch", "64",
                    "--leak-check-steps", "3", "--device", "cpu", "--threads", "1"],
-        "train": [binary, "train", "--model", "mlp", "--data", "synthetic", "--steps", "30", "--log-every", "10"] + cpu,
+        # not quiet: a monitor window closes at a progress line (the first at the first line, later ones after
+        # >= 1 s) and at the end, so 30 steps logged every 10 make >= 2 windows for chart-utilization
+        "train": [binary, "train", "--model", "mlp", "--data", "synthetic", "--steps", "30", "--log-every", "10",
+                  "--device", "cpu", "--threads", "1"],
     }
     checkers = {"search": check_search, "memory": check_memory, "train": check_train}
     for name, cmd in runs.items():

@@ -342,3 +342,117 @@ TEST(HtmlReportTest, APlanOnlySearchIsAPredictionWithNoCharts) {
   EXPECT_NE(html.find("saturate 0.1.0 (abc123, Release)"), std::string::npos);  // the build that measured
   EXPECT_NE(html.find("box (EPYC, 2 cores)"), std::string::npos);
 }
+
+namespace {
+
+/// A train run of `n` monitor windows: window i covers steps 10i..10i+9, starts at 1.5 i s
+/// (the first 0.25 s long, the others 1.5 s), CPU at 90 + i %, GPU at 40 + 2i %, memory busy at
+/// 20 %, and an RSS that is no percentage.
+json train_run(int n) {
+  json windows = json::array();
+  for (int i = 0; i < n; ++i) {
+    const double seconds = i == 0 ? 0.25 : 1.5;
+    const double start = i == 0 ? 0.0 : 0.25 + 1.5 * (i - 1);
+    windows.push_back({{"first_step", 10 * i},
+                       {"last_step", 10 * i + 9},
+                       {"timed_steps", i == 0 ? 9 : 10},
+                       {"start_s", start},
+                       {"seconds", seconds},
+                       {"utilization",
+                        {{"source", "nvml"},
+                         {"samples", 4},
+                         {"sample_hz", 10.0},
+                         {"cpu_percent", {{"mean", 90.0 + i}, {"min", 80.0}, {"max", 300.0}}},
+                         {"gpu_util_percent", {{"mean", 40.0 + 2 * i}, {"min", 0.0}, {"max", 100.0}}},
+                         {"mem_util_percent", {{"mean", 20.0}, {"min", 10.0}, {"max", 30.0}}},
+                         {"rss_bytes", {{"mean", 4.0e8}, {"min", 3.0e8}, {"max", 5.0e8}}}}},
+                       {"verdict", "compute-bound"}});
+  }
+  return {{"global_batch", 64}, {"micro_batch", 64}, {"accumulation", 1}, {"steps", 10 * n},
+          {"losses", {2.0, 1.5}}, {"utilization", windows.empty() ? json() : windows[0]["utilization"]},
+          {"monitor_windows", windows}};
+}
+
+}  // namespace
+
+TEST(HtmlReportTest, TrainUtilizationIsEachPercentageOfEachWindowAtItsTimeAndMean) {
+  const json run = train_run(6);
+  const std::string svg = svg_of(render_html_report(run), "chart-utilization");
+  ASSERT_FALSE(svg.empty());
+  const Mapping m(svg);
+  EXPECT_EQ(m.x_scale, "linear");
+  EXPECT_NE(svg.find("time since the run started (s)"), std::string::npos);  // the axis says what x is
+  std::map<std::string, int> per_series;
+  for (const Attrs& p : marks(svg, "circle", "point")) {
+    const json& w = run["monitor_windows"][std::stoi(p.at("data-window"))];
+    const std::string key = p.at("data-series");
+    const double mid = w["start_s"].get<double>() + w["seconds"].get<double>() / 2;
+    const double mean = w["utilization"][key]["mean"].get<double>();
+    EXPECT_DOUBLE_EQ(num(p, "data-x"), mid) << key;
+    EXPECT_EQ(num(p, "data-y"), mean) << key;
+    EXPECT_EQ(num(p, "data-start-s"), w["start_s"].get<double>());
+    EXPECT_EQ(num(p, "data-seconds"), w["seconds"].get<double>());
+    EXPECT_EQ(num(p, "data-first-step"), w["first_step"].get<double>());
+    EXPECT_EQ(num(p, "data-last-step"), w["last_step"].get<double>());
+    EXPECT_NEAR(m.x(num(p, "cx")), mid, m.x_pixel_at(mid)) << key;
+    EXPECT_NEAR(m.y(num(p, "cy")), mean, m.y_pixel()) << key;
+    ++per_series[key];
+  }
+  EXPECT_EQ(per_series, (std::map<std::string, int>{{"cpu_percent", 6}, {"gpu_util_percent", 6}, {"mem_util_percent", 6}}));
+  // each series' line is level across each window: (start, mean), (end, mean)
+  const auto lines = marks(svg, "polyline", "series");
+  ASSERT_EQ(lines.size(), 3u);
+  for (const Attrs& l : lines) {
+    std::istringstream points(l.at("points"));
+    std::string xy;
+    for (const json& w : run["monitor_windows"]) {
+      const double mean = w["utilization"][l.at("data-series")]["mean"].get<double>();
+      for (double x : {w["start_s"].get<double>(), w["start_s"].get<double>() + w["seconds"].get<double>()}) {
+        ASSERT_TRUE(points >> xy);
+        EXPECT_NEAR(m.x(std::stod(xy.substr(0, xy.find(',')))), x, m.x_pixel_at(x)) << xy;
+        EXPECT_NEAR(m.y(std::stod(xy.substr(xy.find(',') + 1))), mean, m.y_pixel()) << xy;
+      }
+    }
+    EXPECT_FALSE(points >> xy);
+  }
+}
+
+TEST(HtmlReportTest, TrainWithFewerThanTwoWindowsIsASentenceWithTheRunSummary) {
+  const std::string html = render_html_report(train_run(1));
+  EXPECT_EQ(svg_of(html, "chart-utilization"), "");
+  const size_t at = html.find("<p class=\"missing\" data-chart=\"chart-utilization\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string sentence = html.substr(at, html.find("</p>", at) - at);
+  EXPECT_NE(sentence.find("1 monitor window with utilization"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("--log-every"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("CPU busy 90 % mean"), std::string::npos) << sentence;
+  // an older JSON without monitor_windows keeps its summary sentence
+  json old = train_run(1);
+  old.erase("monitor_windows");
+  EXPECT_NE(render_html_report(old).find("no <code>monitor_windows</code>"), std::string::npos);
+  json bad = train_run(3);
+  bad["monitor_windows"][2]["start_s"] = "soon";
+  ASSERT_THROWS_WITH(render_html_report(bad), UsageError, "monitor_windows[2].start_s: expected a number, got string");
+}
+
+TEST(HtmlReportTest, ManyTrainWindowsMergeIntoAtMost500MarksOfTheirTimeWeightedMean) {
+  const json run = train_run(1200);
+  const std::string svg = svg_of(render_html_report(run), "chart-utilization");
+  const auto points = marks(svg, "circle", "point");
+  ASSERT_EQ(points.size(), 3u * 400);  // three windows a mark
+  const Mapping m(svg);
+  for (const Attrs& p : points) {
+    const int first = std::stoi(p.at("data-window"));
+    EXPECT_EQ(p.at("data-windows"), "3");
+    double weighted = 0, seconds = 0;
+    for (int i = first; i < first + 3; ++i) {
+      const json& w = run["monitor_windows"][i];
+      weighted += w["utilization"][p.at("data-series")]["mean"].get<double>() * w["seconds"].get<double>();
+      seconds += w["seconds"].get<double>();
+    }
+    EXPECT_NEAR(num(p, "data-y"), weighted / seconds, 1e-9);
+    EXPECT_NEAR(m.y(num(p, "cy")), weighted / seconds, m.y_pixel());
+    EXPECT_EQ(num(p, "data-first-step"), run["monitor_windows"][first]["first_step"].get<double>());
+    EXPECT_EQ(num(p, "data-last-step"), run["monitor_windows"][first + 2]["last_step"].get<double>());
+  }
+}

@@ -11,7 +11,8 @@
 //                           state, inputs, activations, workspace, ...);
 //   chart-phases            time per step split into its phases (per trial, train's run mean, or
 //                           memory's recorded step);
-//   chart-utilization       CPU/GPU utilization of each trial in the order they ran;
+//   chart-utilization       CPU/GPU utilization of each trial in the order they ran, or a train
+//                           run's over time (each monitor window's mean, from monitor_windows);
 //   chart-loss              train's loss per step.
 // A chart without data is a sentence (class "missing", data-chart=ID) saying what would add it.
 // Every mark carries its values (data-x, data-y, ...) and each <svg> its axis mapping
