@@ -7,7 +7,12 @@
 namespace saturate {
 
 void EtaEstimator::observe(int64_t steps_done, Clock::time_point at) {
+  if (!points_.empty() && std::chrono::duration<double>(at - group_begin_).count() < burst_s_) {
+    points_.back() = {steps_done, at};  // the same burst: its last step was done by now
+    return;
+  }
   points_.emplace_back(steps_done, at);
+  group_begin_ = at;
   // keep the newest point older than the window, so the window always spans window_s
   while (points_.size() > 2 && std::chrono::duration<double>(at - points_[1].second).count() >= window_s_)
     points_.pop_front();

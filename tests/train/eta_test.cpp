@@ -42,6 +42,22 @@ TEST(EtaTest, ARunThatSlowsDownIsEstimatedAtItsRecentPaceNotItsAverage) {
   EXPECT_NEAR(*eta.seconds_left(steps + 1000), 100, 5);
 }
 
+TEST(EtaTest, StepsReportedInBurstsAreEstimatedAtTheirRealPace) {
+  // 10 ms steps whose losses are read every 10 steps: on_step runs for ten steps at once, 1 us apart
+  EtaEstimator eta;
+  double t = 0;
+  for (int burst = 1; burst <= 5; ++burst) {
+    t += 0.1;  // ten steps' time
+    for (int i = 1; i <= 10; ++i) eta.observe((burst - 1) * 10 + i, at_s(t + 1e-6 * i));
+    if (burst == 1) {
+      EXPECT_FALSE(eta.steps_per_s()) << "one burst is one point: no pace yet, not ten steps in 10 us";
+    } else {
+      ASSERT_TRUE(eta.steps_per_s());
+      EXPECT_NEAR(*eta.steps_per_s(), 100, 1) << "burst " << burst;
+    }
+  }
+}
+
 TEST(EtaTest, DurationsReadAsSecondsMinutesHoursAndDays) {
   EXPECT_EQ(format_duration(0.4), "0s");
   EXPECT_EQ(format_duration(45), "45s");

@@ -549,9 +549,8 @@ void add_train_command(CLI::App& app, Action& action) {
         auto eta = std::make_shared<EtaEstimator>();
         o.on_step = [total, every = std::max<int64_t>(1, tf->log_every), mon = monitor.get(), noise, eta](
                         int64_t step, double loss, double lr_now) {
-          const bool line = (step + 1) % every == 0 || step + 1 == total;
-          if (step == 0 || line) eta->observe(step + 1, EtaEstimator::Clock::now());
-          if (line) {
+          eta->observe(step + 1, EtaEstimator::Clock::now());
+          if ((step + 1) % every == 0 || step + 1 == total) {
             std::string noise_text;
             if (noise) {
               const auto b = noise->noise_scale();
