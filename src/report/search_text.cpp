@@ -1,10 +1,28 @@
 #include "saturate/report/search_text.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "saturate/core/units.h"
 
 namespace saturate {
+
+std::string objective_text(Objective objective, const std::string& reason,
+                           const std::optional<NoiseScaleMeasurement>& noise, const std::string& noise_data,
+                           const std::optional<GoodputChoice>& goodput) {
+  if (objective == Objective::kMemory) return "";
+  std::string s = fmt::format("objective          {}: {}\n", to_string(objective), reason);
+  if (noise)
+    s += fmt::format("noise scale        {} ({} steps of batch {} on {})\n",
+                     noise->noise_scale ? fmt::format("{:.0f} samples", *noise->noise_scale)
+                                        : std::string("not measurable: the gradient is all noise"),
+                     noise->steps, noise->batch, noise_data);
+  if (goodput)
+    s += fmt::format("learning rate      x{:.2f} at batch {} ({} from base batch {})\n", goodput->lr_gain,
+                     goodput->batch, to_string(goodput->lr_rule), goodput->base_batch);
+  return s;
+}
 
 std::string rank_text(const std::vector<RankMax>& ranks, const std::string& backend, int64_t used) {
   if (ranks.empty()) return "";

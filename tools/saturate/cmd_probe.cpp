@@ -58,7 +58,7 @@ void add_probe_command(CLI::App& app, Action& action) {
       } else {
         print_trial(std::cout, session->context, t);
         std::cout << bottleneck_text(t);
-        std::cout << data_text(data.get(), t);
+        if (data && t.findings.data) std::cout << data_text(data_source(*data), *t.findings.data);
         if (!flags->json.empty()) {
           nlohmann::json j = trial_json(t);
           j.update(context_json(session->context));

@@ -254,13 +254,13 @@ void add_search_command(CLI::App& app, Action& action) {
       std::string notes;  // after the answer, for people (console and markdown)
       if (checkpointing.enabled()) notes += "checkpointing      " + to_string(checkpointing) + "\n";
       if (footprint.precision != Precision::kFp32) notes += "precision          " + to_string(footprint.precision) + "\n";
-      notes += objective_text(picked);
+      notes += objective_text(picked.objective, picked.reason, picked.noise, picked.noise_data, picked.goodput);
       notes += compute_text(j["compute"]);
       if (fast) notes += fast_paths_text(*fast, fast_batch);
       notes += checkpointing_text;
       if (dist) notes += rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
       if (plan) notes += plan_text(*plan);
-      notes += data_search_text(data.get(), result);
+      if (data) notes += data_search_text(data_source(*data), result);
       printer->result(SearchReport{result, j, notes});
       printer->end();
       if (!flags->json.empty() && flags->json != "-") write_json(j, flags->json, std::cout);

@@ -24,6 +24,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
 #include "saturate/dist/rank_synced.h"
+#include "saturate/report/train_text.h"
 #include "saturate/train/eta.h"
 #include "saturate/train/auto_batch.h"
 #include "saturate/train/batch_plan.h"
@@ -65,13 +66,13 @@ struct TrainFlags {
   double stop_at_accuracy = 0;
 };
 
-nlohmann::json summary_json(const Session& s, const DataFlags& data, const StepFlags& step, const TrainResult& r,
+nlohmann::json summary_json(const Session& s, const std::string& data_name, const StepFlags& step, const TrainResult& r,
                             const LeakWatch& leak, TrainRanks& ranks) {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
   nlohmann::json j = context_json(s.context);
-  j.update({{"data", data.dataset ? data.dataset->name() : data.data},
+  j.update({{"data", data_name},
             {"precision", step.precision},
             {"checkpointing", step.checkpointing},
             {"micro_batch", r.micro_batch},
@@ -597,7 +598,7 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!ranks.writer()) return exit_status;  // rank 0 writes the model and the summary
       // an interrupted run's weights are not the trained model --save names: its checkpoint has them
       if (!tf->save.empty() && !r.stopped_by_signal) save_model(workload.model(), tf->save);
-      nlohmann::json j = summary_json(*session, *data, *stepflags, r, leak_watch, ranks);
+      nlohmann::json j = summary_json(*session, data_name, *stepflags, r, leak_watch, ranks);
       j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
       if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
       j["fast_paths"] = o.fast_paths.to_string();
@@ -630,38 +631,7 @@ void add_train_command(CLI::App& app, Action& action) {
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {
-        std::cout << fmt::format(
-            "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       micro {} x {} = global {}\n"
-            "train loss  {:.4f}\n",
-            session->context.model_name, data_name, r.steps, r.samples_seen, r.epochs, r.micro_batch,
-            r.accumulation, r.global_batch, r.final_train_loss);
-        if (j.contains("bottleneck"))
-          std::cout << fmt::format("bottleneck  {}: {}\nfix         {}\n", j["bottleneck"].value("verdict", ""),
-                                   j["bottleneck"].value("reason", ""), j["bottleneck"].value("fix", ""));
-        std::cout << train_rank_text(ranks);
-        if (noise)
-          std::cout << fmt::format("noise scale {} (B_simple, smoothed over the last ~20 of {} steps measured)\n",
-                                   noise->noise_scale() ? fmt::format("{:.0f} samples", *noise->noise_scale())
-                                                        : std::string("not measurable (the gradient is all noise)"),
-                                   noise->measurements());
-        if (r.final_test_accuracy)  // the held-out split's: "test" or "val"
-          std::cout << fmt::format("{:<12}loss {:.4f}, accuracy {:.2f} %\n", eval_split, *r.final_test_loss,
-                                   100.0 * *r.final_test_accuracy);
-        if (compute.contains("mfu"))
-          std::cout << fmt::format("compute     {}/sample, {}/s = {:.1f} % MFU of {}/s ({})\n",
-                                   format_flops(compute["flops_per_sample"].get<double>()),
-                                   format_flops(compute["achieved_flops_per_s"].get<double>()),
-                                   100 * compute["mfu"].get<double>(),
-                                   format_flops(compute["peak_flops_per_s"].get<double>()),
-                                   compute["peak_method"].get<std::string>());
-        std::cout << fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
-                                 r.oom_backoffs.size(), r.checkpoints_written,
-                                 r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "");
-        if (r.stopped_by_signal)
-          std::cout << fmt::format("interrupted by {} after step {}: {}\n", signal_name(r.stopped_by_signal), r.steps,
-                                   o.checkpoint_dir.empty()
-                                       ? std::string("no checkpoint (give --checkpoint-dir DIR to keep the progress)")
-                                       : fmt::format("checkpoint written; continue with --resume {}", o.checkpoint_dir));
+        std::cout << train_summary_text(j);
         if (!flags->json.empty()) write_json(j, flags->json, std::cout);
       }
       write_html_report(j, tf->html);

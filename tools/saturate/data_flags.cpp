@@ -156,28 +156,9 @@ std::unique_ptr<DataAttachment> attach_data(DataFlags& f, Probe& probe, const Se
   return a;
 }
 
-std::string data_text(const DataAttachment* data, const Trial& t) {
-  if (!data || !t.findings.data) return "";
-  const DataFeed& feed = *data->feed;
-  std::string s = fmt::format("data       {}: {} samples, {} classes\n", feed.dataset().name(), feed.dataset().size(),
-                              feed.dataset().classes());
-  s += fmt::format("workers    {}{}, prefetch {}\n", feed.workers(),
-                   data->workers_note.empty() ? "" : " (" + data->workers_note + ")", feed.options().prefetch);
-  s += fmt::format("data wait  {:.2f} ms per step ({:.1f} % of the step)\n", t.findings.data->wait_ms,
-                   100 * t.findings.data->wait_fraction);
-  const SkipReport skipped = feed.skipped();
-  if (skipped.count > 0 || !skipped.reasons.empty()) {
-    s += fmt::format("skipped    {} bad samples (--skip-bad-samples)\n", skipped.count);
-    for (const auto& r : skipped.reasons) s += "           " + r + "\n";
-  }
-  return s;
-}
-
-std::string data_search_text(const DataAttachment* data, const SearchResult& result) {
-  if (!data) return "";
-  for (const Trial& t : result.trials)
-    if (t.ok() && t.batch == result.throughput_batch) return "\n" + data_text(data, t);
-  return "";
+DataSource data_source(const DataAttachment& data) {
+  const Dataset& d = data.feed->dataset();
+  return DataSource{d.name(), d.size(), d.classes(), data.feed->skipped(), data.workers_note};
 }
 
 void rethrow_data_error(const DataAttachment* data) {

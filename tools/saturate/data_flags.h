@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "saturate/data/data_feed.h"
 #include "saturate/probe/probe.h"
+#include "saturate/report/data_text.h"
 
 namespace saturate::cli {
 
@@ -38,11 +39,8 @@ struct DataAttachment {
 std::unique_ptr<DataAttachment> attach_data(DataFlags& f, Probe& probe, const Session& session, int64_t tune_batch,
                                             bool quiet);
 
-/// Lines for the probe's table ("data ...", "workers ...", "data wait ..."); empty without --data.
-std::string data_text(const DataAttachment* data, const Trial& t);
-
-/// The search's data lines: the loader, the workers, the wait at the throughput batch.
-std::string data_search_text(const DataAttachment* data, const SearchResult& result);
+/// The dataset, the skips so far and the workers note, for report/data_text.h's printers.
+DataSource data_source(const DataAttachment& data);
 
 /// A bad sample stops a trial as an error; rethrow it as the DataError it is (exit status 2).
 void rethrow_data_error(const DataAttachment* data);

@@ -141,14 +141,4 @@ void add_train_rank_json(nlohmann::json& j, TrainRanks& ranks) {
             {"gradient_bytes", s.gradient_bytes}});
 }
 
-std::string train_rank_text(TrainRanks& ranks) {
-  if (!ranks.ddp) return "";
-  const DdpStats s = ranks.ddp->stats();
-  return fmt::format("ranks       {} ({}): all-reduce {:.2f} ms per step, {:.0f} % overlapped with backward, {} "
-                     "bucket(s) of {} in all\n",
-                     ranks.world_size(), to_string(ranks.group->backend()),
-                     s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0,
-                     100.0 * s.overlap_fraction(), s.buckets, format_bytes(s.gradient_bytes));
-}
-
 }  // namespace saturate::cli

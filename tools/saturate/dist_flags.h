@@ -65,9 +65,7 @@ void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Devic
 /// checkpoints. Call after the model is on its device, before the Trainer runs.
 void setup_train_ranks(TrainRanks& ranks, const DistFlags& f, Model& model, LoaderOptions& loader, TrainOptions& o);
 /// `world_size`, `backend`, `allreduce_ms` (per synced step), `allreduce_overlap_fraction`,
-/// `gradient_buckets` and `gradient_bytes` for the train summary.
+/// `gradient_buckets` and `gradient_bytes` for the train summary (printed by report/train_text.h).
 void add_train_rank_json(nlohmann::json& j, TrainRanks& ranks);
-/// "ranks       2 (gloo): all-reduce 3.1 ms per step, 41 % overlapped with backward, 4 buckets\n" (several ranks).
-std::string train_rank_text(TrainRanks& ranks);
 
 }  // namespace saturate::cli

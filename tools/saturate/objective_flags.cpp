@@ -179,18 +179,4 @@ nlohmann::json objective_json(const ObjectiveOutcome& o) {
   return j;
 }
 
-std::string objective_text(const ObjectiveOutcome& o) {
-  if (o.objective == Objective::kMemory) return "";
-  std::string s = fmt::format("objective          {}: {}\n", to_string(o.objective), o.reason);
-  if (o.noise)
-    s += fmt::format("noise scale        {} ({} steps of batch {} on {})\n",
-                     o.noise->noise_scale ? fmt::format("{:.0f} samples", *o.noise->noise_scale)
-                                          : std::string("not measurable: the gradient is all noise"),
-                     o.noise->steps, o.noise->batch, o.noise_data);
-  if (o.goodput)
-    s += fmt::format("learning rate      x{:.2f} at batch {} ({} from base batch {})\n", o.goodput->lr_gain,
-                     o.goodput->batch, to_string(o.goodput->lr_rule), o.goodput->base_batch);
-  return s;
-}
-
 }  // namespace saturate::cli

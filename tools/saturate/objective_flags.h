@@ -53,6 +53,5 @@ nlohmann::json objective_json(const ObjectiveOutcome& o);
 ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,
                                         DistGroup* group);
 nlohmann::json curve_json(const ThroughputCurve& c);
-std::string objective_text(const ObjectiveOutcome& o);
 
 }  // namespace saturate::cli
