@@ -52,7 +52,7 @@ WatchResult watch_process(const WatchOptions& o) {
   result.source = source;
   result.nvml_note = sampler.nvml_note();
   sampler.start();
-  if (o.on_line && o.interval_s > 0) o.on_line(live_header(source));
+  if (o.on_live_start && o.interval_s > 0) o.on_live_start(source);
 
   auto next_line = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.interval_s));
   int status = 0;
@@ -69,9 +69,9 @@ WatchResult watch_process(const WatchOptions& o) {
       if (rc != 0 && errno != EINTR) ended = true;
     }
     if (ended) break;
-    if (o.on_line && o.interval_s > 0 && Clock::now() >= next_line) {
+    if (o.on_interval && o.interval_s > 0 && Clock::now() >= next_line) {
       Sample s;
-      if (sampler.latest(&s)) o.on_line(live_line(s, source));
+      if (sampler.latest(&s)) o.on_interval(s, source);
       next_line += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.interval_s));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

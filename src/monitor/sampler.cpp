@@ -15,17 +15,11 @@ namespace saturate {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kMiB = 1024.0 * 1024.0;
 
 double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-std::string cell(double v, const char* fmt_spec, int width) {
-  if (std::isnan(v)) return fmt::format("{:>{}}", "-", width);
-  return fmt::format(fmt::runtime(fmt_spec), v, width);
 }
 
 }  // namespace
@@ -213,23 +207,6 @@ nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::
 
 nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::string& source, double sample_hz) {
   return summarize_samples(samples, source, sample_hz, SteadyClock::time_point::min(), SteadyClock::time_point::max());
-}
-
-std::string live_header(const std::string& source) {
-  if (source == "nvml")
-    return "#   time_s   gpu%   mem%   used_MiB  total_MiB  power_W  sm_MHz  temp_C  proc_MiB   cpu%    rss_MiB";
-  return "#   time_s     cpu%    rss_MiB";
-}
-
-std::string live_line(const Sample& s, const std::string& source) {
-  const std::string head = fmt::format("{:>10.1f}", s.time_s);
-  if (source == "nvml")
-    return head + " " + cell(s.gpu_util_percent, "{:>{}.0f}", 6) + " " + cell(s.mem_util_percent, "{:>{}.0f}", 6) +
-           " " + cell(s.mem_used_bytes / kMiB, "{:>{}.0f}", 10) + " " + cell(s.mem_total_bytes / kMiB, "{:>{}.0f}", 10) +
-           " " + cell(s.power_w, "{:>{}.1f}", 8) + " " + cell(s.sm_clock_mhz, "{:>{}.0f}", 7) + " " +
-           cell(s.temperature_c, "{:>{}.0f}", 7) + " " + cell(s.process_gpu_mem_bytes / kMiB, "{:>{}.0f}", 9) + " " +
-           cell(s.cpu_percent, "{:>{}.1f}", 6) + " " + cell(s.rss_bytes / kMiB, "{:>{}.1f}", 10);
-  return head + " " + cell(s.cpu_percent, "{:>{}.1f}", 8) + " " + cell(s.rss_bytes / kMiB, "{:>{}.1f}", 10);
 }
 
 std::string csv_header() {

@@ -1,5 +1,7 @@
 #include "saturate/report/monitor_text.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "saturate/monitor/sampler.h"
@@ -8,7 +10,29 @@ namespace saturate {
 
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string cell(double v, const char* fmt_spec, int width) {
+  if (std::isnan(v)) return fmt::format("{:>{}}", "-", width);
+  return fmt::format(fmt::runtime(fmt_spec), v, width);
+}
 }  // namespace
+
+std::string live_header(const std::string& source) {
+  if (source == "nvml")
+    return "#   time_s   gpu%   mem%   used_MiB  total_MiB  power_W  sm_MHz  temp_C  proc_MiB   cpu%    rss_MiB";
+  return "#   time_s     cpu%    rss_MiB";
+}
+
+std::string live_line(const Sample& s, const std::string& source) {
+  const std::string head = fmt::format("{:>10.1f}", s.time_s);
+  if (source == "nvml")
+    return head + " " + cell(s.gpu_util_percent, "{:>{}.0f}", 6) + " " + cell(s.mem_util_percent, "{:>{}.0f}", 6) +
+           " " + cell(s.mem_used_bytes / kMiB, "{:>{}.0f}", 10) + " " + cell(s.mem_total_bytes / kMiB, "{:>{}.0f}", 10) +
+           " " + cell(s.power_w, "{:>{}.1f}", 8) + " " + cell(s.sm_clock_mhz, "{:>{}.0f}", 7) + " " +
+           cell(s.temperature_c, "{:>{}.0f}", 7) + " " + cell(s.process_gpu_mem_bytes / kMiB, "{:>{}.0f}", 9) + " " +
+           cell(s.cpu_percent, "{:>{}.1f}", 6) + " " + cell(s.rss_bytes / kMiB, "{:>{}.1f}", 10);
+  return head + " " + cell(s.cpu_percent, "{:>{}.1f}", 8) + " " + cell(s.rss_bytes / kMiB, "{:>{}.1f}", 10);
+}
 
 std::string summary_text(const nlohmann::json& summary) {
   std::string out = fmt::format("source {}, {} samples at {} Hz\n", summary.value("source", "?"),

@@ -58,12 +58,18 @@ TEST(ProcessMonitorTest, NothingToWatchIsAUsageError) {
   ASSERT_THROWS_WITH(watch_process(o), UsageError, "--pid 2147483: no such running process");
 }
 
-TEST(ProcessMonitorTest, LiveLinesAndSamplesReachTheCallerWithNvml) {
+TEST(ProcessMonitorTest, LiveSamplesAndEverySampleReachTheCallerWithNvml) {
   WatchOptions o = run({"sh", "-c", "sleep 0.35"});
   o.nvml_path = SATURATE_FAKE_NVML;
-  std::vector<std::string> lines;
-  int samples = 0;
-  o.on_line = [&](const std::string& l) { lines.push_back(l); };
+  std::vector<std::string> starts;
+  int intervals = 0, samples = 0;
+  o.on_live_start = [&](const std::string& source) { starts.push_back(source); };
+  o.on_interval = [&](const Sample& s, const std::string& source) {
+    EXPECT_EQ(starts.size(), 1u);  // the start comes first, once
+    EXPECT_EQ(source, "nvml");
+    EXPECT_EQ(s.gpu_util_percent, 42);
+    ++intervals;
+  };
   o.on_sample = [&](const Sample& s, const std::string& source) {
     EXPECT_EQ(source, "nvml");
     EXPECT_EQ(s.gpu_util_percent, 42);
@@ -72,8 +78,8 @@ TEST(ProcessMonitorTest, LiveLinesAndSamplesReachTheCallerWithNvml) {
   const WatchResult r = watch_process(o);
   EXPECT_EQ(r.exit_status, 0);
   EXPECT_EQ(r.source, "nvml");
-  ASSERT_GE(lines.size(), 2u);  // the header and at least one line
-  EXPECT_NE(lines[0].find("gpu%"), std::string::npos);
+  EXPECT_EQ(starts, std::vector<std::string>{"nvml"});
+  EXPECT_GE(intervals, 1);  // every 0.1 s over 0.35 s
   EXPECT_GE(samples, 2);
   EXPECT_EQ(r.summary["gpu_util_percent"]["mean"], 42.0);
 }

@@ -8,7 +8,6 @@
 
 #include "saturate/monitor/proc_stats.h"
 #include "saturate/monitor/sampler.h"
-#include "saturate/report/monitor_text.h"
 #include "support/support.h"
 
 namespace saturate {
@@ -102,18 +101,6 @@ TEST(SamplerTest, CsvRowsHaveOneCellPerHeaderColumn) {
   EXPECT_EQ(header.rfind("time_s,source,gpu_util_percent", 0), 0u) << header;
   EXPECT_EQ(std::count(header.begin(), header.end(), ','), std::count(row.begin(), row.end(), ','));
   EXPECT_NE(row.find(",proc,,"), std::string::npos) << row;  // NaN GPU values are empty cells
-}
-
-TEST(SamplerTest, LiveLinesHaveTheHeadersColumns) {
-  Sampler sampler(proc_only(0));
-  sampler.sample_now();
-  const Sample s = sampler.sample_now();
-  EXPECT_NE(live_header("proc").find("cpu%"), std::string::npos);
-  EXPECT_NE(live_header("nvml").find("gpu%"), std::string::npos);
-  const std::string line = live_line(s, "proc");
-  EXPECT_EQ(line.size(), live_header("proc").size()) << line;
-  const std::string text = summary_text(summarize_samples(sampler.samples(), "proc", 10));
-  EXPECT_NE(text.find("rss_MiB"), std::string::npos) << text;
 }
 
 TEST(SamplerTest, ProcessTreeFindsAChildProcess) {

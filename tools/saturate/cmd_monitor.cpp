@@ -132,7 +132,8 @@ void add_monitor_command(CLI::App& app, Action& action) {
       o.sample_hz = f->sample_hz;
       o.interval_s = f->quiet ? 0 : f->interval_s;
       o.gpu_index = f->gpu;
-      o.on_line = [](const std::string& line) { std::cerr << line << std::endl; };
+      o.on_live_start = [](const std::string& source) { std::cerr << live_header(source) << std::endl; };
+      o.on_interval = [](const Sample& s, const std::string& source) { std::cerr << live_line(s, source) << std::endl; };
       if (log.is_open()) o.on_sample = [&log](const Sample& s, const std::string& source) {
         log << csv_row(s, source) << "\n" << std::flush;  // a killed run keeps its rows
       };

@@ -1,7 +1,8 @@
 // Implements: `saturate monitor`'s engine. Runs any command (or attaches to a running
 // process), samples it and its descendants (GPU through NVML, else CPU and memory from /proc)
-// until it ends (the child dies with saturate: core/child_process.h), hands a live line per interval and every sample to the caller, and returns
-// a summary and the child's exit status. Prints nothing itself. No LibTorch here.
+// until it ends (the child dies with saturate: core/child_process.h), hands the latest sample per
+// interval and every sample to the caller, and returns a summary and the child's exit status.
+// Prints nothing itself. No LibTorch here.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -23,8 +24,11 @@ struct WatchOptions {
   double interval_s = 1.0;           ///< a live line this often (0: none)
   int gpu_index = 0;                 ///< the GPU NVML reads
   std::string nvml_path;             ///< "" : $SATURATE_NVML_LIBRARY or libnvidia-ml.so.1
-  /// Live lines: the column header first, then one line per interval.
-  std::function<void(const std::string&)> on_line;
+  /// Live lines (with interval_s > 0): once the sampler's source ("nvml" or "proc") is known,
+  /// before the first interval (a header's moment) ...
+  std::function<void(const std::string& source)> on_live_start;
+  /// ... then the latest sample once per interval (report/monitor_text.h prints both).
+  std::function<void(const Sample&, const std::string& source)> on_interval;
   /// Every sample, on the sampling thread (the CSV log).
   std::function<void(const Sample&, const std::string& source)> on_sample;
   /// Set (by a signal handler) to stop watching an attached process early.

@@ -3,7 +3,7 @@
 // temperature and the watched processes' GPU memory through NVML; the watched processes' CPU
 // utilization and resident memory from /proc always (the only source without NVML).
 // Summaries (mean/min/max of each value over a time window) go into a trial's JSON as
-// `utilization`; printers for the live line (like `nvidia-smi dmon`) and the CSV log.
+// `utilization`; the CSV log's header and rows (the live line for people: report/monitor_text.h).
 // No LibTorch here.
 #pragma once
 #include <chrono>
@@ -123,9 +123,6 @@ nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::
 /// Over every sample.
 nlohmann::json summarize_samples(const std::vector<Sample>& samples, const std::string& source, double sample_hz);
 
-/// The live line's header and rows (like `nvidia-smi dmon`), columns depending on the source.
-std::string live_header(const std::string& source);
-std::string live_line(const Sample& s, const std::string& source);
 /// The CSV log: a header naming every field, then one row per sample (NaN as empty).
 std::string csv_header();
 std::string csv_row(const Sample& s, const std::string& source);

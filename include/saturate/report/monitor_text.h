@@ -1,12 +1,19 @@
-// Implements: the monitor printers for people: a utilization summary and a trial's bottleneck verdict.
+// Implements: the monitor printers for people: the live lines (like `nvidia-smi dmon`), a
+// utilization summary and a trial's bottleneck verdict.
 #pragma once
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/monitor/sampler.h"
 #include "saturate/probe/trial.h"
 
 namespace saturate {
+
+/// The live lines' column header, the columns depending on the sampler's source ("nvml" or "proc").
+std::string live_header(const std::string& source);
+/// One sample under live_header's columns ("-" for a value the source cannot give).
+std::string live_line(const Sample& s, const std::string& source);
 
 /// A few lines for people from a utilization summary (summarize_samples).
 std::string summary_text(const nlohmann::json& summary);
