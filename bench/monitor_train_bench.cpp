@@ -67,7 +67,7 @@ Block run_block(Workload& w, MemoryMeter& meter, TrainData& data, int64_t batch,
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   Block b;
   b.us_per_step = 1e6 * s / static_cast<double>(steps);
-  if (monitor) b.overhead = monitor->finish()["monitor_overhead"];
+  if (monitor) b.overhead = to_json(monitor->finish())["monitor_overhead"];
   return b;
 }
 

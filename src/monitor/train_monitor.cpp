@@ -19,9 +19,8 @@ constexpr double kRunVerdictTimeShare = 2.0 / 3.0;
 /// The run's utilization from its windows' (which tile the run): sample counts add, min/max
 /// take the extremes, means are weighted by samples — except cpu_percent's, exact per window
 /// (CPU time over wall time), weighted by the window's time, which keeps it exact.
-nlohmann::json merge_utilization(const std::vector<MonitorWindow>& windows) {
-  nlohmann::json out;
-  int64_t samples = 0;
+std::optional<Utilization> merge_utilization(const std::vector<MonitorWindow>& windows) {
+  std::optional<Utilization> out;
   struct Acc {
     double weighted = 0, weight = 0, lo = std::numeric_limits<double>::infinity(), hi = -lo;
   };
@@ -29,9 +28,13 @@ nlohmann::json merge_utilization(const std::vector<MonitorWindow>& windows) {
   for (const MonitorWindow& w : windows) {
     if (!w.findings.utilization) continue;
     const Utilization& u = *w.findings.utilization;
-    if (out.is_null()) out = {{"source", u.source}, {"sample_hz", u.sample_hz}};
+    if (!out) {
+      out.emplace();
+      out->source = u.source;
+      out->sample_hz = u.sample_hz;
+    }
     const int64_t n = u.samples;
-    samples += n;
+    out->samples += n;
     for (const SampleField& f : sample_fields()) {
       const UtilizationStat* v = u.field(f.name);
       if (!v) continue;
@@ -43,12 +46,11 @@ nlohmann::json merge_utilization(const std::vector<MonitorWindow>& windows) {
       a.hi = std::max(a.hi, v->max);
     }
   }
-  if (out.is_null()) return out;
-  out["samples"] = samples;
+  if (!out) return out;
   for (const SampleField& f : sample_fields()) {
     auto it = acc.find(f.name);
     if (it == acc.end() || it->second.weight <= 0) continue;
-    out[f.name] = {{"mean", it->second.weighted / it->second.weight}, {"min", it->second.lo}, {"max", it->second.hi}};
+    out->fields.push_back({f.name, UtilizationStat{it->second.weighted / it->second.weight, it->second.lo, it->second.hi}});
   }
   return out;
 }
@@ -123,13 +125,13 @@ void TrainMonitor::step_end(int step, bool measured) {
     close_window();
 }
 
-nlohmann::json TrainMonitor::finish() {
+const TrainMonitorSummary& TrainMonitor::finish() {
   if (finished_) return summary_;
   finished_ = true;
   if (window_open_ && steps_ > 0) close_window();
   monitor_.finish();
 
-  nlohmann::json out = nlohmann::json::object();
+  TrainMonitorSummary out;
   // phases: the mean per timed step of the whole run
   int64_t timed = 0, steps = 0;
   std::map<std::string, double> phase_sum;
@@ -146,14 +148,13 @@ nlohmann::json TrainMonitor::finish() {
     for (const auto& [name, v] : w.findings.phases->ms) phase_sum[name] += v * static_cast<double>(w.timed_steps);
   }
   if (timed > 0) {
-    nlohmann::json phases = nlohmann::json::object();
+    PhaseTimes phases;
     for (Phase p : {Phase::kDataWait, Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer,
                     Phase::kAllreduce})
-      phases[to_string(p)] = r3(phase_sum[to_string(p)] / static_cast<double>(timed));
-    out["phases_ms"] = phases;
+      phases.ms.emplace_back(to_string(p), r3(phase_sum[to_string(p)] / static_cast<double>(timed)));
+    out.phases = std::move(phases);
   }
-  const nlohmann::json util = merge_utilization(windows_);
-  if (!util.is_null()) out["utilization"] = util;
+  out.utilization = merge_utilization(windows_);
 
   // the verdict that held for the most time; its evidence from its median window by step time
   std::map<std::string, double> time_of;
@@ -173,22 +174,22 @@ nlohmann::json TrainMonitor::finish() {
     std::sort(held.begin(), held.end(),
               [](const MonitorWindow* a, const MonitorWindow* b) { return step_ms_of(*a) < step_ms_of(*b); });
     const MonitorWindow& rep = *held[(held.size() - 1) / 2];
-    nlohmann::json b = to_json(*rep.findings.bottleneck);
+    BottleneckFinding b = *rep.findings.bottleneck;
     const size_t with_verdict = static_cast<size_t>(std::count_if(
         windows_.begin(), windows_.end(), [](const MonitorWindow& w) { return !w.verdict().empty(); }));
     nlohmann::json counts = nlohmann::json::object();
     for (const auto& [v, n] : count_of) counts[v] = n;
-    b["evidence"]["windows"] = {{"count", with_verdict},
-                                {"verdicts", counts},
-                                {"time_share", seconds > 0 ? r3(top->second / seconds) : 0.0},
-                                {"representative_steps", {rep.first_step, rep.last_step}}};
+    b.evidence["windows"] = {{"count", with_verdict},
+                             {"verdicts", counts},
+                             {"time_share", seconds > 0 ? r3(top->second / seconds) : 0.0},
+                             {"representative_steps", {rep.first_step, rep.last_step}}};
     if (with_verdict > 1)
-      b["reason"] = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.value("reason", ""),
-                                count_of[top->first], with_verdict, seconds > 0 ? 100.0 * top->second / seconds : 0.0);
+      b.reason = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.reason, count_of[top->first],
+                             with_verdict, seconds > 0 ? 100.0 * top->second / seconds : 0.0);
     // windows that disagree, none holding two thirds of the time: the run is borderline between
     // what they found (not whichever held longest by a little)
     double verdict_s = 0;
-    for (const auto& [v, s] : time_of) verdict_s += s;
+    for (const auto& [v, t] : time_of) verdict_s += t;
     if (time_of.size() > 1 && verdict_s > 0 && top->second < kRunVerdictTimeShare * verdict_s) {
       std::vector<std::pair<std::string, double>> by_time(time_of.begin(), time_of.end());
       std::sort(by_time.begin(), by_time.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
@@ -197,8 +198,8 @@ nlohmann::json TrainMonitor::finish() {
         if (std::find(between.begin(), between.end(), k) == between.end()) between.push_back(k);
       };
       std::string split;
-      for (const auto& [v, s] : by_time) {
-        split += fmt::format("{}{} {:.0f} %", split.empty() ? "" : ", ", v, 100.0 * s / verdict_s);
+      for (const auto& [v, t] : by_time) {
+        split += fmt::format("{}{} {:.0f} %", split.empty() ? "" : ", ", v, 100.0 * t / verdict_s);
         if (v != to_string(Bottleneck::kBorderline)) {
           add(parse_bottleneck(v));
           continue;
@@ -207,18 +208,30 @@ nlohmann::json TrainMonitor::finish() {
           if (w.verdict() == v)
             for (const std::string& k : w.findings.bottleneck->between) add(parse_bottleneck(k));
       }
-      nlohmann::json names = nlohmann::json::array();
-      for (Bottleneck k : between) names.push_back(to_string(k));
-      b["verdict"] = to_string(Bottleneck::kBorderline);
-      b["between"] = names;
-      b["reason"] = fmt::format("borderline: the windows disagree ({} of the time); none held {:.0f} %", split,
-                                100.0 * kRunVerdictTimeShare);
-      b["fix"] = borderline_fix(between, options_.monitor.cuda);
+      b.verdict = to_string(Bottleneck::kBorderline);
+      b.between.clear();
+      for (Bottleneck k : between) b.between.push_back(to_string(k));
+      b.reason = fmt::format("borderline: the windows disagree ({} of the time); none held {:.0f} %", split,
+                             100.0 * kRunVerdictTimeShare);
+      b.fix = borderline_fix(between, options_.monitor.cuda);
     }
-    out["bottleneck"] = b;
+    out.bottleneck = std::move(b);
   }
+  const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();
+  out.overhead = RunMonitorOverhead{steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0, r3(sampler_ms),
+                                    run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0, windows_.size(), r3(1000.0 * close_s_)};
+  out.windows = windows_;
+  summary_ = std::move(out);
+  return summary_;
+}
+
+nlohmann::json to_json(const TrainMonitorSummary& s) {
+  nlohmann::json out = nlohmann::json::object();
+  if (s.phases) out["phases_ms"] = to_json(*s.phases);
+  if (s.utilization) out["utilization"] = to_json(*s.utilization);
+  if (s.bottleneck) out["bottleneck"] = to_json(*s.bottleneck);
   nlohmann::json over_time = nlohmann::json::array();  // the run window by window
-  for (const MonitorWindow& w : windows_) {
+  for (const MonitorWindow& w : s.windows) {
     nlohmann::json x = {{"first_step", w.first_step}, {"last_step", w.last_step}, {"timed_steps", w.timed_steps},
                         {"start_s", r3(w.start_s)}, {"seconds", r3(w.seconds)}};
     if (w.findings.utilization) x["utilization"] = to_json(*w.findings.utilization);
@@ -226,14 +239,12 @@ nlohmann::json TrainMonitor::finish() {
     over_time.push_back(std::move(x));
   }
   out["monitor_windows"] = std::move(over_time);
-  const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();
-  out["monitor_overhead"] = {{"hooks_us_per_step", steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0},
-                             {"sampler_cpu_ms", r3(sampler_ms)},
-                             {"sampler_cpu_share", run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0},
-                             {"windows", windows_.size()},
-                             {"window_close_ms", r3(1000.0 * close_s_)}};
-  summary_ = out;
-  return summary_;
+  out["monitor_overhead"] = {{"hooks_us_per_step", s.overhead.hooks_us_per_step},
+                             {"sampler_cpu_ms", s.overhead.sampler_cpu_ms},
+                             {"sampler_cpu_share", s.overhead.sampler_cpu_share},
+                             {"windows", s.overhead.windows},
+                             {"window_close_ms", s.overhead.window_close_ms}};
+  return out;
 }
 
 std::string TrainMonitor::status_text() {

@@ -128,7 +128,7 @@ TEST(TrainMonitorTest, TrainJsonHasPhasesUtilizationAndBottleneckWithSaneValues)
   o.max_steps = 12;
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   const auto& phases = j["phases_ms"];
   for (const char* name : {"data_wait", "h2d", "forward", "backward", "optimizer", "allreduce"}) {
     ASSERT_TRUE(phases.contains(name)) << name;
@@ -167,7 +167,7 @@ TEST(TrainMonitorTest, MonitorWindowsCoverTheRunsStepsInOrderEachWithItsUtilizat
   o.max_steps = 14;  // the warm-up step and 13 timed ones: windows of 3 timed steps, the last of 1
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   const auto& windows = j["monitor_windows"];
   ASSERT_TRUE(windows.is_array()) << j.dump(1);
   ASSERT_EQ(windows.size(), 5u) << windows.dump(1);
@@ -199,7 +199,7 @@ TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
   o.max_steps = 8;
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   EXPECT_EQ(j["bottleneck"]["verdict"], "data-bound") << j.dump(1);
   EXPECT_GE(j["phases_ms"]["data_wait"].get<double>(), 55);
   EXPECT_NE(j["bottleneck"]["fix"].get<std::string>().find("worker"), std::string::npos) << j["bottleneck"]["fix"];
@@ -219,7 +219,7 @@ TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound)
   o.sync = &sync;
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   EXPECT_EQ(j["bottleneck"]["verdict"], "communication-bound") << j.dump(1);
   EXPECT_GE(j["phases_ms"]["allreduce"].get<double>(), 115);
   // moved out of the backward phase, not counted twice
@@ -258,7 +258,7 @@ TEST(TrainMonitorTest, NoWindowWithoutTimedStepsMeansNoVerdict) {
   o.max_steps = 1;  // only the warm-up step
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   EXPECT_FALSE(j.contains("bottleneck"));
   EXPECT_FALSE(j.contains("phases_ms"));
   EXPECT_TRUE(j.contains("utilization"));
@@ -322,7 +322,7 @@ TEST(TrainMonitorTest, WindowsThatDisagreeForAboutEqualTimesMakeTheRunBorderline
   o.sync = &sync;
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   std::map<std::string, int> windows;
   for (const MonitorWindow& w : monitor.windows()) ++windows[w.verdict()];
   EXPECT_EQ(windows, (std::map<std::string, int>{{"communication-bound", 2}, {"data-bound", 2}})) << j.dump(1);
@@ -345,7 +345,7 @@ TEST(TrainMonitorTest, OneVerdictHoldingMostOfTheTimeIsTheRuns) {
   o.max_steps = 13;
   o.observer = &monitor;
   Trainer(*rig.workload, *rig.meter, data, nullptr, o).run();
-  const nlohmann::json j = monitor.finish();
+  const nlohmann::json j = to_json(monitor.finish());
   EXPECT_EQ(j["bottleneck"]["verdict"], "data-bound") << j.dump(1);
 }
 

@@ -600,7 +600,7 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!tf->save.empty() && !r.stopped_by_signal) save_model(workload.model(), tf->save);
       nlohmann::json j = summary_json(*session, data_name, *stepflags, r, leak_watch, ranks);
       j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
-      if (monitor) j.update(monitor->finish());  // phases_ms, utilization, bottleneck, monitor_overhead
+      if (monitor) j.update(to_json(monitor->finish()));  // phases_ms, utilization, bottleneck, monitor_overhead
       j["fast_paths"] = o.fast_paths.to_string();
       j["loss_every"] = o.loss_every;
       if (picked.objective != Objective::kMemory) j["objective"] = objective_json(picked);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,29 @@ struct MonitorWindow {
   std::string verdict() const;  ///< "" without one
 };
 
+/// What the monitor's own cost was over the run.
+struct RunMonitorOverhead {
+  double hooks_us_per_step = 0;
+  double sampler_cpu_ms = 0;
+  double sampler_cpu_share = 0;
+  size_t windows = 0;
+  double window_close_ms = 0;
+};
+
+/// The run's findings: phases the mean per timed step, utilization merged over the windows, the
+/// verdict that held for the most time (its evidence from that verdict's median window, plus
+/// `windows`: the count of each), the monitor's cost, and the windows themselves.
+struct TrainMonitorSummary {
+  std::optional<PhaseTimes> phases;
+  std::optional<Utilization> utilization;
+  std::optional<BottleneckFinding> bottleneck;
+  RunMonitorOverhead overhead;
+  std::vector<MonitorWindow> windows;
+};
+/// The train JSON's keys: phases_ms, utilization, bottleneck, monitor_overhead, monitor_windows
+/// (each window's steps, start, length, utilization and verdict: the run over time).
+nlohmann::json to_json(const TrainMonitorSummary& s);
+
 class TrainMonitor final : public PhaseObserver {
  public:
   explicit TrainMonitor(TrainMonitorOptions options);
@@ -56,12 +80,8 @@ class TrainMonitor final : public PhaseObserver {
   void phase_moved(Phase phase, Phase within, double ms) override { monitor_.phase_moved(phase, within, ms); }
 
   /// Closes the last window, stops the sampler, writes the trace (throws RuntimeFailure when
-  /// it cannot) and returns {phases_ms, utilization, bottleneck, monitor_overhead,
-  /// monitor_windows (each window's steps, start, length, utilization and verdict: the run over
-  /// time)}: phases_ms
-  /// the mean per timed step of the run, bottleneck the verdict that held for the most time
-  /// (its evidence from that verdict's median window, plus `windows`: the count of each).
-  nlohmann::json finish();
+  /// it cannot) and returns the run's findings (TrainMonitorSummary; later calls return it again).
+  const TrainMonitorSummary& finish();
   /// For a progress line: "cpu 99 % rss 312 MiB, compute-bound" (GPU: "gpu 97 % mem 41 % 12.1/80 GiB,
   /// ..."): the latest sample and the latest window's verdict. Closes the current window first
   /// when it has `window_min_steps` timed steps and is the first or has lasted
@@ -82,7 +102,7 @@ class TrainMonitor final : public PhaseObserver {
   int64_t first_step_ = 0, last_step_ = 0;
   int timed_steps_ = 0, steps_ = 0;
   std::chrono::steady_clock::time_point window_begin_, run_begin_;
-  nlohmann::json summary_;
+  TrainMonitorSummary summary_;
   double close_s_ = 0;  // time spent closing windows (summaries, verdicts): the monitor's cost too
 };
 
