@@ -20,6 +20,7 @@
 #include "saturate/memory/step_memory.h"
 #include "saturate/probe/probe.h"
 #include "saturate/probe/user_step.h"
+#include "saturate/report/memory_text.h"
 #include "saturate/search/search.h"
 #include "saturate/step/phase_observer.h"
 
