@@ -236,6 +236,5 @@ BottleneckFinding bottleneck_finding(const Verdict& v) {
   return f;
 }
 
-nlohmann::json verdict_json(const Verdict& v) { return to_json(bottleneck_finding(v)); }
 
 }  // namespace saturate

@@ -79,7 +79,7 @@ TEST(BottleneckTest, TwoStallsOfAboutTheSameShareAreBorderlineBetweenThem) {
   EXPECT_EQ(v.between, (std::vector<Bottleneck>{Bottleneck::kCommunication, Bottleneck::kData}));
   EXPECT_NE(v.fix.find("workers"), std::string::npos) << v.fix;  // the data fix
   EXPECT_NE(v.fix.find("all-reduce"), std::string::npos) << v.fix;  // the communication fix
-  const nlohmann::json j = verdict_json(v);
+  const nlohmann::json j = to_json(bottleneck_finding(v));
   EXPECT_EQ(j["verdict"], "borderline");
   EXPECT_EQ(j["between"], nlohmann::json({"communication-bound", "data-bound"}));
   EXPECT_NEAR(j["evidence"]["shares"]["data"].get<double>(), 0.35, 1e-9);
@@ -151,7 +151,7 @@ TEST(BottleneckTest, EveryVerdictPrintsParsesBackAndHasAFix) {
 }
 
 TEST(BottleneckTest, JsonHasVerdictEvidenceAndFix) {
-  const nlohmann::json j = verdict_json(classify_bottleneck(cpu_profile(40, 5, 4, 1, 0.9)));
+  const nlohmann::json j = to_json(bottleneck_finding(classify_bottleneck(cpu_profile(40, 5, 4, 1, 0.9))));
   EXPECT_EQ(j["verdict"], "data-bound");
   EXPECT_TRUE(j["evidence"].is_object());
   EXPECT_TRUE(j["fix"].is_string());

@@ -8,7 +8,6 @@
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
-#include "saturate/core/units.h"
 #include "saturate/models/zoo.h"
 
 namespace saturate::cli {

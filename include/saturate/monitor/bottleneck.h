@@ -73,10 +73,9 @@ struct Verdict {
 };
 
 Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t = {});
-/// {"verdict", "reason", "evidence", "fix"} (and "between" when borderline): the trial JSON's
-/// `bottleneck`. evidence.shares gives every cause's share of the step.
-nlohmann::json verdict_json(const Verdict& v);
-/// The verdict as a trial finding (its words; to_json gives verdict_json's object).
+/// The verdict as a trial finding (its words); to_json gives the trial JSON's `bottleneck`:
+/// {verdict, reason, evidence, fix} (and between when borderline); evidence.shares gives every
+/// cause's share of the step.
 BottleneckFinding bottleneck_finding(const Verdict& v);
 /// The fix the seed gives for each kind (borderline: see borderline_fix).
 std::string bottleneck_fix(Bottleneck b, bool on_gpu);
