@@ -8,6 +8,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <mutex>
+#include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include <torch/csrc/utils/pybind.h>
@@ -28,6 +31,12 @@
 #include "saturate/report/report.h"
 #include "saturate/search/search.h"
 #include "saturate/report/memory_text.h"
+#include "saturate/report/html_report.h"
+#include "saturate/session/user_search.h"
+#include "saturate/core/oom.h"
+#include "saturate/memory/leak_check.h"
+#include "saturate/memory/plan_runner.h"
+#include <fmt/format.h>
 
 namespace py = pybind11;
 
@@ -103,24 +112,6 @@ std::unique_ptr<MemoryMeter> make_meter(const c10::Device& device, int64_t budge
   return meter;
 }
 
-/// Puts the budget back as it was before a search or breakdown set one: the CPU budget to its
-/// previous value, a CUDA device to its whole memory (the only fraction LibTorch can report).
-class BudgetRestore {
- public:
-  BudgetRestore(MemoryMeter& meter, bool changed)
-      : meter_(meter), changed_(changed), cpu_before_(cpu_memory_counters().budget_bytes) {}
-  ~BudgetRestore() {
-    if (!changed_) return;
-    if (meter_.device().is_cpu()) set_cpu_budget_bytes(cpu_before_);
-    else meter_.set_budget_bytes(0);
-  }
-
- private:
-  MemoryMeter& meter_;
-  bool changed_;
-  int64_t cpu_before_;
-};
-
 RunContext context_for(const c10::Device& device, const MemoryMeter& meter, const std::string& name,
                        int64_t parameters, const std::string& optimizer) {
   RunContext c = run_context_here();
@@ -142,52 +133,55 @@ int64_t count_parameters(const std::vector<torch::Tensor>& parameters) {
   return n;
 }
 
-std::string search(py::function run_step, const std::string& device, int64_t budget_bytes, double target_fraction,
+/// A Python callable `measure(batch) -> (small_batch, small_sq_norm, big_batch, big_sq_norm)`
+/// (saturate._noise: the user's step run at half the batch and at the batch, learning rate 0) as
+/// the library's noise measure. Its exceptions propagate as Python's.
+NoiseMeasure python_noise_measure(py::object measure) {
+  if (measure.is_none()) return {};
+  SharedFn fn = share(measure.cast<py::function>());
+  return [fn](int64_t batch, int steps) {
+    return measure_noise_scale(
+        [fn](int64_t b) {
+          py::gil_scoped_acquire gil;
+          const auto t = (*fn)(b).cast<std::tuple<int64_t, double, int64_t, double>>();
+          return GradientNormPair{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)};
+        },
+        batch, steps);
+  };
+}
+
+/// saturate.search: the library's user-step search (session/user_search.h); the keywords are its
+/// options, checked there.
+std::pair<std::string, std::string> search(py::function run_step, const std::string& device, int64_t budget_bytes, double target_fraction,
                    const std::string& strategy, int64_t max_batch, int64_t start_batch, int warmup_steps,
-                   int timed_steps, std::vector<torch::Tensor> parameters, py::object after_trial,
-                   const std::string& name, const std::string& optimizer, bool monitor, py::object on_trial) {
-  if (!(target_fraction > 0 && target_fraction <= 1))
-    throw UsageError("target_memory", "target_memory=" + std::to_string(target_fraction) +
-                                          " is not a fraction of the budget: give a value in (0, 1], e.g. 0.9");
-  if (warmup_steps < 0 || timed_steps < 1)
-    throw UsageError("timed_steps", "warmup_steps must be >= 0 and timed_steps >= 1 (got " +
-                                        std::to_string(warmup_steps) + " and " + std::to_string(timed_steps) + ")");
-  if (max_batch < 0) throw UsageError("max_batch", "max_batch must be positive or None");
+                   int measure_steps, const std::string& objective, double knee_fraction, int noise_steps,
+                   int64_t base_batch, std::vector<torch::Tensor> parameters,
+                   py::object after_trial, const std::string& name, const std::string& optimizer, bool monitor,
+                   py::object on_trial, py::object noise) {
+  UserSearchOptions o;
+  o.search.strategy = parse_strategy(strategy);
+  o.search.target_fraction = target_fraction;
+  o.search.max_batch = max_batch;
+  o.search.start_batch = start_batch;
+  o.search.warmup_steps = warmup_steps;
+  o.search.measure_steps = measure_steps;
+  o.objective.objective = parse_objective(objective);
+  o.objective.knee_fraction = knee_fraction;
+  o.objective.noise_steps = noise_steps;
+  o.objective.base_batch = base_batch;
+  // AdaScale's gain for SGD, its square root for adaptive optimizers (Adam, AdamW, ...), as the
+  // built-in workloads choose (session/objective_session.h); `optimizer` lists the step's classes
+  o.objective.lr_rule = optimizer == "SGD" ? LrRule::kAdaScale : LrRule::kAdaScaleSqrt;
+  o.budget_bytes = budget_bytes;
+  o.monitor = monitor;
+  o.check();  // before the step or the device is touched
   const int64_t params = count_parameters(parameters);
   UserTrialStep step(wrap_step(share(std::move(run_step))),
                      step_options(device, std::move(parameters), after_trial, name));
   auto meter = make_meter(step.device(), budget_bytes);
-  // the device's GEMM rate (MFU's denominator), measured before any budget applies
-  GemmPeak peak;
-  {
-    py::gil_scoped_release nogil;
-    peak = measure_gemm_peak(step.device(), Precision::kFp32);
-    meter->release_cache();
-  }
-  BudgetRestore restore(*meter, budget_bytes > 0);
-  if (budget_bytes > 0) meter->set_budget_bytes(budget_bytes);
-  Probe probe(step, *meter);
-  ComputeObserver compute(peak.flops_per_s);  // FLOPs counted from the step's operators
-  probe.add_observer(&compute);
-  std::unique_ptr<MonitorObserver> mon;
-  if (monitor) {
-    MonitorOptions mo;
-    mo.cuda = step.device().is_cuda();
-    mo.device_index = step.device().has_index() ? step.device().index() : 0;
-    mon = std::make_unique<MonitorObserver>(mo);
-    probe.add_observer(mon.get());
-  }
-  SearchOptions so;
-  so.strategy = parse_strategy(strategy);
-  so.target_fraction = target_fraction;
-  so.max_batch = max_batch;
-  so.start_batch = std::max<int64_t>(1, start_batch);
-  so.warmup_steps = warmup_steps;
-  so.memory_warmup_steps = std::min(warmup_steps, 1);  // 0: each call of the step is a whole loop
-  so.measure_steps = timed_steps;
   if (!on_trial.is_none()) {
     SharedFn fn = share(on_trial.cast<py::function>());
-    so.on_trial = [fn](const Trial& t) {
+    o.search.on_trial = [fn](const Trial& t) {
       const std::string text = trial_json(t).dump();
       py::gil_scoped_acquire gil;
       try {
@@ -197,15 +191,14 @@ std::string search(py::function run_step, const std::string& device, int64_t bud
       }
     };
   }
-  SearchResult r;
+  UserSearchResult r;
   {
     py::gil_scoped_release nogil;
-    r = search_batch_size(probe, so);
-    if (mon) mon->finish();
+    r = run_user_search(step, *meter, o, python_noise_measure(noise), "the step's own batches");
   }
-  nlohmann::json j = search_json(context_for(step.device(), *meter, name, params, optimizer), r);
-  j["compute"] = compute_json(r, peak, std::nullopt);
-  return j.dump();
+  RunContext context = context_for(step.device(), *meter, name, params, optimizer);
+  context.budget_bytes = r.search.budget_bytes;  // the search's (the meter's is put back by now)
+  return {r.to_json(context).dump(), r.to_text(context)};
 }
 
 std::string memory_breakdown(py::function run_step, int64_t batch, const std::string& device, int64_t budget_bytes,
@@ -217,8 +210,7 @@ std::string memory_breakdown(py::function run_step, int64_t batch, const std::st
   UserTrialStep step(wrap_step(share(std::move(run_step))),
                      step_options(device, std::move(parameters), after_trial, name));
   auto meter = make_meter(step.device(), budget_bytes);
-  BudgetRestore restore(*meter, budget_bytes > 0);
-  if (budget_bytes > 0) meter->set_budget_bytes(budget_bytes);
+  ScopedBudget budget(*meter, budget_bytes);
   StepMemory m;
   {
     py::gil_scoped_release nogil;
@@ -230,6 +222,85 @@ std::string memory_breakdown(py::function run_step, int64_t batch, const std::st
     j["table"] = breakdown_table(m.breakdown);
   }
   return j.dump();
+}
+
+/// saturate.leak_check: the library's leak loop (memory/leak_check.h) over the user's step;
+/// `run_step(k, site_step)` returns None or (kind, message) as a search's step does, and labels
+/// its own allocations during site steps (Python source lines, set_allocation_site).
+std::string leak_check(py::function run_step, const std::string& device, int64_t budget_bytes, int steps,
+                       int site_steps, int warmup_steps, int64_t min_bytes_per_step) {
+  LeakLoopOptions o;
+  o.steps = steps;
+  o.site_steps = site_steps;
+  o.leak.warmup_steps = warmup_steps;
+  o.leak.min_bytes_per_step = min_bytes_per_step;
+  o.operator_sites = false;
+  o.sites_method =
+      "CPU allocator event log, each allocation named by the Python source lines running when it was made "
+      "(the step's line > the innermost line outside torch): allocations still alive at the end of the site "
+      "steps, per step";
+  o.check();
+  if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative", warmup_steps));
+  const c10::Device dev = resolve_device(device);
+  auto meter = make_meter(dev, budget_bytes);
+  SharedFn fn = share(std::move(run_step));
+  const auto step = [fn](int k, bool site_step) {
+    std::pair<std::string, std::string> report;
+    {
+      py::gil_scoped_acquire gil;
+      py::object r = (*fn)(k, site_step);
+      if (r.is_none()) return;
+      report = r.cast<std::pair<std::string, std::string>>();
+    }
+    if (report.first == "oom") throw c10::OutOfMemoryError({__func__, __FILE__, __LINE__}, report.second);
+    throw PythonStepError(report.second);
+  };
+  LeakCheckResult r;
+  {
+    ScopedBudget budget(*meter, budget_bytes);
+    py::gil_scoped_release nogil;
+    r = run_leak_loop(step, *meter, o);
+  }
+  nlohmann::json j = {{"leak", to_json(r)}, {"text", leak_text(r, steps)}, {"seconds", r.seconds},
+                      {"device", dev.str()}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j.dump();
+}
+
+/// saturate.plan_for: the library's plan from a run here (memory/plan_runner.h) on the user's step.
+std::string plan_for(py::function run_step, const std::string& target, const std::string& device,
+                     int64_t budget_bytes, int64_t batch_a, int64_t batch_b, double target_fraction,
+                     const std::string& allocator, std::vector<torch::Tensor> parameters, py::object after_trial,
+                     const std::string& name) {
+  PlanRunOptions o;
+  o.target = parse_plan_target(target);
+  o.allocator = allocator.empty() ? AllocatorKind::kCudaCaching : parse_allocator_kind(allocator, "allocator");
+  if (!(target_fraction > 0 && target_fraction <= 1))
+    throw UsageError("target_fraction", fmt::format("{} is outside (0, 1]; e.g. 0.9", target_fraction));
+  o.target_fraction = target_fraction;
+  o.batch_a = std::min(batch_a, batch_b);
+  o.batch_b = std::max(batch_a, batch_b);
+  const std::vector<torch::Tensor> resident = parameters;
+  UserTrialStep step(wrap_step(share(std::move(run_step))),
+                     step_options(device, std::move(parameters), after_trial, name));
+  auto meter = make_meter(step.device(), budget_bytes);
+  PlanResult plan;
+  {
+    ScopedBudget budget(*meter, budget_bytes);
+    py::gil_scoped_release nogil;
+    plan = plan_from_run(step, resident, *meter, o);
+  }
+  nlohmann::json j = plan_json(plan);
+  j["text"] = plan_text(plan);
+  return j.dump();
+}
+
+/// Interned labels for set_allocation_site: the allocator's log keeps the pointer.
+const char* intern_site(const std::string& label) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> labels;
+  std::lock_guard<std::mutex> lock(mutex);
+  return labels.insert(label).first->c_str();
 }
 
 /// The monitor over a user's loop: one window from start() to stop(), steps marked by the user.
@@ -314,6 +385,22 @@ class PhaseMarker {
   PhaseObserver* observer_ = nullptr;
 };
 
+/// A library error about one option, in the words of the Python call: the keyword that set it
+/// ("target_memory: 1.5 is outside (0, 1]").
+std::string with_keyword(const UsageError& e) {
+  static const std::pair<const char*, const char*> kKeywords[] = {{"target_fraction", "target_memory"},
+                                                                  {"measure_steps", "timed_steps"},
+                                                                  {"start_batch", "min_batch"},
+                                                                  {"budget_bytes", "memory_budget"},
+                                                                  {"plan_for", "target"},
+                                                                  {"plan_batches", "batches"}};
+  if (e.option().empty()) return e.what();
+  std::string keyword = e.option();
+  for (const auto& [option, name] : kKeywords)
+    if (keyword == option) keyword = name;
+  return keyword + ": " + e.what();
+}
+
 }  // namespace
 }  // namespace saturate
 
@@ -328,7 +415,7 @@ PYBIND11_MODULE(_saturate, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const UsageError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, with_keyword(e).c_str());
     } catch (const PythonStepError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
@@ -355,10 +442,30 @@ PYBIND11_MODULE(_saturate, m) {
     return make_memory_meter(resolve_device(device))->capacity_bytes();
   });
   m.def("format_bytes", &format_bytes);
-  m.def("search", &search, py::arg("run_step"), py::arg("device"), py::arg("budget_bytes"), py::arg("target_fraction"),
-        py::arg("strategy"), py::arg("max_batch"), py::arg("start_batch"), py::arg("warmup_steps"),
-        py::arg("timed_steps"), py::arg("parameters"), py::arg("after_trial"), py::arg("name"),
-        py::arg("optimizer"), py::arg("monitor"), py::arg("on_trial"));
+  m.def("search", &search, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
+        py::arg("target_fraction") = 0.9, py::arg("strategy") = "fit", py::arg("max_batch") = 0,
+        py::arg("start_batch") = 2, py::arg("warmup_steps") = 1, py::arg("measure_steps") = 2,
+        py::arg("objective") = "memory", py::arg("knee_fraction") = 0.9, py::arg("noise_steps") = 40,
+        py::arg("base_batch") = 0, py::arg("parameters"),
+        py::arg("after_trial") = py::none(), py::arg("name") = "user step", py::arg("optimizer") = "",
+        py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none());
+  // one out-of-memory classifier, C++'s (core/oom.h), for the text of any exception
+  m.def("html_report", [](const std::string& run_json) { return render_html_report(nlohmann::json::parse(run_json)); },
+        py::arg("run_json"));
+  m.def("leak_check", &leak_check, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
+        py::arg("steps") = 30, py::arg("site_steps") = 5, py::arg("warmup_steps") = 3,
+        py::arg("min_bytes_per_step") = 1024);
+  m.def("plan_for", &plan_for, py::arg("run_step"), py::kw_only(), py::arg("target"), py::arg("device"),
+        py::arg("budget_bytes") = 0, py::arg("batch_a") = 4, py::arg("batch_b") = 8, py::arg("target_fraction") = 0.9,
+        py::arg("allocator") = "", py::arg("parameters"), py::arg("after_trial") = py::none(),
+        py::arg("name") = "user step");
+  m.def("set_allocation_site",
+        [](py::object label) { set_cpu_allocation_site(label.is_none() ? nullptr : intern_site(label.cast<std::string>())); },
+        py::arg("label"));
+  m.def("is_oom_message", [](const std::string& text) { return is_out_of_memory(std::runtime_error(text)); },
+        py::arg("text"));
+  m.def("gradient_sq_norm", [](const std::vector<torch::Tensor>& parameters) { return gradient_sq_norm(parameters); },
+        py::arg("parameters"), py::call_guard<py::gil_scoped_release>());
   m.def("memory_breakdown", &memory_breakdown, py::arg("run_step"), py::arg("batch"), py::arg("device"),
         py::arg("budget_bytes"), py::arg("parameters"), py::arg("after_trial"), py::arg("name"),
         py::arg("warmup_steps"));

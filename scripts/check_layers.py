@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the library's layering: a part may include only itself and the parts below it.
 
-  core < models < step < probe < data < search < memory < monitor < report < train < dist
+  core < models < step < probe < data < search < memory < monitor < train < dist < report < session
 
 Reads every #include "saturate/<part>/..." in include/saturate/<part>/ and src/<part>/; prints
 each include of a part above (or of an unknown part) and exits 1 when there is one.
@@ -10,7 +10,7 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["core", "models", "step", "probe", "data", "search", "memory", "monitor", "train", "dist", "report"]
+LAYERS = ["core", "models", "step", "probe", "data", "search", "memory", "monitor", "train", "dist", "report", "session"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"saturate/([a-z_]+)/')
 
 

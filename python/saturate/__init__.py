@@ -23,16 +23,19 @@ if _os.environ.get("SATURATE_NO_CPU_ALLOCATOR", "") in ("", "0"):
     _C.install_cpu_allocator()  # first: the budget sees CPU tensors made from here on
 
 from ._step import is_out_of_memory, release_exception
-from ._search import SearchResult, Trial, search
+from ._search import Objective, SearchResult, Trial, search, search_eval
 from ._memory import MemoryBreakdown, cpu_memory_budget, memory_breakdown
+from ._leak import LeakReport, LeakSite, leak_check
+from ._plan import Plan, plan_for
 from ._monitor import Monitor, MonitorReport, monitor, phase
 from ._accelerate import find_executable_batch_size
 
 __version__ = _C.__version__
 
 __all__ = [
-    "search", "SearchResult", "Trial",
-    "cpu_memory_budget", "memory_breakdown", "MemoryBreakdown",
+    "search", "search_eval", "SearchResult", "Trial", "Objective",
+    "cpu_memory_budget", "memory_breakdown", "MemoryBreakdown", "leak_check", "LeakReport", "LeakSite",
+    "plan_for", "Plan",
     "monitor", "Monitor", "MonitorReport", "phase",
     "find_executable_batch_size", "is_out_of_memory", "release_exception",
 ]

@@ -6,8 +6,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+import torch
+
 from . import _saturate as _C
 from ._budget import Size, to_bytes
+from ._noise import NoiseFromSteps
 from ._step import StepRunner, StepState, step_name
 
 
@@ -32,6 +35,27 @@ class Trial:
 
 
 @dataclass
+class Objective:
+    """Which batch is best among those that fit, and why (`objective="throughput"|"goodput"`)."""
+    objective: str              # "memory", "throughput" or "goodput"
+    batch: int                  # the batch it chose
+    reason: str                 # why, in one line
+    knee_batch: int = 0         # throughput: the smallest timed batch within knee_fraction of the best
+    noise_scale: Optional[float] = None  # goodput: B_simple in samples (None: not measurable)
+    lr_gain: float = 1.0        # goodput: the learning-rate factor at `batch` (AdaScale)
+    data: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, j: Dict[str, Any]) -> "Objective":
+        curve = j.get("throughput_curve") or {}
+        noise = j.get("noise_scale") or {}
+        goodput = j.get("goodput") or {}
+        return cls(objective=j["objective"], batch=j["batch"], reason=j["reason"],
+                   knee_batch=curve.get("knee_batch", 0), noise_scale=noise.get("value"),
+                   lr_gain=goodput.get("lr_gain", 1.0), data=j)
+
+
+@dataclass
 class SearchResult:
     max_batch: int              # the largest batch that fits (0: batch 1 does not)
     max_batch_exact: bool       # max_batch fit and max_batch + 1 was seen not to
@@ -47,29 +71,38 @@ class SearchResult:
     # the throughput batch, the device's measured GEMM peak and MFU: flops_per_sample,
     # achieved_flops_per_s, peak_flops_per_s, peak_method, mfu, batch
     compute: Dict[str, Any] = field(default_factory=dict)
+    # objective="throughput" or "goodput": what it chose and why (None for "memory")
+    objective: Optional[Objective] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def batch(self) -> int:
+        """The batch to train at: the objective's, else the recommended (else the max)."""
+        if self.objective is not None and self.objective.batch > 0:
+            return self.objective.batch
+        return self.recommended_batch or self.max_batch
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The same fields as `saturate search --json`."""
         return json.dumps(self.data, indent=indent)
 
+    def to_html(self) -> str:
+        """The run as one self-contained HTML page, as `saturate report` draws a search's JSON."""
+        return _C.html_report(json.dumps(self.data))
+
+    _text: str = field(default="", repr=False)
+
     def __str__(self) -> str:
-        lines = [f"{'batch':>8} {'status':<11} {'peak':>12} {'ms/step':>9} {'samples/s':>10}"]
-        for t in self.trials:
-            lines.append(f"{t.batch:>8} {t.status:<11} {_C.format_bytes(t.peak_bytes):>12} "
-                         f"{t.ms_per_step:>9.2f} {t.samples_per_s:>10.1f}")
-        exact = "exact" if self.max_batch_exact else "not exact"
-        lines.append(f"max batch {self.max_batch} ({exact}), recommended {self.recommended_batch}, "
-                     f"throughput {self.throughput_batch}; {len(self.trials)} trials, {self.trial_steps} steps")
-        if self.error:
-            lines.append(f"error: {self.error}")
-        return "\n".join(lines)
+        """What `saturate search` prints: the trials, the answer, the objective, the compute."""
+        return self._text
 
 
 def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: Size = None,
            target_memory: float = 0.9, strategy: str = "fit", max_batch: Optional[int] = None,
            min_batch: int = 1, model=None, optimizer=None, restore: bool = True,
            warmup_steps: int = 1, timed_steps: int = 2, monitor: bool = False,
+           objective: str = "memory", knee_fraction: float = 0.9, noise_steps: int = 40,
+           base_batch: Optional[int] = None,
            after_trial: Optional[Callable[[], None]] = None,
            on_trial: Optional[Callable[[Trial], None]] = None) -> SearchResult:
     """Finds the largest batch `step(batch_size)` runs at without running out of memory.
@@ -87,6 +120,15 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     CPU the budget of an enclosing `saturate.cpu_memory_budget`. strategy: 'fit' (saturate's),
     'power' or 'binsearch' (Lightning's). min_batch: the first batch of power/binsearch, and the
     smallest batch that is of use (a smaller max is reported in `error`).
+
+    objective: which batch is best among those that fit (`result.batch`). 'memory': the
+    recommended one; 'throughput': the smallest batch within `knee_fraction` of the best
+    samples/s on the measured curve (seed B1); 'goodput': samples/s x statistical efficiency
+    from the gradient noise scale (Pollux, seed B9), measured from the step's own gradients over
+    `noise_steps` measurements (the step run at half the base batch and at the base batch, with
+    its optimizer's learning rate at 0), relative to `base_batch` (the batch the learning rate
+    was tuned for; default 32). A step that runs whole epochs per call is not a step: give one
+    optimizer step per call.
     """
     if not callable(step):
         raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
@@ -96,10 +138,8 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
         raise ValueError(f"min_batch={min_batch!r}: give a positive int (default 1)")
     if max_batch is not None and min_batch > max_batch:
         raise ValueError(f"min_batch={min_batch} is above max_batch={max_batch}")
-    if strategy not in ("fit", "power", "binsearch"):
-        raise ValueError(f"strategy={strategy!r}: use 'fit' (saturate's), 'power' or 'binsearch' (Lightning's)")
-    if not isinstance(target_memory, (int, float)) or not 0 < target_memory <= 1:
-        raise ValueError(f"target_memory={target_memory!r}: give a fraction of the budget in (0, 1], e.g. 0.9")
+    if base_batch is not None and (not isinstance(base_batch, int) or base_batch < 1):
+        raise ValueError(f"base_batch={base_batch!r}: give the batch the learning rate was tuned for, or None (32)")
     state = StepState(step, model, optimizer)
     runner = StepRunner(step)
 
@@ -111,10 +151,17 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     report = None
     if on_trial is not None:
         report = lambda text: on_trial(Trial.from_json(json.loads(text)))  # noqa: E731
+    noise = None
+    if objective == "goodput":
+        noise = NoiseFromSteps(step, state, reset)
     with state.trials(restore):
-        text = _C.search(runner, device, to_bytes(memory_budget, device), float(target_memory), strategy,
-                         int(max_batch or 0), max(min_batch, 2), int(warmup_steps), int(timed_steps),
-                         state.parameters(), reset, step_name(step), state.optimizer_name(), bool(monitor), report)
+        text, console = _C.search(runner, device=device, budget_bytes=to_bytes(memory_budget, device),
+                         target_fraction=float(target_memory), strategy=strategy, max_batch=int(max_batch or 0),
+                         start_batch=max(min_batch, 2), warmup_steps=int(warmup_steps),
+                         measure_steps=int(timed_steps), objective=objective, knee_fraction=float(knee_fraction),
+                         noise_steps=int(noise_steps), base_batch=int(base_batch or 0),
+                         parameters=state.parameters(), after_trial=reset, name=step_name(step),
+                         optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise)
     if runner.interrupt is not None:
         raise runner.interrupt
     data = json.loads(text)
@@ -123,7 +170,10 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                           recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
                           trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
                           budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
-                          error=data.get("error", ""), compute=data.get("compute", {}), data=data)
+                          error=data.get("error", ""), compute=data.get("compute", {}),
+                          objective=Objective.from_json(data["objective"]) if "objective" in data else None,
+                          data=data)
+    result._text = console
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"
@@ -133,3 +183,34 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                         f"the largest that does is {result.max_batch}")
         result.data["error"] = result.error
     return result
+
+
+def search_eval(step: Callable[[int], Any], *, model=None, objective: str = "memory", **kwargs) -> SearchResult:
+    """Finds the largest evaluation batch (seed M3): `step(batch_size)` is your evaluation step at a
+    batch size (the forward pass and the metric); it runs under torch.no_grad() with the model(s)
+    in eval mode (put back afterwards), so no gradients or optimizer state count and the answer is
+    usually several times the training batch. The model is found in the step's closure, or given
+    as `model=`. Other keywords as `search` (objective 'memory' or 'throughput': an evaluation has
+    no gradient noise scale)."""
+    if not callable(step):
+        raise TypeError(f"step={step!r} is not callable: give a function that evaluates one batch of a size")
+    if objective == "goodput":
+        raise ValueError("objective='goodput' needs gradients, which an evaluation does not make: use 'memory' or "
+                         "'throughput'")
+    if "optimizer" in kwargs:
+        raise TypeError("search_eval() takes no optimizer=: an evaluation step does not update the model")
+    modules = StepState(step, model, None).modules
+
+    def eval_step(batch_size: int) -> None:
+        with torch.no_grad():
+            step(batch_size)
+
+    eval_step.__qualname__ = f"{step_name(step)} (eval)"
+    training = [m.training for m in modules]
+    for m in modules:
+        m.eval()
+    try:
+        return search(eval_step, model=modules, optimizer=[], objective=objective, **kwargs)
+    finally:
+        for m, was in zip(modules, training):
+            m.train(was)

@@ -14,23 +14,16 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
 import torch
 
-# The words of out-of-memory failures, as the allocators and libraries write them. Our CPU
-# budget raises torch.OutOfMemoryError and also says "DefaultCPUAllocator: can't allocate memory".
-_OOM_WORDS = (
-    "out of memory",
-    "DefaultCPUAllocator: can't allocate memory",
-    "CPU budget exceeded",
-    "CUBLAS_STATUS_ALLOC_FAILED",
-    "CUDNN_STATUS_NOT_SUPPORTED",
-)
-
+from . import _saturate as _C
 
 def _is_oom_itself(error: BaseException) -> bool:
+    """By type (CUDA's and our CPU budget's torch.OutOfMemoryError, host RAM's MemoryError), else
+    by the message, told by the library's one classifier (core/oom.cpp): the marks of every
+    allocator, cuBLAS, cuDNN, TorchScript's rethrown errors."""
     if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
         return True
     if isinstance(error, RuntimeError):
-        text = str(error)
-        return any(w in text for w in _OOM_WORDS)
+        return _C.is_oom_message(str(error))
     return False
 
 
@@ -220,11 +213,13 @@ class StepState:
                     "optimizers": [o.state_dict() for o in self.optimizers]}, buf)
         self._saved = buf.getvalue()
 
-    def restore(self) -> None:
+    def restore(self, keep: bool = False) -> None:
+        """Weights and optimizer state as saved; `keep`: the saved copy stays for a later restore."""
         if self._saved is None:
             return
         state = torch.load(io.BytesIO(self._saved), map_location="cpu", weights_only=False)
-        self._saved = None
+        if not keep:
+            self._saved = None
         with torch.no_grad():
             for m, s in zip(self.modules, state["modules"]):
                 m.load_state_dict(s)

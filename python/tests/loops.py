@@ -108,11 +108,12 @@ def make_mlp():
 LOOPS = {"two_input": make_two_input, "resnet18": make_resnet, "mlp": make_mlp}
 
 
-def run_fresh(name: str, budget_bytes: int, batch: int, steps: int) -> str:
-    """'ok' or 'oom': `steps` steps of loop `name` at `batch` in a new process under the budget."""
+def run_fresh(name: str, budget_bytes: int, batch: int, steps: int, mode: str = "train") -> str:
+    """'ok' or 'oom': `steps` steps of loop `name` at `batch` in a new process under the budget
+    (mode 'eval': its forward_loss under torch.no_grad() with the model in eval mode)."""
     here = os.path.dirname(os.path.abspath(__file__))
     out = subprocess.run([sys.executable, os.path.join(here, "loops.py"), name, str(budget_bytes), str(batch),
-                          str(steps)], capture_output=True, text=True, timeout=600)
+                          str(steps), mode], capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"fresh process failed ({out.returncode}): {out.stderr[-2000:]}")
     return out.stdout.strip().splitlines()[-1]
@@ -120,7 +121,15 @@ def run_fresh(name: str, budget_bytes: int, batch: int, steps: int) -> str:
 
 if __name__ == "__main__":
     name, budget, batch, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    _, _, step = LOOPS[name]()
+    mode = sys.argv[5] if len(sys.argv) > 5 else "train"
+    model, _, step = LOOPS[name]()
+    if mode == "eval":
+        model.eval()
+        train_step = step
+
+        def step(b):
+            with torch.no_grad():
+                train_step.forward_loss(b)
     try:
         with saturate.cpu_memory_budget(budget):
             for _ in range(steps):

@@ -27,6 +27,8 @@ const char* const kMarks[] = {
     "CUBLAS_STATUS_ALLOC_FAILED",
     "CUDNN_STATUS_ALLOC_FAILED",
     "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
+    "CUDNN_STATUS_NOT_SUPPORTED",  // cuDNN's answer when a batch is too large for its kernels'
+                                   // workspace (Lightning counts it as an OOM as well)
     "CUSOLVER_STATUS_ALLOC_FAILED",
     "CUFFT_ALLOC_FAILED",
 };

@@ -8,10 +8,10 @@ namespace saturate {
 
 std::string to_string(AllocatorKind k) { return k == AllocatorKind::kExact ? "exact" : "cuda-caching"; }
 
-AllocatorKind parse_allocator_kind(const std::string& text, const std::string& flag) {
+AllocatorKind parse_allocator_kind(const std::string& text, const std::string& option) {
   if (text == "exact" || text == "cpu") return AllocatorKind::kExact;
   if (text == "cuda-caching" || text == "cuda") return AllocatorKind::kCudaCaching;
-  throw UsageError(fmt::format("{}: unknown value '{}' (expected cuda-caching or exact)", flag, text));
+  throw UsageError(option, fmt::format("unknown value '{}' (expected cuda-caching or exact)", text));
 }
 
 int64_t cuda_round_size(int64_t bytes) {

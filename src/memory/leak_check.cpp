@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
 #include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/errors.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/allocation_sites.h"
@@ -35,6 +37,15 @@ std::string leak_sites_text(const std::vector<LeakSite>& sites, size_t top) {
     s += fmt::format("{}{} {}/step", i ? ", " : "", sites[i].site,
                      format_bytes(static_cast<int64_t>(sites[i].bytes_per_step)));
   return s;
+}
+
+nlohmann::json to_json(const LeakCheckResult& r) {
+  nlohmann::json j = leak_json(r.report);
+  j["oom_step"] = r.oom_step;
+  j["allocated_after_step_bytes"] = r.allocated_after_step_bytes;
+  j["sites"] = leak_sites_json(r.sites);
+  j["sites_method"] = r.sites_method;
+  return j;
 }
 
 LeakWatch::LeakWatch(MemoryMeter& meter, LeakOptions options) : meter_(meter), detector_(options) {}
@@ -71,66 +82,99 @@ std::string LeakWatch::after_step(int64_t step) {
                      format_bytes(r.last_bytes));
 }
 
-LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const LeakCheckOptions& o) {
+void LeakLoopOptions::check() const {
+  if (steps < 1) throw UsageError("steps", fmt::format("{} is not a positive number of steps", steps));
+  if (site_steps < 0) throw UsageError("site_steps", fmt::format("{} is negative; 0 records no sites", site_steps));
+}
+
+LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)>& run_step, MemoryMeter& meter,
+                              const LeakLoopOptions& o) {
+  o.check();
   const auto start = std::chrono::steady_clock::now();
   LeakCheckResult r;
   LeakDetector detector(o.leak);
-  Model& model = workload.model();
   const auto sync = [&] {
-    if (workload.device().is_cuda()) torch::cuda::synchronize(workload.device().index());
+    if (meter.device().is_cuda()) torch::cuda::synchronize(meter.device().index());
   };
   const int first_site_step = o.site_steps > 0 ? std::max(0, o.steps - o.site_steps) : o.steps;
   const std::string unavailable = o.site_steps > 0 ? sites_unavailable(meter) : "";
   const bool record_sites = o.site_steps > 0 && unavailable.empty() && o.steps - first_site_step >= 2;
   std::unique_ptr<AllocationSiteTracking> tracking;
+  bool logging = false;
   std::vector<size_t> step_end_events;
-  {
-    std::vector<torch::Tensor> kept;
-    int step = 0;
-    try {
-      Batch data = workload.synthetic_batch(o.batch);
-      StepOptions so = o.step;
-      so.retain_graph = o.keep_loss_graph;
-      apply_precision_settings(so.precision);
-      TrainingStep training_step(workload, so);
-      model.train(true);
-      for (; step < o.steps; ++step) {
-        if (record_sites && step == first_site_step) {
-          start_cpu_event_log();
-          tracking = std::make_unique<AllocationSiteTracking>();
-        }
-        StepResult result = training_step.run(data);
-        if (o.keep_loss_graph) kept.push_back(result.graph_loss);
-        sync();
-        const int64_t bytes = meter.stats().allocated_bytes;
-        r.allocated_after_step_bytes.push_back(bytes);
-        if (tracking) step_end_events.push_back(cpu_event_log_size());
-        detector.observe(step, bytes);
+  const auto stop_logging = [&] {
+    tracking.reset();
+    set_cpu_allocation_site(nullptr);
+    logging = false;
+    return stop_cpu_event_log();
+  };
+  int step = 0;
+  try {
+    for (; step < o.steps; ++step) {
+      const bool site_step = record_sites && step >= first_site_step;
+      if (site_step && !logging) {
+        start_cpu_event_log();
+        logging = true;
+        if (o.operator_sites) tracking = std::make_unique<AllocationSiteTracking>();
       }
-    } catch (const std::exception& e) {
-      if (!is_out_of_memory(e)) {
-        if (tracking) {
-          tracking.reset();
-          stop_cpu_event_log();
-        }
-        throw;
-      }
-      r.oom_step = step;
-      const std::string what = e.what();
-      r.error = what.substr(0, what.find('\n'));
+      run_step(step, site_step);
+      sync();
+      const int64_t bytes = meter.stats().allocated_bytes;
+      r.allocated_after_step_bytes.push_back(bytes);
+      if (logging) step_end_events.push_back(cpu_event_log_size());
+      detector.observe(step, bytes);
     }
-    if (tracking) {  // before `kept` goes: the sites are what is alive at the window's end
-      tracking.reset();
-      const CpuEventLog log = stop_cpu_event_log();
-      r.sites = leaked_sites(log, step_end_events);
-      r.sites_method = log.truncated ? std::string(kSitesMethod) + " (log truncated: partial)" : kSitesMethod;
-    } else if (o.site_steps > 0) {
-      r.sites_method = unavailable.empty() ? "not recorded: fewer than 2 site steps ran" : unavailable;
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) {
+      if (logging) stop_logging();
+      throw;
     }
+    r.oom_step = step;
+    const std::string what = e.what();
+    r.error = what.substr(0, what.find('\n'));
   }
-  for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+  if (logging) {  // while the caller still holds what the steps kept: the sites are what is alive
+    const CpuEventLog log = stop_logging();
+    r.sites = leaked_sites(log, step_end_events);
+    const std::string method = o.operator_sites || o.sites_method.empty() ? kSitesMethod : o.sites_method;
+    r.sites_method = log.truncated ? method + " (log truncated: partial)" : method;
+  } else if (o.site_steps > 0) {
+    r.sites_method = unavailable.empty() ? "not recorded: fewer than 2 site steps ran" : unavailable;
+  }
   sync();
   r.report = detector.report();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const LeakCheckOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  Model& model = workload.model();
+  LeakCheckResult r;
+  {
+    std::vector<torch::Tensor> kept;
+    std::optional<TrainingStep> training_step;
+    Batch data;
+    LeakLoopOptions lo;
+    lo.steps = o.steps;
+    lo.leak = o.leak;
+    lo.site_steps = o.site_steps;
+    const auto run_step = [&](int step, bool) {
+      if (step == 0) {  // the batch and the step are the run's: an OOM making them is the run's
+        data = workload.synthetic_batch(o.batch);
+        StepOptions so = o.step;
+        so.retain_graph = o.keep_loss_graph;
+        apply_precision_settings(so.precision);
+        training_step.emplace(workload, so);
+        model.train(true);
+      }
+      StepResult result = training_step->run(data);
+      if (o.keep_loss_graph) kept.push_back(result.graph_loss);
+    };
+    r = run_leak_loop(run_step, meter, lo);  // before `kept` goes
+  }
+  for (auto& p : model.parameters()) p.mutable_grad() = torch::Tensor();
+  if (workload.device().is_cuda()) torch::cuda::synchronize(workload.device().index());
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

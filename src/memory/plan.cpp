@@ -30,13 +30,18 @@ PlanTarget parse_plan_target(const std::string& text) {
   for (const GpuCard& c : known_gpu_cards()) names += (names.empty() ? "" : ", ") + c.name;
   const bool looks_numeric = !lower.empty() && (std::isdigit(static_cast<unsigned char>(lower[0])) || lower[0] == '.');
   if (!looks_numeric)
-    throw UsageError(fmt::format("--plan-for: unknown card '{}' (expected {}, or a size such as 24GiB)", text, names));
-  const MemorySize size = parse_memory_size(text, "--plan-for");
+    throw UsageError("plan_for", fmt::format("unknown card '{}' (expected {}, or a size such as 24GiB)", text, names));
+  MemorySize size;
+  try {
+    size = parse_memory_size(text, "the card's memory");
+  } catch (const UsageError& e) {
+    throw UsageError("plan_for", e.what());
+  }
   if (size.is_fraction())
-    throw UsageError(fmt::format("--plan-for {}: give the card's memory as a size such as 24GiB, or a card ({})", text,
-                                 names));
+    throw UsageError("plan_for", fmt::format("{}: give the card's memory as a size such as 24GiB, or a card ({})", text,
+                                             names));
   if (size.bytes < (int64_t{1} << 20))
-    throw UsageError(fmt::format("--plan-for {}: too small for a GPU; give e.g. 24GiB", text));
+    throw UsageError("plan_for", fmt::format("{}: too small for a GPU; give e.g. 24GiB", text));
   return {text, size.bytes};
 }
 

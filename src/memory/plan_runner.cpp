@@ -30,9 +30,10 @@ std::pair<int64_t, int64_t> parse_plan_batches(const std::string& text) {
   return {std::min(a, b), std::max(a, b)};
 }
 
-PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOptions& o) {
-  Probe probe(workload, meter);
-  MemoryObserver observer(workload);
+namespace {
+
+PlanResult plan_from_probe(Probe& probe, MemoryObserver& observer, const PlanRunOptions& o,
+                           const std::string& device_here) {
   probe.add_observer(&observer);
   const auto record = [&](int64_t batch) {
     const Trial t = probe.run(batch, {1, 1, 0});
@@ -65,9 +66,27 @@ PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOp
   po.context_bytes = o.context_bytes;
   PlanResult p = plan_batch(a, b, po);
   p.target = o.target.name;
-  p.device_here = workload.device().str();
+  p.device_here = device_here;
   p.method += note;
   return p;
+}
+
+}  // namespace
+
+PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOptions& o) {
+  Probe probe(workload, meter);
+  MemoryObserver observer(workload);
+  return plan_from_probe(probe, observer, o, workload.device().str());
+}
+
+PlanResult plan_from_run(TrialStep& step, std::vector<torch::Tensor> parameters, MemoryMeter& meter,
+                         const PlanRunOptions& o) {
+  if (o.batch_a <= 0 || o.batch_b <= 0 || o.batch_a == o.batch_b)
+    throw UsageError("plan_batches", fmt::format("{},{} are not two distinct positive batches such as 4,8", o.batch_a,
+                                                 o.batch_b));
+  Probe probe(step, meter);
+  MemoryObserver observer(step.device(), std::move(parameters));
+  return plan_from_probe(probe, observer, o, step.device().str());
 }
 
 }  // namespace saturate

@@ -24,7 +24,21 @@ Strategy parse_strategy(const std::string& text) {
   if (text == "fit") return Strategy::kFit;
   if (text == "power") return Strategy::kPower;
   if (text == "binsearch") return Strategy::kBinsearch;
-  throw UsageError(fmt::format("--strategy: unknown value '{}' (expected fit, power or binsearch)", text));
+  throw UsageError("strategy", fmt::format("unknown value '{}' (expected fit, power or binsearch)", text));
+}
+
+void SearchOptions::check() const {
+  if (!(target_fraction > 0 && target_fraction <= 1))
+    throw UsageError("target_fraction",
+                     fmt::format("{} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget", target_fraction));
+  if (max_batch < 0)
+    throw UsageError("max_batch", fmt::format("{} is negative; give a positive cap or 0 for none", max_batch));
+  if (start_batch < 1) throw UsageError("start_batch", fmt::format("{} is not a positive integer", start_batch));
+  if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative; 0 runs no warm-up", warmup_steps));
+  if (measure_steps < 1) throw UsageError("measure_steps", fmt::format("{} must be at least 1", measure_steps));
+  if (confirm_runs < 0 || confirm_runs > 10)
+    throw UsageError("confirm_runs", fmt::format("{} is outside 0..10; give the number of re-probes", confirm_runs));
+  if (max_trials < 1) throw UsageError("max_trials", fmt::format("{} must be at least 1", max_trials));
 }
 
 namespace {
@@ -327,11 +341,7 @@ int64_t throughput_batch(const std::vector<Trial>& trials, double tolerance) {
 }  // namespace
 
 SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options) {
-  if (!(options.target_fraction > 0 && options.target_fraction <= 1))
-    throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
-                                 options.target_fraction));
-  if (options.max_batch < 0)
-    throw UsageError(fmt::format("--max-batch: {} is negative; give a positive cap or 0 for none", options.max_batch));
+  options.check();
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   SearchRun run(runner, options, result);

@@ -120,4 +120,27 @@ NoiseScaleMeasurement measure_noise_scale(Workload& workload, const StepOptions&
   return m;
 }
 
+NoiseScaleMeasurement measure_noise_scale(const std::function<GradientNormPair(int64_t batch)>& measure,
+                                          int64_t batch, int steps, double decay) {
+  if (batch < 2)
+    throw UsageError("noise_batch", fmt::format("{}: the noise scale compares two batch sizes; give at least 2 samples",
+                                                batch));
+  if (steps < 1) throw UsageError("noise_steps", fmt::format("{} is not a positive number of steps", steps));
+  GradientNoiseScale noise(decay > 0 ? decay : 1.0 - 1.0 / std::max(steps, 2));
+  int64_t small = 0;
+  for (int s = 0; s < steps; ++s) {
+    const GradientNormPair g = measure(batch);
+    noise.add(g.small_batch, g.small_sq_norm, g.big_batch, g.big_sq_norm);
+    small = g.small_batch;
+  }
+  NoiseScaleMeasurement m;
+  m.noise_scale = noise.noise_scale();
+  m.gradient_sq_norm = noise.gradient_sq_norm();
+  m.trace_covariance = noise.trace_covariance();
+  m.steps = noise.measurements();
+  m.batch = batch;
+  m.micro_batch = small;
+  return m;
+}
+
 }  // namespace saturate

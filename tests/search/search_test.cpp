@@ -225,7 +225,37 @@ TEST(SearchTest, RejectsATargetOutsideZeroToOne) {
   FakeRunner runner(FakeLaw{});
   SearchOptions opt;
   opt.target_fraction = 1.5;
-  ASSERT_THROWS_WITH(search_batch_size(runner, opt), UsageError, "--target-memory: 1.5 is outside (0, 1]");
+  try {
+    search_batch_size(runner, opt);
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.option(), "target_fraction");  // the command line names its flag, Python its keyword
+    EXPECT_NE(std::string(e.what()).find("1.5 is outside (0, 1]"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << "the library names no flag: " << e.what();
+  }
+  EXPECT_EQ(runner.calls, 0) << "checked before any trial";
+}
+
+TEST(SearchTest, EveryOptionOutOfRangeIsRefusedNamingTheOption) {
+  const std::vector<std::pair<std::string, std::function<void(SearchOptions&)>>> bad = {
+      {"max_batch", [](SearchOptions& o) { o.max_batch = -1; }},
+      {"start_batch", [](SearchOptions& o) { o.start_batch = 0; }},
+      {"warmup_steps", [](SearchOptions& o) { o.warmup_steps = -1; }},
+      {"measure_steps", [](SearchOptions& o) { o.measure_steps = 0; }},
+      {"confirm_runs", [](SearchOptions& o) { o.confirm_runs = 11; }},
+      {"max_trials", [](SearchOptions& o) { o.max_trials = 0; }},
+      {"target_fraction", [](SearchOptions& o) { o.target_fraction = 0; }}};
+  for (const auto& [option, spoil] : bad) {
+    SearchOptions o;
+    spoil(o);
+    try {
+      o.check();
+      ADD_FAILURE() << option << " out of range was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(e.option(), option);
+    }
+  }
+  EXPECT_NO_THROW(SearchOptions{}.check());
 }
 
 TEST(SearchTest, StrategiesParseAndPrint) {

@@ -82,12 +82,8 @@ void add_memory_command(CLI::App& app, Action& action) {
       tj.erase("points");  // the points go to --timeline FILE.json
       j["timeline"] = tj;
       if (leak) {
-        j["leak"] = leak_json(leak->report);
-        j["leak"]["oom_step"] = leak->oom_step;
+        j["leak"] = to_json(*leak);
         j["leak"]["keep_loss"] = cf->keep_loss;
-        j["leak"]["allocated_after_step_bytes"] = leak->allocated_after_step_bytes;
-        j["leak"]["sites"] = leak_sites_json(leak->sites);
-        j["leak"]["sites_method"] = leak->sites_method;
       }
       if (flags->json != "-") {
         print_trial(std::cout, session->context, t);

@@ -22,7 +22,8 @@
 #include "saturate/models/flops.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/probe/probe.h"
-#include "saturate/search/fast_path_choice.h"
+#include "saturate/session/fast_path_trials.h"
+#include "saturate/session/objective_session.h"
 #include "saturate/report/checkpointing_report.h"
 #include "saturate/report/printer.h"
 #include "saturate/report/memory_text.h"
@@ -44,37 +45,10 @@ struct SearchFlags {
   std::string html;
 };
 
-/// Tries the fast paths at the batch the search found (docs/search.md, "Fast paths").
-FastPathChoice try_fast_paths(Probe& probe, Session& s, int64_t batch, int steps, bool quiet) {
-  const TrainingFootprint start = probe.footprint();
-  const auto measure = [&](const FastPaths& paths) {
-    TrainingFootprint f = start;
-    f.fast_paths = paths;
-    probe.set_footprint(f);
-    // a graph is captured after 3 eager warm-up steps: the timed steps must be replays
-    return probe.run(batch, {paths.cuda_graphs ? 4 : 1, steps, 0});
-  };
-  // a graph holds one step with no host decisions: not fp16 loss scaling, clipping or checkpointing
-  const bool graphable = start.precision != Precision::kFp16 && start.clip_grad_norm == 0 &&
-                         !start.checkpointing.enabled() && cuda_graphs_compiled();
-  const auto candidates = fast_path_candidates(s.device.is_cuda(), has_4d(s.workload->model().parameters()),
-                                               start.precision == Precision::kFp32, at::get_num_threads(), graphable);
-  FastPathChoice choice = choose_fast_paths(start.fast_paths, candidates, measure);
-  probe.set_footprint(start);
-  if (!quiet)
-    for (const auto& t : choice.tried)
-      std::cerr << fmt::format("saturate: fast path {:<16} {:>8.2f} ms -> {:>8.2f} ms  {:+6.1f} %  {}\n", t.name,
-                               t.baseline_ms, t.with_ms, 100 * t.gain, t.kept ? "kept" : "not kept: " + t.note);
-  return choice;
-}
-
-nlohmann::json fast_paths_json(const FastPathChoice& c, int64_t batch) {
-  nlohmann::json tried = nlohmann::json::array();
-  for (const auto& t : c.tried)
-    tried.push_back({{"name", t.name}, {"kept", t.kept}, {"baseline_ms", t.baseline_ms}, {"with_ms", t.with_ms},
-                     {"gain", t.gain}, {"note", t.note}});
-  return {{"chosen", c.chosen.to_string()}, {"batch", batch},        {"baseline_ms", c.baseline_ms},
-          {"chosen_ms", c.chosen_ms},       {"tried", tried}};
+void print_fast_path_trials(const FastPathChoice& choice) {
+  for (const auto& t : choice.tried)
+    std::cerr << fmt::format("saturate: fast path {:<16} {:>8.2f} ms -> {:>8.2f} ms  {:+6.1f} %  {}\n", t.name,
+                             t.baseline_ms, t.with_ms, 100 * t.gain, t.kept ? "kept" : "not kept: " + t.note);
 }
 
 /// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
@@ -133,26 +107,18 @@ void add_search_command(CLI::App& app, Action& action) {
       opt.strategy = parse_strategy(sf->strategy);
       opt.target_fraction = sf->target_memory;
       opt.max_batch = sf->max_batch;
-      if (sf->confirm_runs < 0 || sf->confirm_runs > 10)
-        throw UsageError(fmt::format("--confirm: {} is outside 0..10; give the number of re-probes, e.g. --confirm 1",
-                                     sf->confirm_runs));
       opt.confirm_runs = sf->confirm_runs;
-      if (sf->start_batch <= 0)
-        throw UsageError(fmt::format("--start-batch: {} is not a positive integer", sf->start_batch));
-      if (sf->steps < 1) throw UsageError(fmt::format("--timed-steps: {} must be at least 1", sf->steps));
-      if (!(sf->target_memory > 0 && sf->target_memory <= 1))
-        throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget",
-                                     sf->target_memory));
-      if (sf->max_batch < 0) throw UsageError(fmt::format("--max-batch: {} is negative; use 0 for no cap", sf->max_batch));
+      opt.start_batch = sf->start_batch;
+      opt.measure_steps = sf->steps;
+      opt.check();  // usage errors before any device work
       const bool auto_checkpointing = stepflags->checkpointing == "auto";
       const TrainingFootprint footprint = step_footprint(*stepflags);
       const CheckpointPolicy checkpointing = footprint.checkpointing;
       if (sf->required_batch < 0 || (sf->required_batch > 0 && !auto_checkpointing))
         throw UsageError(fmt::format("--required-batch {}: give a positive batch, together with --checkpointing auto",
                                      sf->required_batch));
-      opt.start_batch = sf->start_batch;
-      opt.measure_steps = sf->steps;
-      const Objective objective = check_objective_flags(*objflags);
+      const ObjectiveOptions objective_opts = objective_options(*objflags);
+      const Objective objective = objective_opts.objective;
       const DistEnv denv = prepare_dist(*distflags, *flags);  // one rank of several: rank 0 reports
       if (objective != Objective::kMemory && denv.world_size > 1)
         throw UsageError(fmt::format("--objective {}: the throughput curve is timed in one process; search with one "
@@ -220,9 +186,10 @@ void add_search_command(CLI::App& app, Action& action) {
         const std::string source = feed ? feed->dataset().name()
                                          : std::string("synthetic batches (random labels; give --data for yours)");
         Workload& w = *session->workload;
+        const bool quiet = sf->quiet || denv.rank != 0;
         picked = pick_by_objective(
-            probe, *objflags, top, [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
-            sf->quiet || denv.rank != 0);
+            probe, objective_opts, top, [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
+            quiet ? ObjectiveProgress{} : objective_progress_lines(source));
       }
       std::optional<FastPathChoice> fast;
       const int64_t fast_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
@@ -231,8 +198,9 @@ void add_search_command(CLI::App& app, Action& action) {
         if (dist) {
           fast_j["reason"] = "not tried with several ranks";
         } else if (fast_batch > 0 && result.error.empty()) {
-          fast = try_fast_paths(probe, *session, fast_batch, sf->steps, sf->quiet);
-          fast_j = fast_paths_json(*fast, fast_batch);
+          fast = try_fast_paths(probe, fast_batch, sf->steps);
+          if (!sf->quiet) print_fast_path_trials(*fast);
+          fast_j = to_json(*fast, fast_batch);
           fast_j["policy"] = stepflags->fast_paths;
         }
       } else if (stepflags->fast_paths == "auto") {
@@ -246,7 +214,7 @@ void add_search_command(CLI::App& app, Action& action) {
       const auto analytic = analytic_flops(session->workload->built().spec);
       j["compute"] = compute_json(result, peak, analytic ? std::optional<double>(analytic->training_per_sample) : std::nullopt);
       j["fast_paths"] = fast_j;
-      if (objective != Objective::kMemory) j["objective"] = objective_json(picked);
+      if (objective != Objective::kMemory) j["objective"] = to_json(picked);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
       if (dist) add_rank_json(j, dist->world_size(), dres.ranks);

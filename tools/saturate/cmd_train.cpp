@@ -23,6 +23,7 @@
 #include "saturate/memory/leak_check.h"
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
+#include "saturate/session/objective_session.h"
 #include "saturate/dist/rank_synced.h"
 #include "saturate/report/train_text.h"
 #include "saturate/train/eta.h"
@@ -289,7 +290,8 @@ void add_train_command(CLI::App& app, Action& action) {
       o.loss_every = tf->loss_every;
       o.count_flops = true;
       const LrDecay decay = parse_lr_decay(tf->lr_schedule);
-      const Objective objective = check_objective_flags(*objflags);
+      const ObjectiveOptions objective_opts = objective_options(*objflags);
+      const Objective objective = objective_opts.objective;
       const bool goodput_lr = tf->lr_scaling == "auto" && (objective == Objective::kGoodput || tf->adaptive);
       const LrScaling scaling = tf->lr_scaling == "auto" ? LrScaling::kNone : parse_lr_scaling(tf->lr_scaling);
       const bool auto_batch = tf->batch == "auto";
@@ -435,10 +437,11 @@ void add_train_command(CLI::App& app, Action& action) {
             throw UsageError(fmt::format("--objective {}: the throughput curve is timed in one process; choose the "
                                          "batch with one process, or use --adaptive across ranks",
                                          objflags->objective));
-          ObjectiveFlags of = *objflags;
-          of.base_batch = base_batch;
+          ObjectiveOptions oo = objective_opts;
+          oo.base_batch = base_batch;
           const auto source = noise_batches(data->dataset, token_data, corpus, workload, wf.seed, session->device);
-          picked = pick_by_objective(probe, of, micro, source.next, source.name, tf->quiet);
+          picked = pick_by_objective(probe, oo, micro, source.next, source.name,
+                                     tf->quiet ? ObjectiveProgress{} : objective_progress_lines(source.name));
           micro = picked.batch;
           request.micro_batch = micro;
           if (objective == Objective::kGoodput) {
@@ -603,7 +606,7 @@ void add_train_command(CLI::App& app, Action& action) {
       if (monitor) j.update(to_json(monitor->finish()));  // phases_ms, utilization, bottleneck, monitor_overhead
       j["fast_paths"] = o.fast_paths.to_string();
       j["loss_every"] = o.loss_every;
-      if (picked.objective != Objective::kMemory) j["objective"] = objective_json(picked);
+      if (picked.objective != Objective::kMemory) j["objective"] = to_json(picked);
       if (adaptive) j["adaptive"] = adaptive_json(*adaptive, base_batch, tf->adaptive_max, lr_rule_for(workload));
       {
         nlohmann::json evals = nlohmann::json::array();

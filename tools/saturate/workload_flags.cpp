@@ -49,7 +49,12 @@ std::string flag_for_option(const std::string& option) {
       {"objective", "--objective"},         {"base_batch", "--base-batch"},
       {"adapt_every", "--adapt-every"},     {"max_units", "--adaptive-max"},
       {"eval_every", "--eval-every-samples"}, {"noise_scale", "--noise-scale"},
-      {"knee_fraction", "--knee"},          {"adaptive", "--adaptive"}};
+      {"knee_fraction", "--knee"},          {"adaptive", "--adaptive"},
+      {"noise_steps", "--noise-steps"},     {"strategy", "--strategy"},
+      {"target_fraction", "--target-memory"}, {"max_batch", "--max-batch"},
+      {"start_batch", "--start-batch"},     {"measure_steps", "--timed-steps"},
+      {"confirm_runs", "--confirm"},        {"plan_for", "--plan-for"},
+      {"plan_allocator", "--plan-allocator"}, {"plan_batches", "--plan-batches"}};
   for (const auto& [name, flag] : kFlags)
     if (option == name) return flag;
   return option;

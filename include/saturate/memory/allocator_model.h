@@ -23,8 +23,8 @@ namespace saturate {
 enum class AllocatorKind { kExact, kCudaCaching };
 /// "exact" | "cuda-caching".
 std::string to_string(AllocatorKind k);
-/// "exact" | "cuda-caching" (also "cpu", "cuda"); throws UsageError naming `flag` otherwise.
-AllocatorKind parse_allocator_kind(const std::string& text, const std::string& flag = "--plan-allocator");
+/// "exact" | "cuda-caching" (also "cpu", "cuda"); throws UsageError about `option` otherwise.
+AllocatorKind parse_allocator_kind(const std::string& text, const std::string& option = "plan_allocator");
 
 constexpr int64_t kCudaMinBlockBytes = 512;
 constexpr int64_t kCudaSmallRequestBytes = int64_t{1} << 20;     ///< up to this: small pool

@@ -4,6 +4,7 @@
 // does: each step's graph, with the tensors it saved for backward, stays alive.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct LeakCheckResult {
   double seconds = 0;
 };
 
+/// {"detected", ..., "oom_step", "allocated_after_step_bytes", "sites", "sites_method"}: the
+/// memory JSON's "leak" (docs/memory.md).
+nlohmann::json to_json(const LeakCheckResult& r);
+
 class AllocationSiteTracking;
 
 /// For a training loop (saturate train's TrainOptions::on_step): after each step, the meter's
@@ -72,5 +77,26 @@ std::string leak_sites_text(const std::vector<LeakSite>& sites, size_t top = 3);
 /// Runs the steps; an out-of-memory ends the run early and is reported, not thrown. Everything
 /// the run made is released before it returns.
 LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const LeakCheckOptions& options);
+
+/// The leak check's loop over any step (a user's own, from Python or C++).
+struct LeakLoopOptions {
+  int steps = 50;  ///< steps, >= 1
+  LeakOptions leak;
+  /// site_steps, >= 0: the last this-many steps record allocation sites (CPU only; 0: none).
+  int site_steps = 5;
+  /// How the site steps name their allocations: by the LibTorch operator running (true), or by
+  /// the caller, who labels what runs with set_cpu_allocation_site (a Python step names its
+  /// source lines); `sites_method` then says how.
+  bool operator_sites = true;
+  std::string sites_method;
+  /// UsageError naming the option (steps, site_steps).
+  void check() const;
+};
+/// `step(k, site_step)` runs step k (site_step: its allocations are being attributed); after
+/// each, the meter's allocated bytes go through the LeakDetector. An out-of-memory ends the run
+/// and is reported; any other error propagates. The sites are what the site steps left alive
+/// while `step`'s owner still holds it (call before releasing what the steps kept).
+LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)>& step, MemoryMeter& meter,
+                              const LeakLoopOptions& options);
 
 }  // namespace saturate

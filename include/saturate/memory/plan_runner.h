@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "saturate/memory/plan.h"
 #include "saturate/probe/probe.h"
@@ -24,5 +25,8 @@ std::pair<int64_t, int64_t> parse_plan_batches(const std::string& text);
 /// Records one warm-up and one measured step at each batch on `workload` and plans. Throws
 /// RuntimeFailure when a recorded batch does not run here.
 PlanResult plan_from_run(Workload& workload, MemoryMeter& meter, const PlanRunOptions& options);
+/// The same on any step (a user's own): `parameters` are the resident tensors (the model's).
+PlanResult plan_from_run(TrialStep& step, std::vector<torch::Tensor> parameters, MemoryMeter& meter,
+                         const PlanRunOptions& options);
 
 }  // namespace saturate

@@ -46,6 +46,9 @@ struct SearchOptions {
   double throughput_tolerance = 0.03;
   /// Called after every trial (progress reporting); may be empty.
   std::function<void(const Trial&)> on_trial;
+  /// UsageError naming the option (target_fraction, max_batch, start_batch, warmup_steps,
+  /// measure_steps, confirm_runs, max_trials) when one is out of range; search_batch_size checks.
+  void check() const;
 };
 
 struct SearchResult {

@@ -74,4 +74,23 @@ NoiseScaleMeasurement measure_noise_scale(Workload& workload, const StepOptions&
                                           const std::function<Batch(int64_t)>& next_batch, int64_t batch,
                                           int64_t micro_batch, int steps, double decay = 0.9);
 
+/// One measurement's two squared gradient norms (GradientNoiseScale::add's arguments).
+struct GradientNormPair {
+  int64_t small_batch = 0;
+  double small_sq_norm = 0;
+  int64_t big_batch = 0;
+  double big_sq_norm = 0;
+};
+
+/// The noise scale from `steps` calls of `measure(batch)`, which runs the caller's own step and
+/// returns the squared norms of its gradients at a smaller batch and at `batch` (a user's step:
+/// its gradient at half the batch and at the whole batch, each of fresh samples; independent
+/// batches keep the estimators unbiased, at more variance than the halves of one batch).
+/// `measure` leaves the weights as they were. `decay` as GradientNoiseScale's; 0: 1 - 1/steps, so
+/// that every measurement of this one-off run counts about alike (independent batches vary more
+/// than the halves of one batch, and a one-off measurement has no older weights to forget).
+/// UsageError for a batch below 2 or no steps.
+NoiseScaleMeasurement measure_noise_scale(const std::function<GradientNormPair(int64_t batch)>& measure,
+                                          int64_t batch, int steps, double decay = 0);
+
 }  // namespace saturate

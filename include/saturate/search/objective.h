@@ -1,0 +1,78 @@
+// Implements: which batch is best (docs/search.md, "Which batch is best"): after the memory
+// search, the objective chooses among the batches that fit. memory: the largest under the target;
+// throughput: the knee of the measured samples/s curve; goodput: samples/s x statistical
+// efficiency from the gradient noise scale (Pollux, seeds B1, B3, B9). Options in (checked once,
+// naming the option), a typed outcome out, progress through callbacks: the command line, the
+// Python binding and `train` call the same code. Reads only Trials and a noise measurement, so it
+// is tested against fakes.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/probe/trial.h"
+#include "saturate/search/goodput.h"
+#include "saturate/search/throughput_curve.h"
+#include "saturate/step/gradient_noise.h"
+
+namespace saturate {
+
+struct ObjectiveOptions {
+  Objective objective = Objective::kMemory;  ///< objective
+  /// knee_fraction, (0, 1]: throughput's knee is the smallest batch within this fraction of the
+  /// best samples/s.
+  double knee_fraction = 0.9;
+  /// noise_steps, 1..10000: goodput's steps that measure the gradient noise scale.
+  int noise_steps = 40;
+  /// base_batch, >= 0: the batch the learning rate was tuned for (0: 32, or the largest batch
+  /// when smaller); goodput's efficiency and learning-rate gain are relative to it.
+  int64_t base_batch = 0;
+  /// lr_rule: AdaScale's gain (SGD) or its square root (Adam, AdamW).
+  LrRule lr_rule = LrRule::kAdaScale;
+  /// UsageError naming the option (knee_fraction, noise_steps, base_batch) when one is out of range.
+  void check() const;
+};
+
+/// Measures the noise scale with `steps` steps of `batch` samples each, at the model's current
+/// weights, which it leaves as they were. What runs the steps is the caller's: the built-in
+/// step (measure_noise_scale) or a user's step that hands its gradients over.
+using NoiseMeasure = std::function<NoiseScaleMeasurement(int64_t batch, int steps)>;
+
+struct ObjectiveProgress {
+  std::function<void(Objective, int64_t max_batch)> on_curve_start;  ///< before the curve is timed
+  std::function<void(const ThroughputPoint&)> on_point;              ///< each point of the curve
+  std::function<void(int64_t batch, int steps)> on_noise_start;      ///< before the noise scale
+};
+
+struct ObjectiveOutcome {
+  Objective objective = Objective::kMemory;
+  int64_t batch = 0;  ///< the batch the objective chose (memory: the batch it was given)
+  std::optional<ThroughputCurve> curve;
+  std::optional<NoiseScaleMeasurement> noise;
+  std::string noise_data;  ///< where the noise scale's batches came from
+  std::optional<GoodputChoice> goodput;
+  std::string reason;  ///< why this batch, in one line
+};
+
+/// The batch goodput measures the noise scale at: the base batch (32 by default) within
+/// [2, max_batch].
+int64_t noise_batch_for(const ObjectiveOptions& options, int64_t max_batch);
+
+/// Times the curve on `runner` up to `max_batch` and, for goodput, measures the noise scale with
+/// `noise` (`noise_data` names its batches). Memory (or max_batch 0): `max_batch` unchanged.
+/// Checks `options` first.
+ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& options, int64_t max_batch,
+                                   const NoiseMeasure& noise, const std::string& noise_data,
+                                   const ObjectiveProgress& progress = {});
+
+/// The curve options the objective times with (one place for the knee and the range).
+ThroughputCurveOptions curve_options(const ObjectiveOptions& options, int64_t max_batch);
+
+/// JSON: the search and train JSON's "objective" key (docs/search.md).
+nlohmann::json to_json(const ObjectiveOutcome& o);
+nlohmann::json to_json(const ThroughputCurve& c);
+
+}  // namespace saturate

@@ -1,0 +1,35 @@
+// Implements: the objective (search/objective.h) on a probe: the throughput curve timed with the
+// probe's step, and for goodput the noise scale measured with the built-in step on the data's
+// batches (a fresh optimizer, learning rate 0, weights put back). Used by `search`, `train` and
+// `train --adaptive`; Python's user steps measure their noise scale through user_search.h.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "saturate/probe/probe.h"
+#include "saturate/search/objective.h"
+
+namespace saturate {
+class DistGroup;  // dist/process_group.h
+
+/// AdaScale's gain for SGD, its square root for Adam and AdamW.
+LrRule lr_rule_for(const Workload& workload);
+
+/// The noise scale of `probe`'s workload, with the probe's precision, checkpointing and fast
+/// paths, on batches from `next_batch`.
+NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> next_batch);
+
+/// pick_by_objective on the probe's workload: its learning-rate rule, its noise scale on
+/// `next_batch`'s batches (`data` names them).
+ObjectiveOutcome pick_by_objective(Probe& probe, ObjectiveOptions options, int64_t max_batch,
+                                   const std::function<Batch(int64_t)>& next_batch, const std::string& data,
+                                   const ObjectiveProgress& progress = {});
+
+/// Several ranks: each point's samples/s becomes the ranks' mean, and a point that failed on any
+/// rank failed (every rank then decides on the same curve). No group, or one rank: `curve`
+/// unchanged. A collective: every rank calls it with the same options.
+ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,
+                                        DistGroup* group);
+
+}  // namespace saturate

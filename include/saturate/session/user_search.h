@@ -1,0 +1,70 @@
+// Implements: the search on a user's own step (Python's `saturate.search`, a C++ caller's
+// UserTrialStep): options in, checked once here, a typed result out. Under the budget (restored
+// afterwards), with FLOPs counted from the step's operators against the device's measured GEMM
+// rate, optionally the monitor's findings per trial, and the objective: the largest batch under
+// the target (memory), the knee of the samples/s curve (throughput), or goodput with the noise
+// scale measured from the step's own gradients (the caller's NoiseMeasure).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/core/memory_meter.h"
+#include "saturate/monitor/gemm_peak.h"
+#include "saturate/probe/user_step.h"
+#include "saturate/report/run_context.h"
+#include "saturate/search/objective.h"
+#include "saturate/search/search.h"
+
+namespace saturate {
+
+struct UserSearchOptions {
+  /// strategy, target_fraction (0, 1], max_batch >= 0 (0: none), start_batch >= 1,
+  /// warmup_steps >= 0, measure_steps >= 1, confirm_runs 0..10; memory_warmup_steps follows
+  /// warmup_steps (at most 1: a step that is a whole loop needs none).
+  SearchOptions search;
+  /// Which batch is best among those that fit (memory, throughput, goodput).
+  ObjectiveOptions objective;
+  /// budget_bytes >= 0: the memory the search may use (0: the meter's budget as it is; on CPU
+  /// a budget must then be installed). Put back as it was when the search ends.
+  int64_t budget_bytes = 0;
+  /// monitor: per-trial utilization, phases and the bottleneck verdict.
+  bool monitor = false;
+  /// UsageError naming the option.
+  void check() const;
+};
+
+struct UserSearchResult {
+  SearchResult search;
+  GemmPeak peak;  ///< the device's measured GEMM rate (MFU's denominator)
+  ObjectiveOutcome objective;  ///< memory: the recommended batch, nothing timed
+  /// The batch to train at: the objective's (memory: recommended, else the largest that fits).
+  int64_t batch() const;
+  /// The search JSON (search_json), its "compute", and "objective" unless memory.
+  nlohmann::json to_json(const RunContext& context) const;
+  /// For people: the console table of `saturate search`, the answer, the objective and compute.
+  std::string to_text(const RunContext& context) const;
+};
+
+/// Runs the search. `noise` measures the noise scale for goodput (UsageError without one).
+UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const UserSearchOptions& options,
+                                 const NoiseMeasure& noise = {}, const std::string& noise_data = "the step's batches");
+
+/// Sets a meter's budget for a session and puts it back afterwards: on CPU the budget as it was,
+/// on CUDA the whole device (the only fraction LibTorch can report). 0: nothing changes.
+class ScopedBudget {
+ public:
+  ScopedBudget(MemoryMeter& meter, int64_t budget_bytes);
+  ~ScopedBudget();
+  ScopedBudget(const ScopedBudget&) = delete;
+  ScopedBudget& operator=(const ScopedBudget&) = delete;
+
+ private:
+  MemoryMeter& meter_;
+  bool changed_;
+  int64_t before_;
+};
+
+}  // namespace saturate

@@ -1,0 +1,108 @@
+#include "saturate/search/objective.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+
+namespace saturate {
+
+void ObjectiveOptions::check() const {
+  if (!(knee_fraction > 0 && knee_fraction <= 1))
+    throw UsageError("knee_fraction",
+                     fmt::format("{} is outside (0, 1]; e.g. 0.9 for within 10 % of the best", knee_fraction));
+  if (noise_steps < 1 || noise_steps > 10000)
+    throw UsageError("noise_steps", fmt::format("{} is outside 1..10000", noise_steps));
+  if (base_batch < 0)
+    throw UsageError("base_batch",
+                     fmt::format("{} is negative; give the batch the learning rate was tuned for", base_batch));
+}
+
+int64_t noise_batch_for(const ObjectiveOptions& options, int64_t max_batch) {
+  const int64_t base = options.base_batch > 0 ? options.base_batch : std::min<int64_t>(32, max_batch);
+  return std::max<int64_t>(2, std::min(base, max_batch));
+}
+
+ThroughputCurveOptions curve_options(const ObjectiveOptions& options, int64_t max_batch) {
+  ThroughputCurveOptions co;
+  co.max_batch = max_batch;
+  co.knee_fraction = options.knee_fraction;
+  return co;
+}
+
+ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& options, int64_t max_batch,
+                                   const NoiseMeasure& noise, const std::string& noise_data,
+                                   const ObjectiveProgress& progress) {
+  options.check();
+  ObjectiveOutcome out;
+  out.objective = options.objective;
+  out.batch = max_batch;
+  if (out.objective == Objective::kMemory || max_batch <= 0) return out;
+  ThroughputCurveOptions co = curve_options(options, max_batch);
+  co.on_point = progress.on_point;
+  if (progress.on_curve_start) progress.on_curve_start(out.objective, max_batch);
+  out.curve = measure_throughput_curve(runner, co);
+  if (out.objective == Objective::kThroughput) {
+    out.batch = out.curve->knee_batch;
+    out.reason = fmt::format("batch {}: the smallest timed batch within {:.0f} % of the best samples/s ({:.0f} at batch "
+                             "{}); a larger one adds memory, not speed",
+                             out.batch, 100 * options.knee_fraction, out.curve->best_samples_per_s,
+                             out.curve->best_batch);
+    return out;
+  }
+  if (!noise) throw InternalError("pick_by_objective: goodput without a way to measure the noise scale");
+  const int64_t base = options.base_batch > 0 ? options.base_batch : std::min<int64_t>(32, max_batch);
+  const int64_t noise_batch = noise_batch_for(options, max_batch);
+  if (progress.on_noise_start) progress.on_noise_start(noise_batch, options.noise_steps);
+  out.noise = noise(noise_batch, options.noise_steps);
+  out.noise_data = noise_data;
+  out.goodput = choose_goodput_batch(*out.curve, out.noise->noise_scale, base, options.lr_rule);
+  out.batch = out.goodput->batch;
+  out.reason = out.goodput->reason;
+  return out;
+}
+
+nlohmann::json to_json(const ThroughputCurve& c) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : c.points)
+    points.push_back({{"batch", p.batch},
+                      {"ok", p.ok},
+                      {"samples_per_s", p.samples_per_s},
+                      {"stddev", p.stddev},
+                      {"rel_std_error", p.rel_std_error},
+                      {"rounds", p.rounds},
+                      {"settled", p.settled},
+                      {"error", p.error}});
+  return {{"points", points},       {"knee_batch", c.knee_batch}, {"knee_fraction", c.knee_fraction},
+          {"best_batch", c.best_batch}, {"best_samples_per_s", c.best_samples_per_s},
+          {"trial_steps", c.trial_steps}, {"seconds", c.seconds}};
+}
+
+nlohmann::json to_json(const ObjectiveOutcome& o) {
+  nlohmann::json j = {{"objective", to_string(o.objective)}, {"batch", o.batch}, {"reason", o.reason}};
+  if (o.curve) j["throughput_curve"] = to_json(*o.curve);
+  if (o.noise)
+    j["noise_scale"] = {{"value", o.noise->noise_scale ? nlohmann::json(*o.noise->noise_scale) : nlohmann::json()},
+                        {"gradient_sq_norm", o.noise->gradient_sq_norm},
+                        {"trace_covariance", o.noise->trace_covariance},
+                        {"steps", o.noise->steps},
+                        {"batch", o.noise->batch},
+                        {"micro_batch", o.noise->micro_batch},
+                        {"data", o.noise_data}};
+  if (o.goodput) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : o.goodput->points)
+      points.push_back({{"batch", p.batch}, {"samples_per_s", p.samples_per_s}, {"efficiency", p.efficiency},
+                        {"goodput", p.goodput}});
+    j["goodput"] = {{"batch", o.goodput->batch},
+                    {"efficiency", o.goodput->efficiency},
+                    {"lr_gain", o.goodput->lr_gain},
+                    {"lr_rule", to_string(o.goodput->lr_rule)},
+                    {"base_batch", o.goodput->base_batch},
+                    {"points", points}};
+  }
+  return j;
+}
+
+}  // namespace saturate

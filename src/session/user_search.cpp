@@ -1,0 +1,106 @@
+#include "saturate/session/user_search.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/errors.h"
+#include "saturate/monitor/compute_observer.h"
+#include "saturate/monitor/monitor_observer.h"
+#include "saturate/probe/probe.h"
+#include "saturate/report/printer.h"
+#include "saturate/report/report.h"
+#include "saturate/report/search_text.h"
+
+#include <sstream>
+
+namespace saturate {
+
+void UserSearchOptions::check() const {
+  search.check();
+  objective.check();
+  if (budget_bytes < 0)
+    throw UsageError("budget_bytes", fmt::format("{} is negative; give the bytes the search may use (0: the device's "
+                                                 "budget as it is)",
+                                                 budget_bytes));
+}
+
+int64_t UserSearchResult::batch() const {
+  if (objective.objective != Objective::kMemory && objective.batch > 0) return objective.batch;
+  return search.recommended_batch > 0 ? search.recommended_batch : search.max_batch;
+}
+
+nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
+  nlohmann::json j = search_json(context, search);
+  j["compute"] = compute_json(search, peak, std::nullopt);
+  if (objective.objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
+  return j;
+}
+
+std::string UserSearchResult::to_text(const RunContext& context) const {
+  const nlohmann::json j = to_json(context);
+  std::string notes;
+  if (objective.objective != Objective::kMemory)
+    notes += objective_text(objective.objective, objective.reason, objective.noise, objective.noise_data,
+                            objective.goodput);
+  notes += compute_text(j["compute"]);
+  std::ostringstream out;
+  const auto printer = make_printer(OutputFormat::kConsole, out);  // the table, not the live lines
+  printer->begin(context);
+  printer->result(SearchReport{search, j, notes});
+  printer->end();
+  return out.str();
+}
+
+ScopedBudget::ScopedBudget(MemoryMeter& meter, int64_t budget_bytes)
+    : meter_(meter), changed_(budget_bytes > 0), before_(cpu_memory_counters().budget_bytes) {
+  if (changed_) meter_.set_budget_bytes(budget_bytes);
+}
+
+ScopedBudget::~ScopedBudget() {
+  if (!changed_) return;
+  if (meter_.device().is_cpu()) set_cpu_budget_bytes(before_);
+  else meter_.set_budget_bytes(0);
+}
+
+UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const UserSearchOptions& options,
+                                 const NoiseMeasure& noise, const std::string& noise_data) {
+  options.check();
+  if (options.objective.objective == Objective::kGoodput && !noise)
+    throw UsageError("objective", "goodput needs the step's gradients to measure the noise scale; give a way to "
+                                  "measure it, or use objective memory or throughput");
+  if (step.device().is_cpu() && options.budget_bytes <= 0 && cpu_memory_counters().budget_bytes <= 0)
+    throw UsageError("budget_bytes", "a CPU search needs a budget, so that out-of-memory happens at that size");
+  UserSearchResult out;
+  // the device's GEMM rate (MFU's denominator), measured before any budget applies
+  out.peak = measure_gemm_peak(step.device(), Precision::kFp32);
+  meter.release_cache();
+  ScopedBudget budget(meter, options.budget_bytes);
+  Probe probe(step, meter);
+  ComputeObserver compute(out.peak.flops_per_s);  // FLOPs counted from the step's operators
+  probe.add_observer(&compute);
+  std::unique_ptr<MonitorObserver> monitor;
+  if (options.monitor) {
+    MonitorOptions mo;
+    mo.cuda = step.device().is_cuda();
+    mo.device_index = step.device().has_index() ? step.device().index() : 0;
+    monitor = std::make_unique<MonitorObserver>(mo);
+    probe.add_observer(monitor.get());
+  }
+  SearchOptions so = options.search;
+  so.memory_warmup_steps = std::min(so.warmup_steps, 1);  // 0: each call of the step is a whole loop
+  out.search = search_batch_size(probe, so);
+  if (monitor) monitor->finish();
+  out.objective.objective = options.objective.objective;
+  out.objective.batch = out.search.recommended_batch;
+  const SearchResult& r = out.search;
+  if (options.objective.objective != Objective::kMemory && r.error.empty() && r.max_batch > 0) {
+    const int64_t top = r.recommended_batch > 0 ? r.recommended_batch : r.max_batch;
+    out.objective = pick_by_objective(probe, options.objective, top, noise, noise_data);
+  }
+  return out;
+}
+
+}  // namespace saturate
