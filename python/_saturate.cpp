@@ -150,6 +150,35 @@ NoiseMeasure python_noise_measure(py::object measure) {
   };
 }
 
+/// The collectives of saturate._ranks (torch.distributed on the user's process group), for the
+/// library's rank-synced search: each call takes the GIL and runs the Python collective.
+class PythonCollectives final : public Collectives {
+ public:
+  explicit PythonCollectives(const py::object& ranks)
+      : rank_(ranks.attr("rank").cast<int>()),
+        world_(ranks.attr("world_size").cast<int>()),
+        max_(share(ranks.attr("all_reduce_max").cast<py::function>())),
+        gather_(share(ranks.attr("all_gather").cast<py::function>())) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::vector<int64_t> all_reduce_max(const std::vector<int64_t>& values) override { return call(*max_, values); }
+  std::vector<int64_t> all_gather(const std::vector<int64_t>& values) override { return call(*gather_, values); }
+
+ private:
+  static std::vector<int64_t> call(py::function& fn, const std::vector<int64_t>& values) {
+    py::gil_scoped_acquire gil;
+    try {
+      return fn(values).cast<std::vector<int64_t>>();
+    } catch (py::error_already_set& e) {
+      throw RuntimeFailure(std::string("a collective between the ranks failed: ") + e.what());
+    }
+  }
+  int rank_;
+  int world_;
+  SharedFn max_;
+  SharedFn gather_;
+};
+
 /// saturate.search: the library's user-step search (session/user_search.h); the keywords are its
 /// options, checked there.
 std::pair<std::string, std::string> search(py::function run_step, const std::string& device, int64_t budget_bytes, double target_fraction,
@@ -157,7 +186,7 @@ std::pair<std::string, std::string> search(py::function run_step, const std::str
                    int measure_steps, const std::string& objective, double knee_fraction, int noise_steps,
                    int64_t base_batch, std::vector<torch::Tensor> parameters,
                    py::object after_trial, const std::string& name, const std::string& optimizer, bool monitor,
-                   py::object on_trial, py::object noise) {
+                   py::object on_trial, py::object noise, py::object ranks, bool exact_ranks) {
   UserSearchOptions o;
   o.search.strategy = parse_strategy(strategy);
   o.search.target_fraction = target_fraction;
@@ -174,7 +203,15 @@ std::pair<std::string, std::string> search(py::function run_step, const std::str
   o.objective.lr_rule = optimizer == "SGD" ? LrRule::kAdaScale : LrRule::kAdaScaleSqrt;
   o.budget_bytes = budget_bytes;
   o.monitor = monitor;
+  o.exact_ranks = exact_ranks;
   o.check();  // before the step or the device is touched
+  std::optional<PythonCollectives> comm;
+  UserSearchRanks synced;
+  if (!ranks.is_none()) {
+    comm.emplace(ranks);
+    synced.comm = &*comm;
+    synced.backend = ranks.attr("backend").cast<std::string>();
+  }
   const int64_t params = count_parameters(parameters);
   UserTrialStep step(wrap_step(share(std::move(run_step))),
                      step_options(device, std::move(parameters), after_trial, name));
@@ -194,10 +231,11 @@ std::pair<std::string, std::string> search(py::function run_step, const std::str
   UserSearchResult r;
   {
     py::gil_scoped_release nogil;
-    r = run_user_search(step, *meter, o, python_noise_measure(noise), "the step's own batches");
+    r = run_user_search(step, *meter, o, python_noise_measure(noise), "the step's own batches", synced);
   }
   RunContext context = context_for(step.device(), *meter, name, params, optimizer);
   context.budget_bytes = r.search.budget_bytes;  // the search's (the meter's is put back by now)
+  context.world_size = r.world_size;
   return {r.to_json(context).dump(), r.to_text(context)};
 }
 
@@ -448,7 +486,8 @@ PYBIND11_MODULE(_saturate, m) {
         py::arg("objective") = "memory", py::arg("knee_fraction") = 0.9, py::arg("noise_steps") = 40,
         py::arg("base_batch") = 0, py::arg("parameters"),
         py::arg("after_trial") = py::none(), py::arg("name") = "user step", py::arg("optimizer") = "",
-        py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none());
+        py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none(),
+        py::arg("ranks") = py::none(), py::arg("exact_ranks") = false);
   // one out-of-memory classifier, C++'s (core/oom.h), for the text of any exception
   m.def("html_report", [](const std::string& run_json) { return render_html_report(nlohmann::json::parse(run_json)); },
         py::arg("run_json"));

@@ -11,6 +11,7 @@ import torch
 from . import _saturate as _C
 from ._budget import Size, to_bytes
 from ._noise import NoiseFromSteps
+from ._ranks import ranks_for
 from ._step import StepRunner, StepState, step_name
 
 
@@ -102,7 +103,7 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
            min_batch: int = 1, model=None, optimizer=None, restore: bool = True,
            warmup_steps: int = 1, timed_steps: int = 2, monitor: bool = False,
            objective: str = "memory", knee_fraction: float = 0.9, noise_steps: int = 40,
-           base_batch: Optional[int] = None,
+           base_batch: Optional[int] = None, ranks: Any = "auto", exact_ranks: bool = False,
            after_trial: Optional[Callable[[], None]] = None,
            on_trial: Optional[Callable[[Trial], None]] = None) -> SearchResult:
     """Finds the largest batch `step(batch_size)` runs at without running out of memory.
@@ -129,6 +130,13 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     its optimizer's learning rate at 0), relative to `base_batch` (the batch the learning rate
     was tuned for; default 32). A step that runs whole epochs per call is not a step: give one
     optimizer step per call.
+
+    ranks: under torchrun (torch.distributed initialised, several ranks) every rank runs your step
+    at the same batches and all get the same answer: an OOM on any rank is one for all, the
+    budget is the smallest rank's (seed M8); `result.data["ranks"]` has each rank's own budget and
+    maximum (exact for every rank with `exact_ranks=True`). 'auto' (default): the default group
+    when there are several ranks; None: each rank alone; or a process group. A collective: call it
+    on every rank. The objective is then memory (the throughput curve is timed in one process).
     """
     if not callable(step):
         raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
@@ -151,6 +159,7 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     report = None
     if on_trial is not None:
         report = lambda text: on_trial(Trial.from_json(json.loads(text)))  # noqa: E731
+    group = ranks_for(ranks)
     noise = None
     if objective == "goodput":
         noise = NoiseFromSteps(step, state, reset)
@@ -161,7 +170,8 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                          measure_steps=int(timed_steps), objective=objective, knee_fraction=float(knee_fraction),
                          noise_steps=int(noise_steps), base_batch=int(base_batch or 0),
                          parameters=state.parameters(), after_trial=reset, name=step_name(step),
-                         optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise)
+                         optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise,
+                         ranks=group, exact_ranks=bool(exact_ranks))
     if runner.interrupt is not None:
         raise runner.interrupt
     data = json.loads(text)

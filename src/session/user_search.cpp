@@ -36,6 +36,7 @@ nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search);
   j["compute"] = compute_json(search, peak, std::nullopt);
   if (objective.objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
+  if (world_size > 1) add_rank_json(j, world_size, ranks);
   return j;
 }
 
@@ -46,6 +47,7 @@ std::string UserSearchResult::to_text(const RunContext& context) const {
     notes += objective_text(objective.objective, objective.reason, objective.noise, objective.noise_data,
                             objective.goodput);
   notes += compute_text(j["compute"]);
+  if (world_size > 1) notes += rank_text(ranks, ranks_backend, search.max_batch);
   std::ostringstream out;
   const auto printer = make_printer(OutputFormat::kConsole, out);  // the table, not the live lines
   printer->begin(context);
@@ -66,8 +68,14 @@ ScopedBudget::~ScopedBudget() {
 }
 
 UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const UserSearchOptions& options,
-                                 const NoiseMeasure& noise, const std::string& noise_data) {
+                                 const NoiseMeasure& noise, const std::string& noise_data,
+                                 const UserSearchRanks& ranks) {
   options.check();
+  const int world = ranks.comm ? ranks.comm->world_size() : 1;
+  if (world > 1 && options.objective.objective != Objective::kMemory)
+    throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; search with one "
+                                              "rank (the batch per GPU), or use the memory objective across ranks",
+                                              to_string(options.objective.objective)));
   if (options.objective.objective == Objective::kGoodput && !noise)
     throw UsageError("objective", "goodput needs the step's gradients to measure the noise scale; give a way to "
                                   "measure it, or use objective memory or throughput");
@@ -91,7 +99,15 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
   }
   SearchOptions so = options.search;
   so.memory_warmup_steps = std::min(so.warmup_steps, 1);  // 0: each call of the step is a whole loop
-  out.search = search_batch_size(probe, so);
+  if (world > 1) {
+    DistSearchResult d = search_across_ranks(probe, so, ranks.comm, options.exact_ranks);
+    out.search = std::move(d.result);
+    out.ranks = std::move(d.ranks);
+    out.world_size = world;
+    out.ranks_backend = ranks.backend;
+  } else {
+    out.search = search_batch_size(probe, so);
+  }
   if (monitor) monitor->finish();
   out.objective.objective = options.objective.objective;
   out.objective.batch = out.search.recommended_batch;

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "saturate/core/memory_meter.h"
+#include "saturate/dist/rank_synced.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/probe/user_step.h"
 #include "saturate/report/run_context.h"
@@ -32,6 +34,9 @@ struct UserSearchOptions {
   int64_t budget_bytes = 0;
   /// monitor: per-trial utilization, phases and the bottleneck verdict.
   bool monitor = false;
+  /// exact_ranks: with several ranks, a rank whose own limit the synced search did not reach
+  /// searches on alone to report it exactly (the common batch is the same either way).
+  bool exact_ranks = false;
   /// UsageError naming the option.
   void check() const;
 };
@@ -40,6 +45,9 @@ struct UserSearchResult {
   SearchResult search;
   GemmPeak peak;  ///< the device's measured GEMM rate (MFU's denominator)
   ObjectiveOutcome objective;  ///< memory: the recommended batch, nothing timed
+  int world_size = 1;
+  std::vector<RankMax> ranks;  ///< each rank's own budget and maximum (several ranks)
+  std::string ranks_backend;   ///< what carried the ranks' collectives
   /// The batch to train at: the objective's (memory: recommended, else the largest that fits).
   int64_t batch() const;
   /// The search JSON (search_json), its "compute", and "objective" unless memory.
@@ -48,9 +56,20 @@ struct UserSearchResult {
   std::string to_text(const RunContext& context) const;
 };
 
-/// Runs the search. `noise` measures the noise scale for goodput (UsageError without one).
+/// Several ranks, each running the user's step (under torchrun): the collectives the rank-synced
+/// search agrees through (dist/rank_synced.h), and what carries them.
+struct UserSearchRanks {
+  Collectives* comm = nullptr;
+  std::string backend;
+};
+
+/// Runs the search. `noise` measures the noise scale for goodput (UsageError without one). With
+/// `ranks` of more than one rank, every rank runs the same trials and gets the same answer (an OOM
+/// on any rank is one for all; the objective must then be memory: the throughput curve is timed
+/// in one process). A collective: every rank calls it with the same options.
 UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const UserSearchOptions& options,
-                                 const NoiseMeasure& noise = {}, const std::string& noise_data = "the step's batches");
+                                 const NoiseMeasure& noise = {}, const std::string& noise_data = "the step's batches",
+                                 const UserSearchRanks& ranks = {});
 
 /// Sets a meter's budget for a session and puts it back afterwards: on CPU the budget as it was,
 /// on CUDA the whole device (the only fraction LibTorch can report). 0: nothing changes.

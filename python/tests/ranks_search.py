@@ -1,0 +1,25 @@
+"""Run by test_ranks.py under torchrun: every rank searches the mlp loop with its own CPU budget
+(rank 0 64 MiB, the others 40 MiB) through saturate.search's rank-synced search, and writes its
+result to DIR/rank<R>.json."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import saturate  # noqa: E402  first: the CPU budget counts the tensors made after it
+import torch.distributed as dist  # noqa: E402
+
+from loops import LOOPS  # noqa: E402
+
+MiB = 1 << 20
+
+if __name__ == "__main__":
+    out_dir = sys.argv[1]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model, opt, step = LOOPS["mlp"]()
+    r = saturate.search(step, device="cpu", memory_budget=(64 if rank == 0 else 40) * MiB, exact_ranks=True)
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump({"data": r.data, "text": str(r)}, f)
+    dist.destroy_process_group()
