@@ -1,7 +1,9 @@
 // A user's own training step measured by saturate: a two-input model (a 1x28x28 image and 16
 // side features), a custom loss (cross-entropy plus a penalty on the logits), the user's own
-// Adam. saturate finds the largest batch that fits the memory budget, the recommended batch,
-// and where the step's memory goes; then the program trains a few steps at the recommended batch.
+// Adam. saturate's search session (session/user_search.h) finds the largest batch that fits the
+// memory budget, the recommended batch and the knee of the samples/s curve (objective
+// throughput); then where the step's memory goes, a leak check over a run of its steps
+// (memory/leak_check.h), and a few training steps at the chosen batch.
 //
 //   custom_step [budget MiB, default 64] [cpu|cuda, default cpu]
 //
@@ -17,11 +19,11 @@
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/memory_meter.h"
 #include "saturate/memory/breakdown.h"
+#include "saturate/memory/leak_check.h"
 #include "saturate/memory/step_memory.h"
-#include "saturate/probe/probe.h"
 #include "saturate/probe/user_step.h"
 #include "saturate/report/memory_text.h"
-#include "saturate/search/search.h"
+#include "saturate/session/user_search.h"
 #include "saturate/step/phase_observer.h"
 
 namespace {
@@ -108,19 +110,20 @@ int main(int argc, char** argv) {
 
   auto meter = saturate::make_memory_meter(device);
   meter->set_budget_bytes(budget_mib << 20);  // on CPU: behaves like a device of this size
-  saturate::Probe probe(step, *meter);
 
-  saturate::SearchOptions search_options;
-  search_options.on_trial = [](const saturate::Trial& t) {
+  saturate::UserSearchOptions search_options;  // every field documented and checked by check()
+  search_options.objective.objective = saturate::Objective::kThroughput;
+  search_options.search.on_trial = [](const saturate::Trial& t) {
     std::cout << "  trial batch " << t.batch << ": " << saturate::to_string(t.status) << ", peak "
               << (t.peak_allocated_bytes >> 10) << " KiB\n";
   };
-  const saturate::SearchResult r = saturate::search_batch_size(probe, search_options);
+  const saturate::UserSearchResult found = saturate::run_user_search(step, *meter, search_options);
+  const saturate::SearchResult& r = found.search;
   if (!r.error.empty()) std::cerr << "custom_step: search error: " << r.error << "\n";
 
   std::cout << "max_batch          " << r.max_batch << (r.max_batch_exact ? " (exact)" : " (not exact)") << "\n"
             << "recommended_batch  " << r.recommended_batch << "\n"
-            << "throughput_batch   " << r.throughput_batch << "\n"
+            << "throughput knee    " << found.objective.batch << " (" << found.objective.reason << ")\n"
             << "trials             " << r.trials.size() << "\n";
   if (r.max_batch <= 0) return 1;
 
@@ -130,9 +133,19 @@ int main(int argc, char** argv) {
   std::cout << "\nmemory of one step at batch " << batch << ":\n"
             << saturate::breakdown_table(m.breakdown) << "\n";
 
+  // Does memory stay flat over a run of steps at the knee (seed M2)?
+  const int64_t knee = found.batch();
+  saturate::LeakLoopOptions leak_options;
+  leak_options.steps = 12;
+  const saturate::LeakCheckResult leak =
+      saturate::run_leak_loop([&](int, bool) { train_step(knee); }, *meter, leak_options);
+  options.after_trial();
+  std::cout << "leak check         " << (leak.report.detected ? "LEAK" : "flat") << " over " << leak.report.steps
+            << " steps at batch " << knee << "\n";
+
   // And train with it.
   for (int i = 0; i < 3; ++i)
-    std::cout << "train step " << i << " at batch " << batch << ": loss " << train_step(batch).item<double>() << "\n";
+    std::cout << "train step " << i << " at batch " << knee << ": loss " << train_step(knee).item<double>() << "\n";
 
   return r.max_batch_exact ? 0 : 1;
 }
