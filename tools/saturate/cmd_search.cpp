@@ -22,8 +22,7 @@
 #include "saturate/models/flops.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/probe/probe.h"
-#include "saturate/session/fast_path_trials.h"
-#include "saturate/session/objective_session.h"
+#include "saturate/session/workload_search.h"
 #include "saturate/report/checkpointing_report.h"
 #include "saturate/report/printer.h"
 #include "saturate/report/memory_text.h"
@@ -113,7 +112,6 @@ void add_search_command(CLI::App& app, Action& action) {
       opt.check();  // usage errors before any device work
       const bool auto_checkpointing = stepflags->checkpointing == "auto";
       const TrainingFootprint footprint = step_footprint(*stepflags);
-      const CheckpointPolicy checkpointing = footprint.checkpointing;
       if (sf->required_batch < 0 || (sf->required_batch > 0 && !auto_checkpointing))
         throw UsageError(fmt::format("--required-batch {}: give a positive batch, together with --checkpointing auto",
                                      sf->required_batch));
@@ -147,11 +145,19 @@ void add_search_command(CLI::App& app, Action& action) {
                                  to_string(opt.strategy));
       if (denv.rank == 0) printer->begin(session->context);
       Probe probe(*session->workload, *session->meter);
-      probe.set_footprint(footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
-      // FLOPs of each trial's first step and MFU against the device's measured GEMM rate
-      const GemmPeak peak = session_gemm_peak(*session, footprint.precision, footprint.fast_paths);
-      ComputeObserver compute(peak.flops_per_s);
-      probe.add_observer(&compute);
+      WorkloadSearchOptions wo;
+      wo.search = opt;
+      wo.objective = objective_opts;
+      wo.footprint = footprint;
+      wo.compare_checkpointing = auto_checkpointing;
+      wo.required_batch = sf->required_batch;
+      wo.exact_ranks = distflags->rank_max_exact;
+      wo.try_fast_paths = fast_paths_tried(*stepflags, session->device.is_cuda());
+      wo.checkpointing_policy = stepflags->checkpointing;
+      wo.fast_paths_policy = stepflags->fast_paths;
+      if (stepflags->fast_paths == "auto")
+        wo.fast_paths_not_tried = "auto tries them on CUDA; --fast-paths try measures them on this CPU";
+      WorkloadSearch search(probe, *session->meter, wo, denv.world_size);  // the GEMM rate, the FLOP counter
       auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown per trial
       probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
       // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
@@ -159,74 +165,28 @@ void add_search_command(CLI::App& app, Action& action) {
                               sf->quiet);
       auto monitor = attach_monitor(*mflags, probe, session->device);
       auto dist = open_dist(*distflags, denv, session->device);  // nullptr for one process
-      SearchRunOptions ro;
-      ro.search = opt;
-      ro.compare_checkpointing = auto_checkpointing;
-      ro.required_batch = sf->required_batch;
-      ro.exact_ranks = distflags->rank_max_exact;
-      if (!sf->quiet && denv.rank == 0)
-        ro.on_pass = [](const std::string& pass) { std::cerr << "saturate: --checkpointing auto: " << pass << "\n"; };
-      SearchRun run = run_search(probe, ro, dist.get());
-      const DistSearchResult& dres = run.chosen;
-      nlohmann::json checkpointing_j = {{"policy", stepflags->checkpointing}, {"choice", to_string(checkpointing)}};
-      std::string checkpointing_text;
-      if (!run.not_compared.empty()) checkpointing_j["reason"] = run.not_compared;
-      if (run.choice) {
-        const std::string with_name = to_string(ro.with_policy);
-        checkpointing_j = checkpointing_auto_json(*run.choice, *run.without, *run.with, with_name);
-        checkpointing_text = checkpointing_auto_text(*run.choice, *run.without, *run.with, with_name);
+      const bool talk = !sf->quiet && denv.rank == 0;
+      WorkloadSearchProgress progress;
+      DataFeed* feed = data ? data->feed.get() : nullptr;
+      const std::string source =
+          feed ? feed->dataset().name() : std::string("synthetic batches (random labels; give --data for yours)");
+      if (talk) {
+        progress.on_pass = [](const std::string& pass) { std::cerr << "saturate: --checkpointing auto: " << pass << "\n"; };
+        progress.objective = objective_progress_lines(source);
       }
-      const SearchResult& result = dres.result;
+      if (!sf->quiet) progress.on_fast_paths = print_fast_path_trials;
+      Workload& w = *session->workload;
+      const WorkloadSearchResult found =
+          search.run(dist.get(), [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source, progress);
+      const SearchResult& result = found.search();
       if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
-      // --objective throughput|goodput: the curve up to the recommended batch, the noise scale
-      ObjectiveOutcome picked;
-      if (objective != Objective::kMemory && result.error.empty() && result.max_batch > 0) {
-        const int64_t top = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
-        DataFeed* feed = data ? data->feed.get() : nullptr;
-        const std::string source = feed ? feed->dataset().name()
-                                         : std::string("synthetic batches (random labels; give --data for yours)");
-        Workload& w = *session->workload;
-        const bool quiet = sf->quiet || denv.rank != 0;
-        picked = pick_by_objective(
-            probe, objective_opts, top, [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
-            quiet ? ObjectiveProgress{} : objective_progress_lines(source));
-      }
-      std::optional<FastPathChoice> fast;
-      const int64_t fast_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
-      nlohmann::json fast_j = {{"policy", stepflags->fast_paths}, {"chosen", footprint.fast_paths.to_string()}};
-      if (fast_paths_tried(*stepflags, session->device.is_cuda())) {
-        if (dist) {
-          fast_j["reason"] = "not tried with several ranks";
-        } else if (fast_batch > 0 && result.error.empty()) {
-          fast = try_fast_paths(probe, fast_batch, sf->steps);
-          if (!sf->quiet) print_fast_path_trials(*fast);
-          fast_j = to_json(*fast, fast_batch);
-          fast_j["policy"] = stepflags->fast_paths;
-        }
-      } else if (stepflags->fast_paths == "auto") {
-        fast_j["reason"] = "auto tries them on CUDA; --fast-paths try measures them on this CPU";
-      }
       if (monitor) monitor->finish();
       rethrow_data_error(data.get());  // bad data: exit 2 naming the file
-      nlohmann::json j = search_json(session->context, result);
-      j["checkpointing"] = checkpointing_j;
-      j["precision"] = to_string(footprint.precision);
-      const auto analytic = analytic_flops(session->workload->built().spec);
-      j["compute"] = compute_json(result, peak, analytic ? std::optional<double>(analytic->training_per_sample) : std::nullopt);
-      j["fast_paths"] = fast_j;
-      if (objective != Objective::kMemory) j["objective"] = to_json(picked);
+      nlohmann::json j = found.to_json(session->context);
       const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
       add_memory_json(j, result, plan);
-      if (dist) add_rank_json(j, dist->world_size(), dres.ranks);
       if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
-      std::string notes;  // after the answer, for people (console and markdown)
-      if (checkpointing.enabled()) notes += "checkpointing      " + to_string(checkpointing) + "\n";
-      if (footprint.precision != Precision::kFp32) notes += "precision          " + to_string(footprint.precision) + "\n";
-      notes += objective_text(picked.objective, picked.reason, picked.noise, picked.noise_data, picked.goodput);
-      notes += compute_text(j["compute"]);
-      if (fast) notes += fast_paths_text(*fast, fast_batch);
-      notes += checkpointing_text;
-      if (dist) notes += rank_text(dres.ranks, to_string(dist->backend()), result.max_batch);
+      std::string notes = found.notes(j);  // after the answer, for people (console and markdown)
       if (plan) notes += plan_text(*plan);
       if (data) notes += data_search_text(data_source(*data), result);
       printer->result(SearchReport{result, j, notes});

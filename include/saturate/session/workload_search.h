@@ -1,0 +1,105 @@
+// Implements: the search on a built-in or TorchScript workload (`saturate search`): after the
+// memory search (one rank or several; with and without activation checkpointing when asked),
+// FLOPs and MFU against the device's measured GEMM rate, the objective (throughput, goodput on
+// the data's batches), the fast-path trials; a typed result with the search JSON and the lines
+// for people. What feeds the probe (the data loader, the memory recorder, the monitor) is
+// attached to it by the caller; plan and data notes are the caller's too.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/dist/search_run.h"
+#include "saturate/monitor/compute_observer.h"
+#include "saturate/monitor/gemm_peak.h"
+#include "saturate/probe/probe.h"
+#include "saturate/report/run_context.h"
+#include "saturate/search/fast_path_choice.h"
+#include "saturate/search/objective.h"
+
+namespace saturate {
+class DistGroup;  // dist/process_group.h
+
+struct WorkloadSearchOptions {
+  /// strategy, target_fraction, max_batch, start_batch, steps, confirm_runs (SearchOptions::check).
+  SearchOptions search;
+  /// Which batch is best among those that fit; not memory with several ranks.
+  ObjectiveOptions objective;
+  /// The step: precision, checkpointing (the policy searched when not compared), fast paths.
+  TrainingFootprint footprint;
+  /// compare_checkpointing: search without and with `with_policy` and choose (checkpointing auto).
+  bool compare_checkpointing = false;
+  /// required_batch >= 0, only with compare_checkpointing: the micro-batch the user needs.
+  int64_t required_batch = 0;
+  /// exact_ranks: several ranks, each rank's own maximum found exactly.
+  bool exact_ranks = false;
+  /// fast_paths: time the fast paths at the batch found (one process only).
+  bool try_fast_paths = false;
+  /// How the user named the two policies, for the JSON ("auto", "none", "try", ...).
+  std::string checkpointing_policy = "none";
+  std::string fast_paths_policy = "none";
+  /// Why fast paths were not tried, when they were not ("" : none said).
+  std::string fast_paths_not_tried;
+  /// UsageError naming the option.
+  void check(int world_size = 1) const;
+};
+
+struct WorkloadSearchProgress {
+  std::function<void(const std::string&)> on_pass;  ///< checkpointing auto's passes
+  ObjectiveProgress objective;
+  std::function<void(const FastPathChoice&)> on_fast_paths;
+};
+
+struct WorkloadSearchResult {
+  SearchRun run;  ///< run.chosen.result is the answer
+  GemmPeak peak;
+  std::optional<double> analytic_flops_per_sample;
+  Objective requested_objective = Objective::kMemory;
+  ObjectiveOutcome objective;  ///< memory (nothing timed) unless the requested objective ran
+  std::optional<FastPathChoice> fast_paths;
+  int64_t fast_paths_batch = 0;
+  nlohmann::json checkpointing_json;
+  nlohmann::json fast_paths_json;
+  std::string checkpointing_text;  ///< the comparison, for people ("" when not compared)
+  int world_size = 1;
+  std::string backend;  ///< several ranks: the process group's backend
+  TrainingFootprint footprint;
+
+  const SearchResult& search() const { return run.chosen.result; }
+  /// search_json and checkpointing, precision, compute, fast_paths, objective, ranks.
+  nlohmann::json to_json(const RunContext& context) const;
+  /// The lines after the answer: checkpointing, precision, objective, compute, fast paths, the
+  /// checkpointing comparison, ranks.
+  std::string notes(const nlohmann::json& run_json) const;
+};
+
+/// The device's GEMM rate with `precision` and the fast paths' switches, measured outside the
+/// meter's budget (put back afterwards).
+GemmPeak gemm_peak_outside_budget(MemoryMeter& meter, const c10::Device& device, Precision precision,
+                                  const FastPaths& paths);
+
+/// The session: made before anything else is attached to the probe (it sets the probe's
+/// footprint, measures the GEMM rate while nothing else runs, and attaches the FLOP counter),
+/// then run() once.
+class WorkloadSearch {
+ public:
+  /// Checks the options (UsageError naming the option) and the footprint on the model.
+  WorkloadSearch(Probe& probe, MemoryMeter& meter, WorkloadSearchOptions options, int world_size = 1);
+  /// Runs the search. `next_batch` gives goodput's noise-scale batches, `data` names them.
+  /// `dist`: several ranks (nullptr: one process); every rank calls it with the same options.
+  WorkloadSearchResult run(DistGroup* dist, const std::function<Batch(int64_t)>& next_batch, const std::string& data,
+                           const WorkloadSearchProgress& progress = {});
+  const GemmPeak& peak() const { return peak_; }
+
+ private:
+  Probe& probe_;
+  WorkloadSearchOptions options_;
+  GemmPeak peak_;
+  std::unique_ptr<ComputeObserver> compute_;
+};
+
+}  // namespace saturate

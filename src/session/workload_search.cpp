@@ -1,0 +1,132 @@
+#include "saturate/session/workload_search.h"
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/dist/process_group.h"
+#include "saturate/models/flops.h"
+#include "saturate/report/checkpointing_report.h"
+#include "saturate/report/report.h"
+#include "saturate/report/search_text.h"
+#include "saturate/session/fast_path_trials.h"
+#include "saturate/session/objective_session.h"
+#include "saturate/step/fast_paths.h"
+
+namespace saturate {
+
+void WorkloadSearchOptions::check(int world_size) const {
+  search.check();
+  objective.check();
+  if (required_batch < 0 || (required_batch > 0 && !compare_checkpointing))
+    throw UsageError("required_batch", fmt::format("{}: give a positive batch, together with compare_checkpointing "
+                                                   "(the comparison it decides)",
+                                                   required_batch));
+  if (objective.objective != Objective::kMemory && world_size > 1)
+    throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; search with one "
+                                              "rank (the batch per GPU), then start the ranks",
+                                              to_string(objective.objective)));
+}
+
+GemmPeak gemm_peak_outside_budget(MemoryMeter& meter, const c10::Device& device, Precision precision,
+                                  const FastPaths& paths) {
+  const int64_t budget = meter.budget_bytes();
+  meter.set_budget_bytes(meter.capacity_bytes());
+  GemmPeak peak;
+  try {
+    ProcessSwitches switches(paths);  // the threads the step runs with
+    peak = measure_gemm_peak(device, precision, paths.tf32);
+  } catch (...) {
+    meter.set_budget_bytes(budget);
+    throw;
+  }
+  meter.release_cache();
+  meter.set_budget_bytes(budget);
+  return peak;
+}
+
+WorkloadSearch::WorkloadSearch(Probe& probe, MemoryMeter& meter, WorkloadSearchOptions options, int world_size)
+    : probe_(probe), options_(std::move(options)) {
+  options_.check(world_size);
+  probe_.set_footprint(options_.footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
+  // FLOPs of each trial's first step and MFU against the device's measured GEMM rate
+  peak_ = gemm_peak_outside_budget(meter, probe_.workload().device(), options_.footprint.precision,
+                                   options_.footprint.fast_paths);
+  compute_ = std::make_unique<ComputeObserver>(peak_.flops_per_s);
+  probe_.add_observer(compute_.get());
+}
+
+WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Batch(int64_t)>& next_batch,
+                                         const std::string& data, const WorkloadSearchProgress& progress) {
+  const WorkloadSearchOptions& o = options_;
+  WorkloadSearchResult out;
+  out.peak = peak_;
+  out.footprint = o.footprint;
+  if (const auto analytic = analytic_flops(probe_.workload().built().spec))
+    out.analytic_flops_per_sample = analytic->training_per_sample;
+  SearchRunOptions ro;
+  ro.search = o.search;
+  ro.compare_checkpointing = o.compare_checkpointing;
+  ro.required_batch = o.required_batch;
+  ro.exact_ranks = o.exact_ranks;
+  ro.on_pass = progress.on_pass;
+  out.run = run_search(probe_, ro, dist);
+  if (dist) {
+    out.world_size = dist->world_size();
+    out.backend = to_string(dist->backend());
+  }
+  out.checkpointing_json = {{"policy", o.checkpointing_policy}, {"choice", to_string(o.footprint.checkpointing)}};
+  if (!out.run.not_compared.empty()) out.checkpointing_json["reason"] = out.run.not_compared;
+  if (out.run.choice) {
+    const std::string with_name = to_string(ro.with_policy);
+    out.checkpointing_json = checkpointing_auto_json(*out.run.choice, *out.run.without, *out.run.with, with_name);
+    out.checkpointing_text = checkpointing_auto_text(*out.run.choice, *out.run.without, *out.run.with, with_name);
+  }
+  const SearchResult& result = out.search();
+  // the objective: the curve up to the recommended batch, the noise scale on the data's batches
+  out.requested_objective = o.objective.objective;
+  if (o.objective.objective != Objective::kMemory && result.error.empty() && result.max_batch > 0) {
+    const int64_t top = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
+    out.objective = pick_by_objective(probe_, o.objective, top, next_batch, data, progress.objective);
+  }
+  out.fast_paths_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
+  out.fast_paths_json = {{"policy", o.fast_paths_policy}, {"chosen", o.footprint.fast_paths.to_string()}};
+  if (o.try_fast_paths) {
+    if (dist) {
+      out.fast_paths_json["reason"] = "not tried with several ranks";
+    } else if (out.fast_paths_batch > 0 && result.error.empty()) {
+      out.fast_paths = try_fast_paths(probe_, out.fast_paths_batch, o.search.measure_steps);
+      if (progress.on_fast_paths) progress.on_fast_paths(*out.fast_paths);
+      out.fast_paths_json = to_json(*out.fast_paths, out.fast_paths_batch);
+      out.fast_paths_json["policy"] = o.fast_paths_policy;
+    }
+  } else if (!o.fast_paths_not_tried.empty()) {
+    out.fast_paths_json["reason"] = o.fast_paths_not_tried;
+  }
+  return out;
+}
+
+nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
+  nlohmann::json j = search_json(context, search());
+  j["checkpointing"] = checkpointing_json;
+  j["precision"] = to_string(footprint.precision);
+  j["compute"] = compute_json(search(), peak, analytic_flops_per_sample);
+  j["fast_paths"] = fast_paths_json;
+  if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
+  if (world_size > 1) add_rank_json(j, world_size, run.chosen.ranks);
+  return j;
+}
+
+std::string WorkloadSearchResult::notes(const nlohmann::json& run_json) const {
+  std::string notes;
+  if (footprint.checkpointing.enabled()) notes += "checkpointing      " + to_string(footprint.checkpointing) + "\n";
+  if (footprint.precision != Precision::kFp32) notes += "precision          " + to_string(footprint.precision) + "\n";
+  notes += objective_text(objective.objective, objective.reason, objective.noise, objective.noise_data,
+                          objective.goodput);
+  notes += compute_text(run_json["compute"]);
+  if (fast_paths) notes += fast_paths_text(*fast_paths, fast_paths_batch);
+  notes += checkpointing_text;
+  if (world_size > 1) notes += rank_text(run.chosen.ranks, backend, search().max_batch);
+  return notes;
+}
+
+}  // namespace saturate
