@@ -68,6 +68,21 @@ double gradient_sq_norm(const std::vector<torch::Tensor>& parameters, double sca
   return sum.item<double>() / (scale * scale);
 }
 
+namespace {
+
+NoiseScaleMeasurement measurement_of(const GradientNoiseScale& noise, int64_t batch, int64_t micro_batch) {
+  NoiseScaleMeasurement m;
+  m.noise_scale = noise.noise_scale();
+  m.gradient_sq_norm = noise.gradient_sq_norm();
+  m.trace_covariance = noise.trace_covariance();
+  m.steps = noise.measurements();
+  m.batch = batch;
+  m.micro_batch = micro_batch;
+  return m;
+}
+
+}  // namespace
+
 NoiseScaleMeasurement measure_noise_scale(Workload& workload, const StepOptions& step,
                                           const std::function<Batch(int64_t)>& next_batch, int64_t batch,
                                           int64_t micro_batch, int steps, double decay) {
@@ -110,14 +125,7 @@ NoiseScaleMeasurement measure_noise_scale(Workload& workload, const StepOptions&
     training.release_gradients();
   }
   restore();
-  NoiseScaleMeasurement m;
-  m.noise_scale = noise.noise_scale();
-  m.gradient_sq_norm = noise.gradient_sq_norm();
-  m.trace_covariance = noise.trace_covariance();
-  m.steps = noise.measurements();
-  m.batch = batch;
-  m.micro_batch = so.micro_batch;
-  return m;
+  return measurement_of(noise, batch, so.micro_batch);
 }
 
 NoiseScaleMeasurement measure_noise_scale(const std::function<GradientNormPair(int64_t batch)>& measure,
@@ -133,14 +141,7 @@ NoiseScaleMeasurement measure_noise_scale(const std::function<GradientNormPair(i
     noise.add(g.small_batch, g.small_sq_norm, g.big_batch, g.big_sq_norm);
     small = g.small_batch;
   }
-  NoiseScaleMeasurement m;
-  m.noise_scale = noise.noise_scale();
-  m.gradient_sq_norm = noise.gradient_sq_norm();
-  m.trace_covariance = noise.trace_covariance();
-  m.steps = noise.measurements();
-  m.batch = batch;
-  m.micro_batch = small;
-  return m;
+  return measurement_of(noise, batch, small);
 }
 
 }  // namespace saturate

@@ -34,6 +34,12 @@ struct Loop {
     w2.mutable_grad() = torch::Tensor();
   }
   std::vector<torch::Tensor> parameters() const { return {w1, w2}; }
+  /// This loop as the probe's step (its weights the resident parameters).
+  UserTrialStep step() {
+    UserStepOptions so;
+    so.parameters = parameters();
+    return UserTrialStep([this](int64_t b) { (*this)(b); }, so);
+  }
 };
 
 /// Whether `loop` runs 3 steps at `b` under `budget` bytes, by itself (no probe).
@@ -76,9 +82,7 @@ TEST(UserSearchSession, TheMaxIsExactWhenTheStepRunsAloneUnderTheSameBudgetAndTh
   ASSERT_TRUE(cpu_budget_allocator_installed());
   torch::manual_seed(0);
   Loop loop;
-  UserStepOptions so;
-  so.parameters = loop.parameters();
-  UserTrialStep step([&](int64_t b) { loop(b); }, so);
+  UserTrialStep step = loop.step();
   auto meter = make_memory_meter(torch::kCPU);
   const int64_t before = cpu_memory_counters().budget_bytes;
   UserSearchOptions o;
@@ -101,9 +105,7 @@ TEST(UserSearchSession, TheMaxIsExactWhenTheStepRunsAloneUnderTheSameBudgetAndTh
 TEST(UserSearchSession, TheThroughputObjectiveChoosesATimedBatchNoLargerThanTheRecommended) {
   torch::manual_seed(0);
   Loop loop;
-  UserStepOptions so;
-  so.parameters = loop.parameters();
-  UserTrialStep step([&](int64_t b) { loop(b); }, so);
+  UserTrialStep step = loop.step();
   auto meter = make_memory_meter(torch::kCPU);
   UserSearchOptions o;
   o.budget_bytes = 24 * kMiB;
