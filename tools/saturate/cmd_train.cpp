@@ -14,8 +14,6 @@
 #include "step_flags.h"
 #include "stop_signals.h"
 #include "objective_flags.h"
-#include "saturate/models/flops.h"
-#include "saturate/monitor/gemm_peak.h"
 #include "saturate/monitor/op_profile.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
@@ -24,6 +22,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/search/search.h"
 #include "saturate/session/objective_session.h"
+#include "saturate/session/train_summary.h"
 #include "saturate/dist/rank_synced.h"
 #include "saturate/report/train_text.h"
 #include "saturate/train/eta.h"
@@ -66,70 +65,6 @@ struct TrainFlags {
   int64_t eval_every_samples = 0;
   double stop_at_accuracy = 0;
 };
-
-nlohmann::json summary_json(const Session& s, const std::string& data_name, const StepFlags& step, const TrainResult& r,
-                            const LeakWatch& leak, TrainRanks& ranks) {
-  nlohmann::json backoffs = nlohmann::json::array();
-  for (const auto& b : r.oom_backoffs)
-    backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
-  nlohmann::json j = context_json(s.context);
-  j.update({{"data", data_name},
-            {"precision", step.precision},
-            {"checkpointing", step.checkpointing},
-            {"micro_batch", r.micro_batch},
-            {"accumulation", r.accumulation},
-            {"global_batch", r.global_batch},
-            {"steps", r.steps},
-            {"samples_seen", r.samples_seen},
-            {"epochs", r.epochs},
-            {"final_train_loss", r.final_train_loss},
-            {"samples_per_s", r.samples_per_s},
-            {"oom_backoffs", backoffs},
-            {"skipped_steps", r.skipped_steps},
-            {"checkpoints_written", r.checkpoints_written},
-            {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
-            {"leak", leak_json(leak.report())},
-            {"losses", r.losses}});
-  j["leak"]["sites"] = leak_sites_json(leak.sites());  // filled a few steps after a detection
-  add_train_rank_json(j, ranks);
-  return j;
-}
-
-/// FLOPs of the run's first step (counted), the rate the run sustained and its MFU against the
-/// device's measured GEMM rate (every rank's: MFU per device) (train JSON: flops_per_sample, achieved_flops_per_s, peak_flops_per_s,
-/// peak_method, mfu).
-nlohmann::json train_compute_json(Session& s, const TrainOptions& o, const TrainResult& r, int world) {
-  nlohmann::json j = nlohmann::json::object();
-  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return j;
-  const double per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
-  const GemmPeak peak = session_gemm_peak(s, o.precision, o.fast_paths);
-  const double achieved = per_sample * r.samples_per_s;
-  j["flops_per_sample"] = per_sample;
-  j["flops_method"] = "counted";
-  if (const auto analytic = analytic_flops(s.workload->built().spec)) j["analytic_flops_per_sample"] = analytic->training_per_sample;
-  j["achieved_flops_per_s"] = achieved;
-  j["peak_flops_per_s"] = peak.flops_per_s;
-  j["peak_method"] = peak.method();
-  // samples/s are the whole job's: against the peak of every rank's device
-  j["mfu"] = model_flops_utilization(achieved / std::max(1, world), peak);
-  return j;
-}
-
-/// The held-out split's results under its own name: `split` "test" fills final_test_loss and
-/// final_test_accuracy, "val" final_val_loss and final_val_accuracy (the others null); "" none.
-nlohmann::json eval_json(const std::string& split, const TrainResult& r) {
-  const auto value = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
-  nlohmann::json j = {{"eval_split", split.empty() ? nlohmann::json() : nlohmann::json(split)},
-                      {"final_test_loss", nullptr},
-                      {"final_test_accuracy", nullptr},
-                      {"final_val_loss", nullptr},
-                      {"final_val_accuracy", nullptr}};
-  if (!split.empty()) {
-    j["final_" + split + "_loss"] = value(r.final_test_loss);
-    j["final_" + split + "_accuracy"] = value(r.final_test_accuracy);
-  }
-  return j;
-}
 
 /// --val-fraction for tokens:FILE: the held-out end of the text (default 0.1, so that a language
 /// model is evaluated on text it never trained on).
@@ -183,20 +118,6 @@ NoiseBatches noise_batches(const std::shared_ptr<Dataset>& dataset, bool token_d
     return (*held)->batch_for_step((*step)++);
   };
   return out;
-}
-
-nlohmann::json adaptive_json(const AdaptiveBatch& a, int64_t base_batch, int64_t max_units, LrRule rule) {
-  nlohmann::json changes = nlohmann::json::array();
-  for (const auto& c : a.changes())
-    changes.push_back({{"step", c.step},
-                       {"old_global_batch", c.old_units * base_batch},
-                       {"new_global_batch", c.new_units * base_batch},
-                       {"noise_scale", c.noise_scale},
-                       {"goodput_gain", c.goodput_gain}});
-  return {{"base_batch", base_batch},          {"max_global_batch", max_units * base_batch},
-          {"global_batch", a.global_batch()},  {"micro_batch", a.micro_batch()},
-          {"lr_gain", a.lr_gain()},            {"lr_rule", to_string(rule)},
-          {"changes", changes}};
 }
 
 }  // namespace
@@ -601,36 +522,28 @@ void add_train_command(CLI::App& app, Action& action) {
       if (!ranks.writer()) return exit_status;  // rank 0 writes the model and the summary
       // an interrupted run's weights are not the trained model --save names: its checkpoint has them
       if (!tf->save.empty() && !r.stopped_by_signal) save_model(workload.model(), tf->save);
-      nlohmann::json j = summary_json(*session, data_name, *stepflags, r, leak_watch, ranks);
-      j.update(eval_json(eval_split, r));  // final_test_* or final_val_*, and eval_split
-      if (monitor) j.update(to_json(monitor->finish()));  // phases_ms, utilization, bottleneck, monitor_overhead
-      j["fast_paths"] = o.fast_paths.to_string();
-      j["loss_every"] = o.loss_every;
-      if (picked.objective != Objective::kMemory) j["objective"] = to_json(picked);
-      if (adaptive) j["adaptive"] = adaptive_json(*adaptive, base_batch, tf->adaptive_max, lr_rule_for(workload));
-      {
-        nlohmann::json evals = nlohmann::json::array();
-        for (const auto& e : r.evals)
-          evals.push_back({{"step", e.step}, {"samples", e.samples}, {"train_seconds", e.train_seconds},
-                           {"loss", e.loss}, {"accuracy", e.accuracy}});
-        j["evals"] = evals;
-        j["reached_accuracy"] = r.reached_accuracy;
-      }
-      j["interrupted"] = nullptr;
+      TrainSummary summary;
+      summary.context = session->context;
+      summary.data = data_name;
+      summary.precision = stepflags->precision;
+      summary.checkpointing = stepflags->checkpointing;
+      summary.fast_paths = o.fast_paths.to_string();
+      summary.loss_every = o.loss_every;
+      summary.result = r;
+      summary.eval_split = eval_split;
+      summary.leak = leak_watch.report();
+      summary.leak_sites = leak_watch.sites();
+      if (monitor) summary.monitor = monitor->finish();
+      if (picked.objective != Objective::kMemory) summary.objective = picked;
+      if (adaptive) summary.adaptive = adaptive_summary(*adaptive, base_batch, tf->adaptive_max, lr_rule_for(workload));
       if (r.stopped_by_signal)
-        j["interrupted"] = {{"signal", signal_name(r.stopped_by_signal)},
-                            {"exit_status", exit_status},
-                            {"after_step", r.steps},
-                            {"checkpoint", o.checkpoint_dir.empty() ? nlohmann::json() : nlohmann::json(o.checkpoint_dir)}};
-      if (noise) {
-        const auto b = noise->noise_scale();
-        j["gradient_noise_scale"] = {{"value", b ? nlohmann::json(*b) : nlohmann::json()},
-                                     {"gradient_sq_norm", noise->gradient_sq_norm()},
-                                     {"trace_covariance", noise->trace_covariance()},
-                                     {"measurements", noise->measurements()}};
-      }
-      const nlohmann::json compute = train_compute_json(*session, o, r, world);
-      j.update(compute);
+        summary.interrupted = TrainInterruption{signal_name(r.stopped_by_signal), exit_status, r.steps, o.checkpoint_dir};
+      if (noise)
+        summary.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
+                                          noise->measurements()};
+      summary.compute = train_compute_json(workload, *session->meter, o, r, world);
+      nlohmann::json j = summary.to_json();
+      add_train_rank_json(j, ranks);
       if (flags->json == "-") {
         write_json(j, "-", std::cout);
       } else {

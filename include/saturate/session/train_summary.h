@@ -1,0 +1,82 @@
+// Implements: what a training run hands back (`saturate train`'s summary and JSON, docs/train.md):
+// the trainer's result with the run's settings, the held-out split's results under its own name,
+// the leak watch, the monitor's summary, the objective and --adaptive's decisions, the gradient
+// noise scale, the compute (FLOPs, MFU) and how the run ended. Typed, with to_json giving the
+// train JSON every printer and the HTML report read; the ranks' part is added by who ran them.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/memory/leak_detector.h"
+#include "saturate/memory/leak_sites.h"
+#include "saturate/monitor/train_monitor.h"
+#include "saturate/report/run_context.h"
+#include "saturate/search/objective.h"
+#include "saturate/train/adaptive_batch.h"
+#include "saturate/train/trainer.h"
+
+namespace saturate {
+
+struct TrainAdaptiveSummary {
+  int64_t base_batch = 0;
+  int64_t max_global_batch = 0;
+  int64_t global_batch = 0;
+  int64_t micro_batch = 0;
+  double lr_gain = 1;
+  LrRule lr_rule = LrRule::kAdaScale;
+  std::vector<AdaptiveChange> changes;
+};
+/// `adaptive`'s state at the end of a run whose global batch moved in units of `base_batch`.
+TrainAdaptiveSummary adaptive_summary(const AdaptiveBatch& adaptive, int64_t base_batch, int64_t max_units,
+                                      LrRule rule);
+
+struct TrainNoiseSummary {
+  std::optional<double> value;
+  double gradient_sq_norm = 0;
+  double trace_covariance = 0;
+  int64_t measurements = 0;
+};
+
+struct TrainInterruption {
+  std::string signal;  ///< "SIGINT", ...
+  int exit_status = 0;
+  int64_t after_step = 0;
+  std::string checkpoint;  ///< "" : no checkpoint directory
+};
+
+/// FLOPs of the run's first step (counted), the rate the run sustained and its MFU against the
+/// device's measured GEMM rate (every rank's: MFU per device): flops_per_sample, flops_method,
+/// analytic_flops_per_sample, achieved_flops_per_s, peak_flops_per_s, peak_method, mfu; {} when
+/// the run counted no FLOPs.
+nlohmann::json train_compute_json(Workload& workload, MemoryMeter& meter, const TrainOptions& options,
+                                  const TrainResult& result, int world_size);
+
+struct TrainSummary {
+  RunContext context;
+  std::string data;
+  std::string precision;
+  std::string checkpointing;
+  std::string fast_paths;
+  int64_t loss_every = 1;
+  TrainResult result;
+  /// "test", "val", or "" when the run had no held-out data.
+  std::string eval_split;
+  LeakReport leak;
+  std::vector<LeakSite> leak_sites;
+  std::optional<TrainMonitorSummary> monitor;
+  std::optional<ObjectiveOutcome> objective;  ///< --objective throughput|goodput chose the micro-batch
+  std::optional<TrainAdaptiveSummary> adaptive;
+  std::optional<TrainNoiseSummary> noise;
+  std::optional<TrainInterruption> interrupted;
+  /// FLOPs per sample, the rate sustained, the peak and MFU (train_compute_json); {} when not counted.
+  nlohmann::json compute = nlohmann::json::object();
+
+  /// The train JSON (docs/train.md), without the ranks' keys.
+  nlohmann::json to_json() const;
+};
+
+}  // namespace saturate

@@ -1,0 +1,123 @@
+#include "saturate/session/train_summary.h"
+
+#include <algorithm>
+
+#include "saturate/models/flops.h"
+#include "saturate/monitor/gemm_peak.h"
+#include "saturate/report/report.h"
+#include "saturate/session/workload_search.h"
+
+namespace saturate {
+
+TrainAdaptiveSummary adaptive_summary(const AdaptiveBatch& a, int64_t base_batch, int64_t max_units, LrRule rule) {
+  TrainAdaptiveSummary s;
+  s.base_batch = base_batch;
+  s.max_global_batch = max_units * base_batch;
+  s.global_batch = a.global_batch();
+  s.micro_batch = a.micro_batch();
+  s.lr_gain = a.lr_gain();
+  s.lr_rule = rule;
+  s.changes = a.changes();
+  return s;
+}
+
+nlohmann::json train_compute_json(Workload& workload, MemoryMeter& meter, const TrainOptions& o, const TrainResult& r,
+                                  int world) {
+  nlohmann::json j = nlohmann::json::object();
+  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return j;
+  const double per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
+  const GemmPeak peak = gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths);
+  const double achieved = per_sample * r.samples_per_s;
+  j["flops_per_sample"] = per_sample;
+  j["flops_method"] = "counted";
+  if (const auto analytic = analytic_flops(workload.built().spec)) j["analytic_flops_per_sample"] = analytic->training_per_sample;
+  j["achieved_flops_per_s"] = achieved;
+  j["peak_flops_per_s"] = peak.flops_per_s;
+  j["peak_method"] = peak.method();
+  // samples/s are the whole job's: against the peak of every rank's device
+  j["mfu"] = model_flops_utilization(achieved / std::max(1, world), peak);
+  return j;
+}
+
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+nlohmann::json adaptive_json(const TrainAdaptiveSummary& a) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const auto& c : a.changes)
+    changes.push_back({{"step", c.step},
+                       {"old_global_batch", c.old_units * a.base_batch},
+                       {"new_global_batch", c.new_units * a.base_batch},
+                       {"noise_scale", c.noise_scale},
+                       {"goodput_gain", c.goodput_gain}});
+  return {{"base_batch", a.base_batch},     {"max_global_batch", a.max_global_batch},
+          {"global_batch", a.global_batch}, {"micro_batch", a.micro_batch},
+          {"lr_gain", a.lr_gain},           {"lr_rule", to_string(a.lr_rule)},
+          {"changes", changes}};
+}
+
+}  // namespace
+
+nlohmann::json TrainSummary::to_json() const {
+  const TrainResult& r = result;
+  nlohmann::json backoffs = nlohmann::json::array();
+  for (const auto& b : r.oom_backoffs)
+    backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
+  nlohmann::json j = context_json(context);
+  j.update({{"data", data},
+            {"precision", precision},
+            {"checkpointing", checkpointing},
+            {"micro_batch", r.micro_batch},
+            {"accumulation", r.accumulation},
+            {"global_batch", r.global_batch},
+            {"steps", r.steps},
+            {"samples_seen", r.samples_seen},
+            {"epochs", r.epochs},
+            {"final_train_loss", r.final_train_loss},
+            {"samples_per_s", r.samples_per_s},
+            {"oom_backoffs", backoffs},
+            {"skipped_steps", r.skipped_steps},
+            {"checkpoints_written", r.checkpoints_written},
+            {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
+            {"leak", leak_json(leak)},
+            {"losses", r.losses}});
+  j["leak"]["sites"] = leak_sites_json(leak_sites);  // filled a few steps after a detection
+  // the held-out split's results under its own name: "test" fills final_test_*, "val" final_val_*
+  j.update({{"eval_split", eval_split.empty() ? nlohmann::json() : nlohmann::json(eval_split)},
+            {"final_test_loss", nullptr},
+            {"final_test_accuracy", nullptr},
+            {"final_val_loss", nullptr},
+            {"final_val_accuracy", nullptr}});
+  if (!eval_split.empty()) {
+    j["final_" + eval_split + "_loss"] = optional_json(r.final_test_loss);
+    j["final_" + eval_split + "_accuracy"] = optional_json(r.final_test_accuracy);
+  }
+  if (monitor) j.update(saturate::to_json(*monitor));  // phases_ms, utilization, bottleneck, monitor_overhead
+  j["fast_paths"] = fast_paths;
+  j["loss_every"] = loss_every;
+  if (objective) j["objective"] = saturate::to_json(*objective);
+  if (adaptive) j["adaptive"] = adaptive_json(*adaptive);
+  nlohmann::json evals = nlohmann::json::array();
+  for (const auto& e : r.evals)
+    evals.push_back({{"step", e.step}, {"samples", e.samples}, {"train_seconds", e.train_seconds}, {"loss", e.loss},
+                     {"accuracy", e.accuracy}});
+  j["evals"] = evals;
+  j["reached_accuracy"] = r.reached_accuracy;
+  j["interrupted"] = nullptr;
+  if (interrupted)
+    j["interrupted"] = {{"signal", interrupted->signal},
+                        {"exit_status", interrupted->exit_status},
+                        {"after_step", interrupted->after_step},
+                        {"checkpoint", interrupted->checkpoint.empty() ? nlohmann::json()
+                                                                       : nlohmann::json(interrupted->checkpoint)}};
+  if (noise)
+    j["gradient_noise_scale"] = {{"value", optional_json(noise->value)},
+                                 {"gradient_sq_norm", noise->gradient_sq_norm},
+                                 {"trace_covariance", noise->trace_covariance},
+                                 {"measurements", noise->measurements}};
+  j.update(compute);
+  return j;
+}
+
+}  // namespace saturate
