@@ -313,9 +313,7 @@ std::string plan_for(py::function run_step, const std::string& target, const std
   PlanRunOptions o;
   o.target = parse_plan_target(target);
   o.allocator = allocator.empty() ? AllocatorKind::kCudaCaching : parse_allocator_kind(allocator, "allocator");
-  if (!(target_fraction > 0 && target_fraction <= 1))
-    throw UsageError("target_fraction", fmt::format("{} is outside (0, 1]; e.g. 0.9", target_fraction));
-  o.target_fraction = target_fraction;
+  o.target_fraction = target_fraction;  // checked by plan_batch (after the two recorded steps)
   o.batch_a = std::min(batch_a, batch_b);
   o.batch_b = std::max(batch_a, batch_b);
   const std::vector<torch::Tensor> resident = parameters;

@@ -154,6 +154,7 @@ LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const Lea
   {
     std::vector<torch::Tensor> kept;
     std::optional<TrainingStep> training_step;
+    std::optional<StepResult> last;
     Batch data;
     LeakLoopOptions lo;
     lo.steps = o.steps;
@@ -168,8 +169,8 @@ LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const Lea
         training_step.emplace(workload, so);
         model.train(true);
       }
-      StepResult result = training_step->run(data);
-      if (o.keep_loss_graph) kept.push_back(result.graph_loss);
+      last = training_step->run(data);  // alive when the step's bytes are read, as a loop's last loss is
+      if (o.keep_loss_graph) kept.push_back(last->graph_loss);
     };
     r = run_leak_loop(run_step, meter, lo);  // before `kept` goes
   }

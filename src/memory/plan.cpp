@@ -143,7 +143,7 @@ int64_t largest_fitting(const AllocationTrace& a, const AllocationTrace& b, Allo
 
 PlanResult plan_batch(const AllocationTrace& a, const AllocationTrace& b, const PlanOptions& o) {
   if (!(o.target_fraction > 0 && o.target_fraction <= 1))
-    throw UsageError(fmt::format("--target-memory: {} is outside (0, 1]", o.target_fraction));
+    throw UsageError("target_fraction", fmt::format("{} is outside (0, 1]", o.target_fraction));
   if (!traces_align(a, b)) (void)interpolate_trace(a, b, 1);  // throws with the explanation
   PlanResult p;
   p.allocator = o.allocator;
