@@ -17,7 +17,7 @@ bool cuda_available() { return torch::cuda::is_available(); }
 
 c10::Device resolve_device(const std::string& spec) {
   const auto usage = [&] {
-    return UsageError(fmt::format("--device: unknown value '{}' (expected auto, cpu, cuda or cuda:N)", spec));
+    return UsageError("device", fmt::format("unknown value '{}' (expected auto, cpu, cuda or cuda:N)", spec));
   };
   if (spec == "auto") return cuda_available() ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device(c10::DeviceType::CPU);
   if (spec == "cpu") return c10::Device(c10::DeviceType::CPU);

@@ -63,23 +63,23 @@ int max_ranks_per_node() {
 
 void check_launch_options(const LaunchOptions& o) {
   if (o.nproc_per_node < 1)
-    throw UsageError(fmt::format("--nproc-per-node: {} is not a positive count of processes", o.nproc_per_node));
+    throw UsageError("nproc_per_node", fmt::format("{} is not a positive count of processes", o.nproc_per_node));
   const int limit = max_ranks_per_node();
   if (o.nproc_per_node > limit)
-    throw UsageError(fmt::format("--nproc-per-node: {} is more processes than this machine can run (at most {}: 4 per "
+    throw UsageError("nproc_per_node", fmt::format("{} is more processes than this machine can run (at most {}: 4 per "
                                  "core on {} cores, and at most one per 256 MiB of its memory); give one per GPU or "
                                  "a few per node",
                                  o.nproc_per_node, limit, sysconf(_SC_NPROCESSORS_ONLN)));
   if (!(o.kill_grace_s >= 0 && o.kill_grace_s <= 3600))
-    throw UsageError(fmt::format("--kill-grace: {} s is outside 0..3600 (seconds between SIGTERM and SIGKILL when a "
+    throw UsageError("kill_grace", fmt::format("{} s is outside 0..3600 (seconds between SIGTERM and SIGKILL when a "
                                  "rank failed)",
                                  o.kill_grace_s));
-  if (o.nnodes < 1) throw UsageError(fmt::format("--nnodes: {} is not a positive count of nodes", o.nnodes));
+  if (o.nnodes < 1) throw UsageError("nnodes", fmt::format("{} is not a positive count of nodes", o.nnodes));
   if (o.node_rank < 0 || o.node_rank >= o.nnodes)
     throw UsageError(fmt::format("--node-rank: {} is outside 0..{} (--nnodes {}); number the nodes from 0",
                                  o.node_rank, o.nnodes - 1, o.nnodes));
   if (o.master_port < 0 || o.master_port > 65535)
-    throw UsageError(fmt::format("--master-port: {} is not a TCP port (expected 1..65535, or 0 for a free one on "
+    throw UsageError("master_port", fmt::format("{} is not a TCP port (expected 1..65535, or 0 for a free one on "
                                  "one node)",
                                  o.master_port));
   if (o.nnodes > 1 && o.master_port == 0)

@@ -508,7 +508,7 @@ DistBackend parse_dist_backend(const std::string& text) {
   if (text == "auto") return DistBackend::kAuto;
   if (text == "gloo") return DistBackend::kGloo;
   if (text == "nccl") return DistBackend::kNccl;
-  throw UsageError(fmt::format("--backend: unknown value '{}' (expected auto, nccl or gloo)", text));
+  throw UsageError("backend", fmt::format("unknown value '{}' (expected auto, nccl or gloo)", text));
 }
 
 DistGroup::DistGroup(DistEnv env, DistBackend backend, std::chrono::milliseconds timeout)
@@ -534,7 +534,7 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
                      "build time); use --backend gloo");
 #endif
   if (options.timeout.count() <= 0)
-    throw UsageError(fmt::format("--dist-timeout: {} ms is not positive; give e.g. 300 (seconds)",
+    throw UsageError("dist_timeout", fmt::format("{} ms is not positive; give e.g. 300 (seconds)",
                                  options.timeout.count()));
   std::unique_ptr<DistGroup> g(new DistGroup(env, backend, options.timeout));
   g->cuda_ = cuda;

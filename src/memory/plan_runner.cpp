@@ -12,7 +12,7 @@ namespace saturate {
 std::pair<int64_t, int64_t> parse_plan_batches(const std::string& text) {
   const size_t comma = text.find(',');
   const auto bad = [&] {
-    return UsageError(fmt::format("--plan-batches: '{}' is not two distinct positive batches such as 4,8", text));
+    return UsageError("plan_batches", fmt::format("'{}' is not two distinct positive batches such as 4,8", text));
   };
   if (comma == std::string::npos) throw bad();
   int64_t a = 0, b = 0;

@@ -34,7 +34,7 @@ ModelSpec resolve_model_spec(ModelSpec s) {
   const auto& names = zoo_model_names();
   const bool file = is_model_file(s.name);
   if (!file && std::find(names.begin(), names.end(), s.name) == names.end())
-    throw UsageError(fmt::format("--model: unknown model '{}' (expected {}, or a TorchScript file such as "
+    throw UsageError("model", fmt::format("unknown model '{}' (expected {}, or a TorchScript file such as "
                                  "model.pt)",
                                  s.name, fmt::join(names, ", ")));
   for (auto [v, flag] : {std::pair{s.classes, "--classes"}, {s.layers, "--layers"}, {s.width, "--width"},

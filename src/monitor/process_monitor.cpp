@@ -25,7 +25,7 @@ WatchResult watch_process(const WatchOptions& o) {
                      "--pid PID");
   if (!o.command.empty() && o.pid > 0)
     throw UsageError("monitor: give either a command or --pid, not both");
-  if (o.sample_hz <= 0) throw UsageError(fmt::format("--sample-hz: {} must be positive (e.g. 10)", o.sample_hz));
+  if (o.sample_hz <= 0) throw UsageError("sample_hz", fmt::format("{} must be positive (e.g. 10)", o.sample_hz));
   if (o.pid > 0 && !process_alive(o.pid))
     throw UsageError(fmt::format("--pid {}: no such running process", o.pid));
 

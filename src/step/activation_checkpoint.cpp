@@ -27,7 +27,7 @@ CheckpointPolicy parse_checkpointing(const std::string& text) {
     const int n = std::stoi(text.substr(6));
     if (n >= 1) return {n};
   }
-  throw UsageError(fmt::format("--checkpointing: unknown value '{}' (expected none, blocks or every-N with N >= 1, "
+  throw UsageError("checkpointing", fmt::format("unknown value '{}' (expected none, blocks or every-N with N >= 1, "
                                "e.g. every-2)",
                                text));
 }

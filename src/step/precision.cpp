@@ -23,7 +23,7 @@ Precision parse_precision(const std::string& text) {
   if (text == "tf32") return Precision::kTf32;
   if (text == "bf16") return Precision::kBf16;
   if (text == "fp16") return Precision::kFp16;
-  throw UsageError(fmt::format("--precision: unknown value '{}' (expected fp32, tf32, bf16, fp16)", text));
+  throw UsageError("precision", fmt::format("unknown value '{}' (expected fp32, tf32, bf16, fp16)", text));
 }
 
 void apply_precision_settings(Precision p) {

@@ -26,7 +26,7 @@ OptimizerKind parse_optimizer(const std::string& text) {
   if (text == "sgd") return OptimizerKind::kSgd;
   if (text == "adam") return OptimizerKind::kAdam;
   if (text == "adamw") return OptimizerKind::kAdamW;
-  throw UsageError(fmt::format("--optimizer: unknown value '{}' (expected sgd, adam or adamw)", text));
+  throw UsageError("optimizer", fmt::format("unknown value '{}' (expected sgd, adam or adamw)", text));
 }
 
 Workload::Workload(BuiltModel model, const torch::Device& device, OptimizerKind optimizer, double lr, uint64_t seed)

@@ -22,7 +22,7 @@ LrDecay parse_lr_decay(const std::string& text) {
   if (text == "constant") return LrDecay::kConstant;
   if (text == "cosine") return LrDecay::kCosine;
   if (text == "step") return LrDecay::kStep;
-  throw UsageError(fmt::format("--lr-schedule: unknown value '{}' (expected constant, cosine or step)", text));
+  throw UsageError("lr_schedule", fmt::format("unknown value '{}' (expected constant, cosine or step)", text));
 }
 
 std::string to_string(LrScaling s) {
@@ -38,7 +38,7 @@ LrScaling parse_lr_scaling(const std::string& text) {
   if (text == "none") return LrScaling::kNone;
   if (text == "linear") return LrScaling::kLinear;
   if (text == "sqrt") return LrScaling::kSqrt;
-  throw UsageError(fmt::format("--lr-scaling: unknown value '{}' (expected linear, sqrt or none)", text));
+  throw UsageError("lr_scaling", fmt::format("unknown value '{}' (expected linear, sqrt or none)", text));
 }
 
 double scale_learning_rate(double base_lr, int64_t global_batch, int64_t base_batch, LrScaling scaling) {

@@ -27,7 +27,7 @@ bool is_token_data(const std::string& data) { return data.rfind("tokens:", 0) ==
 
 TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int64_t seq_len) {
   if (!(val_fraction >= 0 && val_fraction < 1))
-    throw UsageError(fmt::format("--val-fraction: {} is outside [0, 1); e.g. 0.1 holds out the last 10 % of the text",
+    throw UsageError("val_fraction", fmt::format("{} is outside [0, 1); e.g. 0.1 holds out the last 10 % of the text",
                                  val_fraction));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("--data tokens:{}: cannot open the file; give a readable text file", path));
@@ -52,7 +52,7 @@ TokenTrainData::TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64
                                uint64_t seed, int rank, int world_size, int64_t synthetic_samples)
     : tokens_(corpus.train), seq_len_(seq_len), vocab_(vocab), global_batch_(global_batch), seed_(seed),
       rank_(rank), world_size_(world_size), name_(corpus.train.defined() ? corpus.name : "synthetic tokens") {
-  if (seq_len_ <= 0) throw UsageError(fmt::format("--seq-len: {} is not a positive number of tokens", seq_len_));
+  if (seq_len_ <= 0) throw UsageError("seq_len", fmt::format("{} is not a positive number of tokens", seq_len_));
   if (global_batch_ <= 0 || global_batch_ % world_size_ != 0)
     throw UsageError("global_batch", fmt::format("{} does not split over {} rank(s)", global_batch_, world_size_));
   if (tokens_.defined() && vocab_ < 256)
@@ -82,7 +82,7 @@ Batch TokenTrainData::batch_for_step(int64_t step) {
 
 TokenEvalData::TokenEvalData(torch::Tensor tokens, int64_t seq_len, int64_t batch)
     : tokens_(std::move(tokens)), seq_len_(seq_len), batch_(batch), windows_((tokens_.numel() - 1) / seq_len) {
-  if (batch_ <= 0) throw UsageError(fmt::format("--eval-batch: {} is not a positive integer", batch_));
+  if (batch_ <= 0) throw UsageError("eval_batch", fmt::format("{} is not a positive integer", batch_));
 }
 
 std::optional<Batch> TokenEvalData::next() {

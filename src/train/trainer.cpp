@@ -36,9 +36,9 @@ Batch TensorTrainData::batch_for_step(int64_t step) {
 Trainer::Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalData* eval, TrainOptions options)
     : workload_(workload), meter_(meter), data_(data), eval_(eval), opt_(std::move(options)) {
   if (opt_.micro_batch <= 0)
-    throw UsageError(fmt::format("--batch: {} is not a positive integer", opt_.micro_batch));
+    throw UsageError("micro_batch", fmt::format("{} is not a positive integer", opt_.micro_batch));
   if (opt_.accumulation <= 0)
-    throw UsageError(fmt::format("--accumulate: {} is not a positive integer", opt_.accumulation));
+    throw UsageError("accumulation", fmt::format("{} is not a positive integer", opt_.accumulation));
   check_step_options(workload_, opt_.precision, opt_.checkpointing);  // fp16 on CPU, checkpointing without blocks
   micro_ = opt_.micro_batch;
   accumulation_ = opt_.accumulation;

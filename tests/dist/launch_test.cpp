@@ -130,7 +130,7 @@ TEST(LaunchTest, BadOptionsAreUsageErrors) {
   LaunchOptions o;
   o.command = {"true"};
   o.nproc_per_node = 0;
-  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "--nproc-per-node: 0");
+  ASSERT_USAGE_ERROR_ABOUT(check_launch_options(o), "nproc_per_node", "0 is not a positive count of processes");
   o.nproc_per_node = 1;
   o.nnodes = 2;
   o.node_rank = 2;

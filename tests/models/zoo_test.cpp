@@ -78,7 +78,7 @@ TEST(ZooTest, MlpAndConvnetDefaultToFashionMnistShapes) {
 }
 
 TEST(ZooTest, RejectsUnknownModelsAndBadShapesWithTheFix) {
-  ASSERT_THROWS_WITH(build("vgg"), UsageError, "--model: unknown model 'vgg' (expected mlp, convnet, resnet18");
+  ASSERT_USAGE_ERROR_ABOUT(build("vgg"), "model", "unknown model 'vgg' (expected mlp, convnet, resnet18");
   ASSERT_THROWS_WITH(build("convnet", {784}), UsageError, "give CxHxW");
   ASSERT_THROWS_WITH(build("resnet18", {3, 16, 16}), UsageError, "at least 32x32");
   ModelSpec s;

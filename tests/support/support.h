@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "saturate/core/device.h"
+#include "saturate/core/errors.h"
 #include "test_paths.h"
 
 /// Asserts that `stmt` throws `type` whose what() contains `substr`.
@@ -18,6 +19,20 @@
       stmt;                                                                             \
       FAIL() << "expected " #type " from " #stmt;                                       \
     } catch (const type& e) {                                                           \
+      EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)                  \
+          << "message was: " << e.what();                                               \
+    }                                                                                   \
+  } while (0)
+
+/// A UsageError about library option `opt` (its name, not a flag: the command line adds the flag)
+/// whose message contains `substr`.
+#define ASSERT_USAGE_ERROR_ABOUT(stmt, opt, substr)                                    \
+  do {                                                                                  \
+    try {                                                                               \
+      stmt;                                                                             \
+      FAIL() << "expected a UsageError about " << (opt) << " from " #stmt;              \
+    } catch (const saturate::UsageError& e) {                                           \
+      EXPECT_EQ(e.option(), std::string(opt)) << "message was: " << e.what();           \
       EXPECT_NE(std::string(e.what()).find(substr), std::string::npos)                  \
           << "message was: " << e.what();                                               \
     }                                                                                   \

@@ -54,7 +54,14 @@ std::string flag_for_option(const std::string& option) {
       {"target_fraction", "--target-memory"}, {"max_batch", "--max-batch"},
       {"start_batch", "--start-batch"},     {"measure_steps", "--timed-steps"},
       {"confirm_runs", "--confirm"},        {"plan_for", "--plan-for"},
-      {"plan_allocator", "--plan-allocator"}, {"plan_batches", "--plan-batches"}};
+      {"plan_allocator", "--plan-allocator"}, {"plan_batches", "--plan-batches"},
+      {"backend", "--backend"},             {"dist_timeout", "--dist-timeout"},
+      {"nproc_per_node", "--nproc-per-node"}, {"kill_grace", "--kill-grace"},
+      {"nnodes", "--nnodes"},               {"master_port", "--master-port"},
+      {"lr_schedule", "--lr-schedule"},     {"lr_scaling", "--lr-scaling"},
+      {"model", "--model"},                 {"sample_hz", "--sample-hz"},
+      {"device", "--device"},               {"optimizer", "--optimizer"},
+      {"val_fraction", "--val-fraction"},   {"seq_len", "--seq-len"}};
   for (const auto& [name, flag] : kFlags)
     if (option == name) return flag;
   return option;
