@@ -58,20 +58,5 @@ bool fast_paths_tried(const StepFlags& f, bool cuda) {
   return f.allow_auto && (f.fast_paths == "try" || (f.fast_paths == "auto" && cuda));
 }
 
-GemmPeak session_gemm_peak(Session& s, Precision precision, const FastPaths& paths) {
-  const int64_t budget = s.meter->budget_bytes();
-  s.meter->set_budget_bytes(s.meter->capacity_bytes());
-  GemmPeak peak;
-  try {
-    ProcessSwitches switches(paths);  // the threads the step runs with
-    peak = measure_gemm_peak(s.device, precision, paths.tf32);
-  } catch (...) {
-    s.meter->set_budget_bytes(budget);
-    throw;
-  }
-  s.meter->release_cache();
-  s.meter->set_budget_bytes(budget);
-  return peak;
-}
 
 }  // namespace saturate::cli

@@ -27,8 +27,5 @@ CheckpointPolicy step_checkpointing(const StepFlags& f);
 TrainingFootprint step_footprint(const StepFlags& f);
 /// --fast-paths auto (on CUDA) or try: the search tries the switches at the batch it found.
 bool fast_paths_tried(const StepFlags& f, bool cuda);
-/// The session's measured GEMM peak for this precision, measured outside the memory budget (the
-/// allocator's cache is emptied after, so trials start as they would have).
-GemmPeak session_gemm_peak(Session& s, Precision precision, const FastPaths& paths);
 
 }  // namespace saturate::cli
