@@ -278,7 +278,6 @@ std::string leak_check(py::function run_step, const std::string& device, int64_t
       "(the step's line > the innermost line outside torch): allocations still alive at the end of the site "
       "steps, per step";
   o.check();
-  if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative", warmup_steps));
   const c10::Device dev = resolve_device(device);
   auto meter = make_meter(dev, budget_bytes);
   SharedFn fn = share(std::move(run_step));

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _saturate as _C
 from ._budget import Size, to_bytes
-from ._step import StepRunner, StepState, device_of
+from ._step import StepRunner, StepState
 
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, sys.modules[__package__]))
 
@@ -113,7 +113,6 @@ def leak_check(step: Callable[[int], Any], batch_size: int, *, device: str = "cu
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: give a positive int")
     state = StepState(step, model, optimizer)
-    device = device_of(state.modules, device) if model is not None else device
     runner = StepRunner(step)
     labels = _SiteLabels(step)
 

@@ -85,6 +85,8 @@ std::string LeakWatch::after_step(int64_t step) {
 void LeakLoopOptions::check() const {
   if (steps < 1) throw UsageError("steps", fmt::format("{} is not a positive number of steps", steps));
   if (site_steps < 0) throw UsageError("site_steps", fmt::format("{} is negative; 0 records no sites", site_steps));
+  if (leak.warmup_steps < 0)
+    throw UsageError("warmup_steps", fmt::format("{} is negative; 0 checks from the first step", leak.warmup_steps));
 }
 
 LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)>& run_step, MemoryMeter& meter,

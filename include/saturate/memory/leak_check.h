@@ -89,7 +89,7 @@ struct LeakLoopOptions {
   /// source lines); `sites_method` then says how.
   bool operator_sites = true;
   std::string sites_method;
-  /// UsageError naming the option (steps, site_steps).
+  /// UsageError naming the option (steps, site_steps, warmup_steps).
   void check() const;
 };
 /// `step(k, site_step)` runs step k (site_step: its allocations are being attributed); after
