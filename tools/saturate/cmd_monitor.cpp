@@ -62,8 +62,6 @@ void add_monitor_flags(CLI::App& app, MonitorFlags& f) {
   app.add_flag("--no-monitor", f.off, "no phase timing, sampling or bottleneck verdict (to measure their overhead)");
 }
 
-namespace {
-/// The monitor's options from the flags, after checking them; nothing with --no-monitor.
 std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::Device& device) {
   if (f.off) {
     if (!f.trace.empty()) throw UsageError("--trace needs the monitor; drop --no-monitor");
@@ -79,7 +77,6 @@ std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::
   o.trace_path = f.trace;
   return o;
 }
-}  // namespace
 
 std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& probe, const c10::Device& device) {
   const std::optional<MonitorOptions> o = monitor_options(f, device);
@@ -88,19 +85,6 @@ std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& pr
   if (!monitor->nvml_note().empty())
     std::cerr << "saturate: warning: " << monitor->nvml_note() << "; utilization falls back to /proc\n";
   probe.add_observer(monitor.get());
-  return monitor;
-}
-
-std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c10::Device& device,
-                                                 int64_t global_batch) {
-  const std::optional<MonitorOptions> o = monitor_options(f, device);
-  if (!o) return nullptr;
-  TrainMonitorOptions to;
-  to.monitor = *o;
-  to.global_batch = global_batch;
-  auto monitor = std::make_unique<TrainMonitor>(to);
-  if (!monitor->nvml_note().empty())
-    std::cerr << "saturate: warning: " << monitor->nvml_note() << "; utilization falls back to /proc\n";
   return monitor;
 }
 

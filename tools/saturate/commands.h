@@ -44,6 +44,8 @@ std::unique_ptr<Session> open_session(const WorkloadFlags& f);
 /// The flag that sets a library option ("global_batch" -> "--global-batch"); the option itself
 /// when no flag sets it.
 std::string flag_for_option(const std::string& option);
+/// A library message with its `options` (backticked option names) named by their flags.
+std::string with_flags(const std::string& text);
 
 void add_probe_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);

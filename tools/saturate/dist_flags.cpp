@@ -59,85 +59,14 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
 namespace saturate::cli {
 
 TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w) {
-  if (!(f.bucket_mb > 0))
-    throw UsageError(fmt::format("--bucket-mb: {} is not a positive size in MiB (PyTorch's default is 25)", f.bucket_mb));
-  if (f.parallel != "ddp" && f.parallel != "dp")
-    throw UsageError(fmt::format("--parallel: unknown value '{}' (expected ddp or dp)", f.parallel));
-  TrainRanks ranks;
-  ranks.env = prepare_dist(f, w);
-  if (f.parallel == "dp") {
-    const int gpus = cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
-    if (ranks.env.distributed())
-      throw UsageError(fmt::format("--parallel dp: DataParallel runs in one process over the visible GPUs, and this "
-                                   "process is rank {} of {}; start it without saturate launch/torchrun, or drop "
-                                   "--parallel dp (several ranks train with DDP)",
-                                   ranks.env.rank, ranks.env.world_size));
-    if (gpus == 0)
-      throw UsageError("--parallel dp: DataParallel replicates the model over the visible GPUs, and this machine has "
-                       "none (CUDA devices: 0); drop --parallel dp to train on one device, or start ranks with "
-                       "`saturate launch --nproc-per-node N -- saturate train ...` (DDP, Gloo on CPUs)");
-    if (w.device == "cpu")
-      throw UsageError("--parallel dp with --device cpu: DataParallel replicates over GPUs; use --device cuda");
-    for (int i = 0; i < gpus; ++i) ranks.dp_devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
-  }
-  return ranks;
-}
-
-void setup_data_parallel(TrainRanks& ranks, Workload& workload, TrainOptions& o) {
-  if (ranks.dp_devices.empty()) return;
-  if (o.checkpointing.enabled())
-    throw UsageError("--parallel dp with --checkpointing: DataParallel runs the replicas whole; use --checkpointing "
-                     "none, or DDP (saturate launch --nproc-per-node N) with checkpointing");
-  DataParallelModel* dp = nullptr;
-  workload.wrap_model([&](std::unique_ptr<Model> master) {
-    std::vector<std::unique_ptr<Model>> replicas;
-    for (size_t i = 1; i < ranks.dp_devices.size(); ++i) replicas.push_back(build_model(workload.built().spec).model);
-    auto m = std::make_unique<DataParallelModel>(std::move(master), std::move(replicas), ranks.dp_devices);
-    dp = m.get();
-    return m;
-  });
-  ranks.dp_sync = std::make_unique<DataParallelSync>(*dp);
-  o.sync = ranks.dp_sync.get();
-}
-
-void connect_train_ranks(TrainRanks& ranks, const DistFlags& f, const c10::Device& device) {
-  ranks.group = open_dist(f, ranks.env, device);
-}
-
-void setup_train_ranks(TrainRanks& ranks, const DistFlags& f, Model& model, LoaderOptions& loader, TrainOptions& o) {
-  if (!ranks.group) return;
-  // rank r reads positions r, r + world, ... of the same per-epoch permutation: together the
-  // ranks' step-k batches are exactly the one-process global batch k; padded so every rank
-  // has as many steps when the world size does not divide the dataset
-  loader.shard.rank = ranks.rank();
-  loader.shard.world_size = ranks.world_size();
-  loader.shard.pad = true;
-  std::vector<torch::Tensor> states;
-  for (auto& [name, t] : model.named_tensors()) states.push_back(t);
-  DdpOptions d;
-  d.bucket_bytes = static_cast<int64_t>(f.bucket_mb * 1024 * 1024);
-  d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
-  ranks.ddp = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *ranks.group, d);
-  ranks.sync = std::make_unique<DdpStepSync>(*ranks.ddp);
-  o.sync = ranks.sync.get();
-  o.write_checkpoints = ranks.writer();
-}
-
-void add_train_rank_json(nlohmann::json& j, TrainRanks& ranks) {
-  j["world_size"] = ranks.world_size();
-  j["parallel"] = ranks.dp_devices.empty() ? (ranks.ddp ? "ddp" : "none") : "dp";
-  j["data_parallel_devices"] = ranks.dp_devices.size();
-  if (!ranks.ddp) {
-    j.update({{"backend", "none"}, {"allreduce_ms", 0.0}, {"allreduce_overlap_fraction", nullptr},
-              {"gradient_buckets", 0}, {"gradient_bytes", 0}});
-    return;
-  }
-  const DdpStats s = ranks.ddp->stats();
-  j.update({{"backend", to_string(ranks.group->backend())},
-            {"allreduce_ms", s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0},
-            {"allreduce_overlap_fraction", s.overlap_fraction()},
-            {"gradient_buckets", s.buckets},
-            {"gradient_bytes", s.gradient_bytes}});
+  TrainRanksOptions o;
+  o.timeout_s = f.timeout_s;
+  o.bucket_mb = f.bucket_mb;
+  o.parallel = f.parallel;
+  o.check();
+  DistEnv env = prepare_dist(f, w);
+  o.backend = parse_dist_backend(f.backend);
+  return TrainRanks(o, std::move(env), w.device);
 }
 
 }  // namespace saturate::cli

@@ -66,10 +66,10 @@ int main(int argc, char** argv) {
   } catch (const saturate::UsageError& e) {
     // a library error names its option; the command line names the flag that set it
     const std::string flag = e.option().empty() ? "" : saturate::cli::flag_for_option(e.option()) + ": ";
-    std::cerr << "saturate: error: " << flag << e.what() << "\n";
+    std::cerr << "saturate: error: " << flag << saturate::cli::with_flags(e.what()) << "\n";
     return 2;
   } catch (const saturate::RuntimeFailure& e) {
-    std::cerr << "saturate: error: " << e.what() << "\n";
+    std::cerr << "saturate: error: " << saturate::cli::with_flags(e.what()) << "\n";
     return 1;
   } catch (const saturate::InternalError& e) {
     std::cerr << "saturate: internal error: " << e.what() << "\n";

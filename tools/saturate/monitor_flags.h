@@ -1,6 +1,7 @@
 // The monitor's flags on probe/search/train (--sample-hz, --trace, --no-monitor) and attaching it.
 #pragma once
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -23,10 +24,8 @@ void add_monitor_flags(CLI::App& app, MonitorFlags& f);
 /// has no NVML. Call finish() on it after the run (writes the trace).
 std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& probe, const c10::Device& device);
 
-/// The monitor for `train` (nullptr with --no-monitor): the same checks and warning; pass it
-/// as TrainOptions::observer and call finish() after the run (summary JSON, trace).
-std::unique_ptr<TrainMonitor> make_train_monitor(const MonitorFlags& f, const c10::Device& device,
-                                                 int64_t global_batch);
+/// The monitor's options from the flags, after checking them; nothing with --no-monitor.
+std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::Device& device);
 
 
 }  // namespace saturate::cli

@@ -55,14 +55,4 @@ StopSignals::~StopSignals() {
 
 const std::atomic<int>& StopSignals::received() const { return g_received; }
 
-std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGKILL: return "SIGKILL";
-    default: return "signal " + std::to_string(signal);
-  }
-}
-
 }  // namespace saturate::cli

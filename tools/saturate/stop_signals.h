@@ -6,6 +6,8 @@
 #include <atomic>
 #include <string>
 
+#include "saturate/core/signal_name.h"
+
 namespace saturate::cli {
 
 class StopSignals {
@@ -21,8 +23,5 @@ class StopSignals {
   /// 0, or the first signal received.
   const std::atomic<int>& received() const;
 };
-
-/// "SIGTERM" for SIGTERM, "signal N" for others.
-std::string signal_name(int signal);
 
 }  // namespace saturate::cli

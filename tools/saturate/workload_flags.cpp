@@ -61,10 +61,30 @@ std::string flag_for_option(const std::string& option) {
       {"lr_schedule", "--lr-schedule"},     {"lr_scaling", "--lr-scaling"},
       {"model", "--model"},                 {"sample_hz", "--sample-hz"},
       {"device", "--device"},               {"optimizer", "--optimizer"},
-      {"val_fraction", "--val-fraction"},   {"seq_len", "--seq-len"}};
+      {"val_fraction", "--val-fraction"},   {"seq_len", "--seq-len"},
+      // train (session/train_session.h, session/train_ranks.h)
+      {"loss_every", "--loss-every"},       {"epochs", "--epochs"},
+      {"max_steps", "--optimizer-steps"},   {"warmup_steps", "--lr-warmup-steps"},
+      {"checkpoint_every", "--checkpoint-every"}, {"checkpoint_dir", "--checkpoint-dir"},
+      {"resume", "--resume"},               {"stop_at_accuracy", "--stop-at-accuracy"},
+      {"bucket_mb", "--bucket-mb"},         {"parallel", "--parallel"},
+      {"data", "--data"}};
   for (const auto& [name, flag] : kFlags)
     if (option == name) return flag;
   return option;
+}
+
+std::string with_flags(const std::string& text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t open = text.find('`', i), close = open == std::string::npos ? open : text.find('`', open + 1);
+    if (close == std::string::npos) break;
+    const std::string name = text.substr(open + 1, close - open - 1), flag = flag_for_option(name);
+    out += text.substr(i, open - i) + (flag != name ? flag : text.substr(open, close - open + 1));
+    i = close + 1;
+  }
+  return out + text.substr(std::min(i, text.size()));
 }
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {

@@ -1,0 +1,76 @@
+// Implements: the data-parallel side of one training process (docs/distributed.md): nothing for
+// one process; under a launcher (saturate launch, torchrun, mpirun, SLURM) the process group,
+// each rank's shard of the data, DDP with its gradient buckets and rank-0 checkpoints; or, in
+// one process over the visible GPUs, DataParallel replicas. Options checked once, naming them.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/data/loader.h"
+#include "saturate/dist/data_parallel.h"
+#include "saturate/dist/ddp.h"
+#include "saturate/dist/ddp_sync.h"
+#include "saturate/dist/process_group.h"
+#include "saturate/step/workload.h"
+#include "saturate/train/trainer.h"
+
+namespace saturate {
+
+struct TrainRanksOptions {
+  /// backend: the process group's (auto: nccl on CUDA, gloo on CPU).
+  DistBackend backend = DistBackend::kAuto;
+  /// timeout_s > 0: how long a rendezvous or collective waits for the other ranks.
+  double timeout_s = 300;
+  /// bucket_mb > 0: DDP's gradient bucket size in MiB (PyTorch's default 25).
+  double bucket_mb = 25;
+  /// parallel: "ddp" (several ranks, DistributedDataParallel) or "dp" (DataParallel in one
+  /// process over the visible GPUs).
+  std::string parallel = "ddp";
+  /// UsageError naming the option.
+  void check() const;
+};
+
+class TrainRanks {
+ public:
+  /// One process, no parallelism.
+  TrainRanks() = default;
+  /// Checks the options against the rendezvous `env` and the device asked for ("auto", "cpu",
+  /// "cuda", "cuda:N"): dp needs CUDA devices and one process. Call before the model is built.
+  TrainRanks(const TrainRanksOptions& options, DistEnv env, const std::string& device);
+  TrainRanks(TrainRanks&&) = default;
+  TrainRanks& operator=(TrainRanks&&) = default;
+
+  /// Several ranks: joins the process group (a collective). Once the device is known.
+  void connect(const c10::Device& device);
+  /// After the model is on its device, before training: several ranks shard `loader` (rank r
+  /// reads positions r, r + world, ... of the same per-epoch permutation, padded), wrap the
+  /// model in DDP (a collective) and only rank 0 writes checkpoints; dp replicates the model over
+  /// the GPUs. Sets `train`'s sync.
+  void setup(Workload& workload, LoaderOptions& loader, TrainOptions& train);
+
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  /// Rank 0 (or the only process) reports, writes the summary, the model and checkpoints.
+  bool writer() const { return env_.rank == 0; }
+  /// The devices DataParallel replicates over (empty: none).
+  const std::vector<c10::Device>& data_parallel_devices() const { return dp_devices_; }
+  DistGroup* group() const { return group_.get(); }
+
+  /// world_size, parallel, data_parallel_devices, backend, allreduce_ms (per synced step),
+  /// allreduce_overlap_fraction, gradient_buckets and gradient_bytes for the train JSON.
+  void add_to_json(nlohmann::json& j) const;
+
+ private:
+  TrainRanksOptions options_;
+  DistEnv env_;
+  std::unique_ptr<DistGroup> group_;
+  std::unique_ptr<DistributedDataParallel> ddp_;
+  std::unique_ptr<DdpStepSync> sync_;
+  std::vector<c10::Device> dp_devices_;
+  std::unique_ptr<DataParallelSync> dp_sync_;
+};
+
+}  // namespace saturate

@@ -1,0 +1,172 @@
+// Implements: `saturate train` as a library call (docs/train.md): options in, checked once here,
+// the run's TrainSummary out. Everything between the flags and the summary lives here: the
+// micro-batch searched with the step, data and evaluation training will run (`micro_batch` 0),
+// the objective's or the adaptive batch's set-up, the learning rate scaled for the global batch,
+// the loader (sharded across ranks), the held-out data, the leak watch, the monitor, the noise
+// scale, the operator profile, and the trainer. Progress goes to the caller's events; the
+// library prints nothing.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "saturate/core/memory_meter.h"
+#include "saturate/data/dataset.h"
+#include "saturate/monitor/monitor_observer.h"
+#include "saturate/search/objective.h"
+#include "saturate/search/search.h"
+#include "saturate/session/train_ranks.h"
+#include "saturate/session/train_summary.h"
+#include "saturate/train/auto_batch.h"
+#include "saturate/train/lr_schedule.h"
+#include "saturate/train/token_data.h"
+#include "saturate/train/trainer.h"
+
+namespace saturate {
+
+struct TrainSessionOptions {
+  /// micro_batch 1..2^31-1: samples per forward/backward; 0: auto, the largest that trains,
+  /// searched with the step, the data and the evaluation training will run.
+  int64_t micro_batch = 64;
+  /// accumulation >= 0: micro-batches per optimizer step (0: from global_batch, else 1).
+  int64_t accumulation = 0;
+  /// global_batch >= 0: samples per optimizer step, all ranks (0: micro x accumulation x ranks).
+  int64_t global_batch = 0;
+  /// target_fraction 0..1: with micro_batch 0, the share of the budget the measured peak may use
+  /// (0: 1.0 on CPU, where the budget is exact; 0.95 on CUDA, for fragmentation).
+  double target_fraction = 0;
+  /// epochs >= 0 and max_steps >= 0 (optimizer steps; overrides epochs), not both 0.
+  int64_t epochs = 1;
+  int64_t max_steps = 0;
+  LrDecay lr_decay = LrDecay::kConstant;
+  int64_t warmup_steps = 0;  ///< >= 0 optimizer steps of linear warm-up
+  /// lr_scaling from base_batch to the global batch; nullopt (auto): with goodput or adaptive the
+  /// noise scale's rule, none otherwise.
+  std::optional<LrScaling> lr_scaling;
+  /// base_batch >= 0: the global batch the learning rate was tuned for (0: 64 for goodput and
+  /// adaptive; no scaling otherwise).
+  int64_t base_batch = 0;
+  /// objective: memory (the micro-batch as given or searched), throughput or goodput (then
+  /// micro_batch must be 0: the objective chooses it, from the curve up to the one that trains).
+  ObjectiveOptions objective;
+  /// adaptive: re-choose the global batch (in units of base_batch) and the learning rate during
+  /// training by goodput (Pollux), every adapt_every >= 1 steps, up to adaptive_max 1..1024 units.
+  bool adaptive = false;
+  int64_t adapt_every = 50;
+  int64_t adaptive_max = 64;
+  /// eval_batch >= 0 (0: 4x the micro-batch); eval_every_samples >= 0 (0: at epoch ends only);
+  /// stop_at_accuracy 0..1 (0: never stop early).
+  int64_t eval_batch = 0;
+  int64_t eval_every_samples = 0;
+  double stop_at_accuracy = 0;
+  /// checkpoint_dir ("": none), checkpoint_every >= 0 steps (0: epoch ends), resume from it.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  double clip_grad_norm = 0;  ///< >= 0; 0: no clipping
+  bool oom_backoff = true;
+  int64_t loss_every = 10;  ///< >= 1 steps between loss read-backs
+  bool noise_scale = false;  ///< measure the gradient noise scale every step
+  /// The step: precision, checkpointing and fast paths (the other fields are set here).
+  TrainingFootprint step;
+  /// The monitor (step phases, utilization, bottleneck); nullopt: none.
+  std::optional<MonitorOptions> monitor;
+  bool profile_ops = false;  ///< an operator profile of the run (TrainSessionResult::op_profile)
+  uint64_t seed = 0;         ///< data order and augmentation; checked on resume
+  /// A graceful stop (not owned): once it holds a signal number the run ends after the step.
+  const std::atomic<int>* stop = nullptr;
+  /// UsageError naming the option.
+  void check() const;
+};
+
+/// What to train on: a dataset of samples (through the loader) or token text.
+struct TrainSessionData {
+  std::shared_ptr<Dataset> train;             ///< sample data (nullptr: tokens)
+  std::shared_ptr<const Dataset> held_out;    ///< its test or validation split (nullptr: none)
+  std::string held_out_split = "test";        ///< "test" or "val": the name of held_out
+  /// Token data (token models): tokens:FILE's text, or synthetic tokens when corpus.train is
+  /// undefined. Evaluates on corpus.val when defined.
+  bool tokens = false;
+  TokenCorpus corpus;
+  int workers = 2;   ///< loader threads
+  int prefetch = 2;  ///< batches each worker keeps ready
+  bool skip_bad_samples = false;
+  bool augment = true;
+  /// "test", "val", or "" (no evaluation): the name the held-out results go under.
+  std::string eval_split() const;
+};
+
+struct HeldOut {
+  std::shared_ptr<const Dataset> dataset;  ///< nullptr: none
+  std::string split;                       ///< "test" or "val"
+  std::string note;                        ///< why there is none, when there is none
+};
+/// The held-out split of `data` ("fashion-mnist", "images:DIR", ...): its test split, or the
+/// samples `val_fraction` holds out (never the training samples under the name "test"). No
+/// dataset when the data has none and no val_fraction was given (the note says so); errors of
+/// a val split that exists are thrown.
+HeldOut open_held_out(const std::string& data, double val_fraction, bool skip_bad_samples);
+
+/// The run's shape once the batch is chosen, for the start of a progress display.
+struct TrainStart {
+  std::string data;
+  int64_t micro_batch = 0;
+  int64_t accumulation = 0;
+  int world_size = 1;
+  int64_t global_batch = 0;  ///< all ranks
+  int64_t total_steps = 0;
+  int64_t steps_per_epoch = 0;
+  double peak_lr = 0;
+};
+
+/// One optimizer step done, for progress lines.
+struct TrainProgress {
+  int64_t step = 0;  ///< 1-based
+  int64_t total_steps = 0;
+  double loss = 0;
+  double lr = 0;
+  std::optional<double> steps_per_s;     ///< the recent pace (none until measured)
+  std::optional<double> seconds_left;    ///< at that pace
+  bool noise_measured = false;           ///< noise_scale or adaptive: noise_scale is this run's
+  std::optional<double> noise_scale;
+  std::string monitor_status;            ///< the monitor's one-line status ("" without one)
+};
+
+/// Progress for people (all optional); the library prints nothing.
+struct TrainEvents {
+  std::function<void(const Trial&)> on_trial;              ///< micro_batch 0: each search trial
+  std::function<void(const AutoBatch&)> on_auto_batch;     ///< the micro-batch the search chose
+  /// The objective's curve and noise-scale progress, given the noise batches' data name.
+  std::function<ObjectiveProgress(const std::string& data)> objective;
+  std::function<void(const ObjectiveOutcome&)> on_objective;
+  std::function<void(int64_t max_micro_batch)> on_adaptive_curve;  ///< timing the curve starts
+  std::function<void(int64_t global_batch, int64_t micro_batch)> on_adaptive_start;
+  std::function<void(const TrainStart&)> on_start;
+  std::function<void(const TrainProgress&)> on_step;
+  std::function<void(int64_t epoch, double loss, double accuracy)> on_eval;
+  std::function<void(const AdaptiveChange&, int64_t micro_batch, double lr_gain)> on_adapt;
+  std::function<void(int64_t step, int64_t old_micro, int64_t new_micro)> on_backoff;
+  std::function<void(const std::string&)> on_warning;  ///< a leak seen, no NVML, ...
+};
+
+struct TrainSessionResult {
+  TrainSummary summary;
+  /// The operator profile (op_table_json) with profile_ops; null otherwise.
+  nlohmann::json op_profile;
+  /// The train JSON (docs/train.md): the summary's with the ranks' keys.
+  nlohmann::json json;
+};
+
+/// Trains `workload` (its model on its device, the meter's budget applied) on `data`. With
+/// several `ranks` a collective: every rank calls it with the same options. Throws UsageError for
+/// bad options (before any device work), RuntimeFailure when the run fails.
+TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, const RunContext& context,
+                                     TrainSessionData data, const TrainSessionOptions& options, TrainRanks& ranks,
+                                     const TrainEvents& events = {});
+
+}  // namespace saturate

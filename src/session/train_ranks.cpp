@@ -1,0 +1,101 @@
+#include "saturate/session/train_ranks.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include "saturate/core/device.h"
+#include "saturate/core/errors.h"
+#include "saturate/models/zoo.h"
+
+namespace saturate {
+
+void TrainRanksOptions::check() const {
+  if (!(timeout_s > 0))
+    throw UsageError("dist_timeout", fmt::format("{} is not a positive number of seconds (e.g. 300)", timeout_s));
+  if (!(bucket_mb > 0))
+    throw UsageError("bucket_mb", fmt::format("{} is not a positive size in MiB (PyTorch's default is 25)", bucket_mb));
+  if (parallel != "ddp" && parallel != "dp")
+    throw UsageError("parallel", fmt::format("unknown value '{}' (expected ddp or dp)", parallel));
+}
+
+TrainRanks::TrainRanks(const TrainRanksOptions& options, DistEnv env, const std::string& device)
+    : options_(options), env_(std::move(env)) {
+  options_.check();
+  if (options_.parallel != "dp") return;
+  const int gpus = cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  if (env_.distributed())
+    throw UsageError(fmt::format("`parallel` dp: DataParallel runs in one process over the visible GPUs, and this "
+                                 "process is rank {} of {}; start it without a launcher (saturate launch, torchrun), "
+                                 "or drop `parallel` dp (several ranks train with DDP)",
+                                 env_.rank, env_.world_size));
+  if (gpus == 0)
+    throw UsageError("`parallel` dp: DataParallel replicates the model over the visible GPUs, and this machine has "
+                     "none (CUDA devices: 0); drop `parallel` dp to train on one device, or start ranks with a "
+                     "launcher (saturate launch, torchrun: DDP, Gloo on CPUs)");
+  if (device == "cpu")
+    throw UsageError("`parallel` dp with `device` cpu: DataParallel replicates over GPUs; use `device` cuda");
+  for (int i = 0; i < gpus; ++i) dp_devices_.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+}
+
+void TrainRanks::connect(const c10::Device& device) {
+  if (!env_.distributed()) return;
+  DistOptions o;
+  o.backend = options_.backend;
+  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000));
+  group_ = DistGroup::connect(env_, o, device.is_cuda(), device.is_cuda() ? device.index() : 0);
+}
+
+void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& train) {
+  if (group_) {
+    // together the ranks' step-k batches are exactly the one-process global batch k; padded so
+    // every rank has as many steps when the world size does not divide the dataset
+    loader.shard.rank = rank();
+    loader.shard.world_size = world_size();
+    loader.shard.pad = true;
+    Model& model = workload.model();
+    std::vector<torch::Tensor> states;
+    for (auto& [name, t] : model.named_tensors()) states.push_back(t);
+    DdpOptions d;
+    d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
+    d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
+    ddp_ = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *group_, d);
+    sync_ = std::make_unique<DdpStepSync>(*ddp_);
+    train.sync = sync_.get();
+    train.write_checkpoints = writer();
+  }
+  if (dp_devices_.empty()) return;
+  if (train.checkpointing.enabled())
+    throw UsageError("`parallel` dp with `checkpointing`: DataParallel runs the replicas whole; use `checkpointing` "
+                     "none, or DDP (several ranks, e.g. saturate launch) with checkpointing");
+  DataParallelModel* dp = nullptr;
+  workload.wrap_model([&](std::unique_ptr<Model> master) {
+    std::vector<std::unique_ptr<Model>> replicas;
+    for (size_t i = 1; i < dp_devices_.size(); ++i) replicas.push_back(build_model(workload.built().spec).model);
+    auto m = std::make_unique<DataParallelModel>(std::move(master), std::move(replicas), dp_devices_);
+    dp = m.get();
+    return m;
+  });
+  dp_sync_ = std::make_unique<DataParallelSync>(*dp);
+  train.sync = dp_sync_.get();
+}
+
+void TrainRanks::add_to_json(nlohmann::json& j) const {
+  j["world_size"] = world_size();
+  j["parallel"] = dp_devices_.empty() ? (ddp_ ? "ddp" : "none") : "dp";
+  j["data_parallel_devices"] = dp_devices_.size();
+  if (!ddp_) {
+    j.update({{"backend", "none"}, {"allreduce_ms", 0.0}, {"allreduce_overlap_fraction", nullptr},
+              {"gradient_buckets", 0}, {"gradient_bytes", 0}});
+    return;
+  }
+  const DdpStats s = ddp_->stats();
+  j.update({{"backend", to_string(group_->backend())},
+            {"allreduce_ms", s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0},
+            {"allreduce_overlap_fraction", s.overlap_fraction()},
+            {"gradient_buckets", s.buckets},
+            {"gradient_bytes", s.gradient_bytes}});
+}
+
+}  // namespace saturate

@@ -1,0 +1,418 @@
+#include "saturate/session/train_session.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/signal_name.h"
+#include "saturate/dist/rank_synced.h"
+#include "saturate/memory/leak_check.h"
+#include "saturate/monitor/op_profile.h"
+#include "saturate/monitor/train_monitor.h"
+#include "saturate/probe/probe.h"
+#include "saturate/session/objective_session.h"
+#include "saturate/train/adaptive_batch.h"
+#include "saturate/train/batch_plan.h"
+#include "saturate/train/eta.h"
+#include "saturate/train/loader_data.h"
+
+namespace saturate {
+namespace {
+
+constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
+constexpr int64_t kDefaultBaseBatch = 64;
+
+bool chooses_global_batch(const TrainSessionOptions& o) {
+  return o.objective.objective == Objective::kGoodput || o.adaptive;
+}
+
+int64_t base_batch_of(const TrainSessionOptions& o) { return o.base_batch > 0 ? o.base_batch : kDefaultBaseBatch; }
+
+/// The loader's options for this workload: the model's sample shape (1x28x28 images fed to a
+/// 3x32x32 model are converted the same way in the search and in training) and classes.
+LoaderOptions loader_options(const Workload& workload, const TrainSessionData& data, uint64_t seed,
+                             const c10::Device& device) {
+  LoaderOptions lo;
+  lo.workers = data.workers;
+  lo.prefetch = data.prefetch;
+  lo.skip_bad_samples = data.skip_bad_samples;
+  lo.augment_enabled = data.augment;
+  lo.seed = seed;
+  lo.device = device;
+  const auto& sample = workload.built().sample_shape;
+  if (sample.size() == 3) lo.shape = {sample[0], sample[1], sample[2]};
+  else if (sample.size() == 2) lo.shape = {1, sample[0], sample[1]};
+  lo.classes = workload.built().classes;
+  return lo;
+}
+
+/// Batches of the training data for the noise scale (objective goodput): the data's own stream
+/// at the batch asked for, in one process, without workers.
+struct NoiseBatches {
+  std::function<Batch(int64_t)> next;
+  std::string name;
+};
+NoiseBatches noise_batches(const TrainSessionData& data, Workload& workload, uint64_t seed, const c10::Device& device) {
+  auto held = std::make_shared<std::unique_ptr<TrainData>>();
+  auto step = std::make_shared<int64_t>(0);
+  auto batch = std::make_shared<int64_t>(0);
+  LoaderOptions lo = loader_options(workload, data, seed, device);
+  lo.workers = 0;
+  const int64_t seq_len = workload.built().spec.seq_len, vocab = workload.built().classes;
+  NoiseBatches out;
+  out.name = data.tokens ? (data.corpus.train.defined() ? std::string("the token file") : std::string("synthetic tokens"))
+                         : data.train->name();
+  out.next = [=, &data](int64_t b) {
+    if (!*held || *batch != b) {
+      if (data.tokens) {
+        *held = std::make_unique<TokenTrainData>(data.corpus, seq_len, vocab, b, seed);
+      } else {
+        LoaderOptions o = lo;
+        o.batch_size = b;
+        *held = std::make_unique<LoaderTrainData>(data.train, o);
+      }
+      *batch = b;
+      *step = 0;
+    }
+    return (*held)->batch_for_step((*step)++);
+  };
+  return out;
+}
+
+/// The step training will run: precision, checkpointing, clipping, a whole global batch in
+/// micro-batches, the loader's prefetched batches, the evaluation.
+TrainingFootprint training_footprint(const TrainSessionOptions& o, const TrainSessionData& data) {
+  TrainingFootprint f = o.step;
+  f.clip_grad_norm = o.clip_grad_norm;
+  const int workers = data.tokens ? 0 : data.workers;
+  f.prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
+  if (!data.eval_split().empty()) {
+    f.eval_batch = o.eval_batch;
+    f.eval_batch_per_micro = o.eval_batch > 0 ? 0 : 4;
+    f.eval_prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
+  }
+  return f;
+}
+
+/// What the batch set-up decided: the request to plan from, the objective's outcome, the
+/// adaptive batch and the learning rate's gain.
+struct BatchChoice {
+  BatchRequest request;
+  ObjectiveOutcome objective;
+  std::unique_ptr<AdaptiveBatch> adaptive;
+  double lr_gain = 1;
+};
+
+/// micro_batch 0: the largest micro-batch that trains (every rank probes the same batch, an OOM
+/// on any is one for all).
+int64_t search_micro_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+                           const BatchRequest& request, const TrainSessionOptions& o, TrainRanks& ranks,
+                           const TrainEvents& events) {
+  AutoBatchOptions ao;
+  ao.footprint = footprint;
+  ao.request = request;
+  ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
+  ao.search.on_trial = events.on_trial;
+  ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
+    return search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/false).result;
+  };
+  const AutoBatch chosen = choose_micro_batch(workload, meter, ao);
+  if (events.on_auto_batch) events.on_auto_batch(chosen);
+  return chosen.micro_batch;
+}
+
+/// The throughput curve up to the micro-batch that trains, timed with the same step; goodput's
+/// noise scale on this data at the base batch; or the adaptive batch's start.
+void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+                         const TrainSessionData& data, const TrainSessionOptions& o, TrainRanks& ranks,
+                         const TrainEvents& events, BatchChoice& choice) {
+  Probe probe(workload, meter);
+  TrainingFootprint f = footprint;
+  f.global_batch = 0;  // each trial's batch is its own global batch
+  probe.set_footprint(f);
+  const int64_t micro = choice.request.micro_batch;
+  const int64_t base_batch = base_batch_of(o);
+  const int world = ranks.world_size();
+  if (o.objective.objective != Objective::kMemory) {
+    if (world > 1)
+      throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; choose the batch "
+                                                "with one process, or use `adaptive` across ranks",
+                                                to_string(o.objective.objective)));
+    ObjectiveOptions oo = o.objective;
+    oo.base_batch = base_batch;
+    const NoiseBatches source = noise_batches(data, workload, o.seed, meter.device());
+    choice.objective = pick_by_objective(probe, oo, micro, source.next, source.name,
+                                         events.objective ? events.objective(source.name) : ObjectiveProgress{});
+    choice.request.micro_batch = choice.objective.batch;
+    if (o.objective.objective == Objective::kGoodput) {
+      choice.request.accumulation = 1;
+      if (!o.lr_scaling) choice.lr_gain = choice.objective.goodput->lr_gain;
+    }
+    if (events.on_objective) events.on_objective(choice.objective);
+    return;
+  }
+  if (base_batch % world != 0)
+    throw UsageError("base_batch", fmt::format("{} is not shared equally by {} ranks; give a multiple of {}",
+                                               base_batch, world, world));
+  ThroughputCurveOptions co;
+  co.max_batch = micro;
+  if (events.on_adaptive_curve) events.on_adaptive_curve(micro);
+  ThroughputCurve curve = measure_throughput_curve(probe, co);
+  curve = mean_curve_across_ranks(std::move(curve), co, ranks.group());
+  AdaptiveBatchOptions ad;
+  ad.unit = base_batch / world;
+  ad.world_size = world;
+  ad.max_units = o.adaptive_max;
+  ad.max_micro_batch = micro;
+  ad.every = o.adapt_every;
+  ad.lr_rule = lr_rule_for(workload);
+  ad.curve = std::move(curve);
+  choice.adaptive = std::make_unique<AdaptiveBatch>(std::move(ad));
+  choice.request.micro_batch = choice.adaptive->micro_batch();
+  choice.request.global_batch = base_batch;
+  if (events.on_adaptive_start) events.on_adaptive_start(base_batch, choice.adaptive->micro_batch());
+}
+
+/// The trainer's data and evaluation: tokens (each rank its share of the stream) or the loader.
+struct RunData {
+  std::unique_ptr<TrainData> train;
+  std::unique_ptr<EvalData> eval;
+};
+RunData open_run_data(const TrainSessionData& data, const Workload& workload, const LoaderOptions& lo,
+                      int64_t eval_batch, uint64_t seed, const TrainRanks& ranks) {
+  RunData d;
+  if (data.tokens) {
+    d.train = std::make_unique<TokenTrainData>(data.corpus, workload.built().spec.seq_len, workload.built().classes,
+                                               lo.batch_size * ranks.world_size(), seed, ranks.rank(),
+                                               ranks.world_size());
+    if (data.corpus.val.defined())
+      d.eval = std::make_unique<TokenEvalData>(data.corpus.val, workload.built().spec.seq_len, eval_batch);
+    return d;
+  }
+  d.train = std::make_unique<LoaderTrainData>(data.train, lo);
+  if (data.held_out) {  // every rank evaluates the whole held-out split (none waits for rank 0)
+    LoaderOptions eo = lo;
+    eo.shard = ShardOptions{};
+    eo.batch_size = eval_batch;
+    d.eval = std::make_unique<LoaderEvalData>(data.held_out, eo);
+  }
+  return d;
+}
+
+/// The progress events around the trainer's callbacks; the leak watch after every step.
+void wire_events(TrainOptions& t, const TrainEvents& events, int64_t total, TrainMonitor* monitor,
+                 std::shared_ptr<GradientNoiseScale> noise, AdaptiveBatch* adaptive, LeakWatch& leak_watch) {
+  auto eta = std::make_shared<EtaEstimator>();
+  t.on_step = [=, &leak_watch, on_step = events.on_step, on_warning = events.on_warning](int64_t step, double loss,
+                                                                                         double lr) {
+    if (on_step) {
+      eta->observe(step + 1, EtaEstimator::Clock::now());
+      TrainProgress p;
+      p.step = step + 1;
+      p.total_steps = total;
+      p.loss = loss;
+      p.lr = lr;
+      p.steps_per_s = eta->steps_per_s();
+      if (p.steps_per_s) p.seconds_left = eta->seconds_left(total);
+      p.noise_measured = noise != nullptr;
+      if (noise) p.noise_scale = noise->noise_scale();
+      if (monitor) p.monitor_status = monitor->status_text();
+      on_step(p);
+    }
+    // memory after every step must stay flat once warm (seed M2): warn once if it grows
+    const std::string warning = leak_watch.after_step(step);
+    if (!warning.empty() && on_warning) on_warning(warning);
+  };
+  t.on_eval = events.on_eval;
+  if (events.on_adapt)
+    t.on_adapt = [adaptive, on_adapt = events.on_adapt](const AdaptiveChange& c) {
+      on_adapt(c, adaptive->micro_batch(), adaptive->lr_gain());
+    };
+  t.on_backoff = events.on_backoff;
+}
+
+}  // namespace
+
+void TrainSessionOptions::check() const {
+  if (micro_batch < 0 || micro_batch > kMaxBatch)
+    throw UsageError("micro_batch", fmt::format("{} is not a micro-batch in 1..{} or auto", micro_batch, kMaxBatch));
+  if (loss_every < 1)
+    throw UsageError("loss_every", fmt::format("{} is not a positive number of steps; 1 reads every step's loss",
+                                               loss_every));
+  objective.check();
+  const bool auto_batch = micro_batch == 0;
+  const std::string objective_name = to_string(objective.objective);
+  if (objective.objective != Objective::kMemory && !auto_batch)
+    throw UsageError(fmt::format("`objective` {} chooses the micro-batch: give `micro_batch` auto", objective_name));
+  if (chooses_global_batch(*this) && (accumulation > 0 || global_batch > 0))
+    throw UsageError(fmt::format("{} chooses the global batch: drop `accumulation` and `global_batch` "
+                                 "(`base_batch` is the batch the learning rate was tuned for)",
+                                 adaptive ? "`adaptive`" : "`objective` goodput"));
+  if (adaptive && objective.objective != Objective::kMemory)
+    throw UsageError(fmt::format("`adaptive` with `objective` {}: `adaptive` starts at `base_batch` and re-chooses "
+                                 "the batch by goodput itself; drop `objective`",
+                                 objective_name));
+  if (adapt_every < 1)
+    throw UsageError("adapt_every", fmt::format("{} is not a positive number of steps", adapt_every));
+  if (adaptive_max < 1 || adaptive_max > 1024)
+    throw UsageError("max_units", fmt::format("{} is outside 1..1024 (times `base_batch`)", adaptive_max));
+  if (eval_batch < 0)
+    throw UsageError("eval_batch", fmt::format("{} is negative; 0 is 4x the micro-batch", eval_batch));
+  if (eval_every_samples < 0)
+    throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
+  if (stop_at_accuracy < 0 || stop_at_accuracy > 1)
+    throw UsageError("stop_at_accuracy",
+                     fmt::format("{} is outside [0, 1]; e.g. 0.85 (0: never stop early)", stop_at_accuracy));
+  if (base_batch < 0)
+    throw UsageError("base_batch", fmt::format("{} is negative; give the batch the learning rate was tuned for",
+                                               base_batch));
+  if (target_fraction < 0 || target_fraction > 1)
+    throw UsageError("target_fraction", fmt::format("{} is outside (0, 1]; e.g. 0.9 leaves 10 % of the budget free",
+                                                    target_fraction));
+  if (epochs < 0 || max_steps < 0 || (epochs == 0 && max_steps == 0))
+    throw UsageError("epochs", fmt::format("{}: give at least one epoch or `max_steps` N", epochs));
+  if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative", warmup_steps));
+  if (checkpoint_every < 0) throw UsageError("checkpoint_every", fmt::format("{} is negative", checkpoint_every));
+  if (!(clip_grad_norm >= 0))
+    throw UsageError("clip_grad_norm", fmt::format("{} is negative; 0 means no clipping", clip_grad_norm));
+  if (resume && checkpoint_dir.empty())
+    throw UsageError("resume", "needs the checkpoint directory to resume from (`checkpoint_dir`)");
+}
+
+std::string TrainSessionData::eval_split() const {
+  if (tokens) return corpus.val.defined() ? "val" : "";
+  return held_out ? held_out_split : "";
+}
+
+HeldOut open_held_out(const std::string& data, double val_fraction, bool skip_bad_samples) {
+  DatasetOptions eval_options;
+  eval_options.split = val_fraction > 0 ? "val" : "test";
+  eval_options.val_fraction = val_fraction;
+  eval_options.skip_bad_samples = skip_bad_samples;
+  HeldOut h;
+  h.split = eval_options.split;
+  try {
+    h.dataset = open_dataset(data, eval_options);
+  } catch (const UsageError&) {
+    if (val_fraction > 0) throw;  // the val split exists: its errors are errors
+    h.note = fmt::format("`data` {}: no test or validation split: no evaluation{}", data,
+                         can_hold_out(data) ? " (use `val_fraction` F)" : "");
+  }
+  return h;
+}
+
+TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, const RunContext& context,
+                                     TrainSessionData data, const TrainSessionOptions& options, TrainRanks& ranks,
+                                     const TrainEvents& events) {
+  options.check();
+  const int world = ranks.world_size();
+  if (options.micro_batch == 0 && !ranks.data_parallel_devices().empty())
+    throw UsageError("`parallel` dp with `micro_batch` auto: the search probes one GPU, not the replicas together; "
+                     "give `micro_batch` N (the whole batch, split over the GPUs)");
+  if (!data.tokens && !data.train)
+    throw UsageError("data", "training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR; tokens:FILE for "
+                             "token models)");
+  if (data.tokens) data.workers = 0;
+  BatchChoice choice;
+  choice.request.micro_batch = options.micro_batch;  // 0: auto
+  choice.request.accumulation = options.accumulation;
+  choice.request.global_batch = options.global_batch;
+  choice.request.world_size = world;
+  check_batch_request(choice.request);
+  const TrainingFootprint footprint = training_footprint(options, data);
+  if (options.micro_batch == 0)
+    choice.request.micro_batch =
+        search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events);
+  if (options.objective.objective != Objective::kMemory || options.adaptive)
+    choose_by_objective(workload, meter, footprint, data, options, ranks, events, choice);
+  const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
+  const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step
+
+  TrainOptions t;
+  t.stop = options.stop;
+  t.precision = options.step.precision;
+  t.checkpointing = options.step.checkpointing;
+  t.fast_paths = options.step.fast_paths;
+  t.loss_every = options.loss_every;
+  t.count_flops = true;
+  t.micro_batch = plan.micro_batch;
+  t.accumulation = plan.accumulation;
+  t.epochs = options.epochs;
+  t.max_steps = options.max_steps;
+  t.clip_grad_norm = options.clip_grad_norm;
+  t.oom_backoff = options.oom_backoff;
+  t.checkpoint_dir = options.checkpoint_dir;
+  t.checkpoint_every = options.checkpoint_every;
+  t.resume = options.resume;
+  t.resume_settings = {{"--seed", std::to_string(options.seed)}};
+  LoaderOptions lo = loader_options(workload, data, options.seed, meter.device());
+  lo.batch_size = rank_batch;
+  ranks.setup(workload, lo, t);  // shard, DDP, rank-0 checkpoints; dp replicas
+  const int64_t eval_batch = options.eval_batch > 0 ? options.eval_batch : 4 * plan.micro_batch;
+  RunData run_data = open_run_data(data, workload, lo, eval_batch, options.seed, ranks);
+  const std::string data_name = run_data.train->name();
+  const LrScaling scaling = options.lr_scaling.value_or(LrScaling::kNone);
+  t.schedule.peak_lr = scale_learning_rate(workload.learning_rate(), rank_batch * world, options.base_batch, scaling) *
+                       choice.lr_gain;
+  t.schedule.warmup_steps = options.warmup_steps;
+  t.schedule.decay = options.lr_decay;
+  const int64_t per_epoch = run_data.train->steps_per_epoch();
+  t.schedule.total_steps = options.max_steps > 0 ? options.max_steps : options.epochs * per_epoch;
+  t.schedule.step_every = per_epoch;
+  const int64_t total = t.schedule.total_steps;
+  std::unique_ptr<TrainMonitor> monitor;
+  if (options.monitor) {
+    TrainMonitorOptions mo;
+    mo.monitor = *options.monitor;
+    mo.global_batch = rank_batch;
+    monitor = std::make_unique<TrainMonitor>(mo);
+    if (!monitor->nvml_note().empty() && events.on_warning)
+      events.on_warning(monitor->nvml_note() + "; utilization falls back to /proc");
+  }
+  t.observer = monitor.get();
+  const auto noise = options.noise_scale || choice.adaptive ? std::make_shared<GradientNoiseScale>() : nullptr;
+  t.noise = noise.get();
+  t.adaptive = choice.adaptive.get();
+  t.eval_every_samples = options.eval_every_samples;
+  t.stop_at_accuracy = options.stop_at_accuracy;
+  if (events.on_start)
+    events.on_start(TrainStart{data_name, plan.micro_batch, plan.accumulation, world, rank_batch * world, total,
+                               per_epoch, t.schedule.peak_lr});
+  LeakWatch leak_watch(meter);
+  wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
+
+  Trainer trainer(workload, meter, *run_data.train, run_data.eval.get(), t);
+  OpProfile op_profile;
+  if (options.profile_ops) op_profile.start();
+  const TrainResult r = trainer.run();
+  TrainSessionResult out;
+  if (op_profile.running()) out.op_profile = op_table_json(op_profile.stop(), r.steps);
+  TrainSummary& s = out.summary;
+  s.context = context;
+  s.data = data_name;
+  s.precision = to_string(options.step.precision);
+  s.checkpointing = to_string(options.step.checkpointing);
+  s.fast_paths = t.fast_paths.to_string();
+  s.loss_every = t.loss_every;
+  s.result = r;
+  s.eval_split = data.eval_split();
+  s.leak = leak_watch.report();
+  s.leak_sites = leak_watch.sites();
+  if (monitor) s.monitor = monitor->finish();
+  if (choice.objective.objective != Objective::kMemory) s.objective = choice.objective;
+  if (choice.adaptive)
+    s.adaptive = adaptive_summary(*choice.adaptive, base_batch_of(options), options.adaptive_max, lr_rule_for(workload));
+  if (r.stopped_by_signal)
+    s.interrupted = TrainInterruption{signal_name(r.stopped_by_signal), 128 + r.stopped_by_signal, r.steps,
+                                      t.checkpoint_dir};
+  if (noise)
+    s.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
+                                noise->measurements()};
+  s.compute = train_compute_json(workload, meter, t, r, world);
+  out.json = s.to_json();
+  ranks.add_to_json(out.json);
+  return out;
+}
+
+}  // namespace saturate
