@@ -12,6 +12,7 @@
 #include "saturate/monitor/train_monitor.h"
 #include "saturate/probe/probe.h"
 #include "saturate/session/objective_session.h"
+#include "saturate/step/model_snapshot.h"
 #include "saturate/train/adaptive_batch.h"
 #include "saturate/train/batch_plan.h"
 #include "saturate/train/eta.h"
@@ -271,7 +272,7 @@ void TrainSessionOptions::check() const {
     throw UsageError("target_fraction", fmt::format("{} is outside (0, 1]; e.g. 0.9 leaves 10 % of the budget free",
                                                     target_fraction));
   if (epochs < 0 || max_steps < 0 || (epochs == 0 && max_steps == 0))
-    throw UsageError("epochs", fmt::format("{}: give at least one epoch or `max_steps` N", epochs));
+    throw UsageError(fmt::format("`epochs` {}: give at least one epoch or `max_steps` N", epochs));
   if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative", warmup_steps));
   if (checkpoint_every < 0) throw UsageError("checkpoint_every", fmt::format("{} is negative", checkpoint_every));
   if (!(clip_grad_norm >= 0))
@@ -321,11 +322,17 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   choice.request.world_size = world;
   check_batch_request(choice.request);
   const TrainingFootprint footprint = training_footprint(options, data);
+  // the trials take optimizer steps on synthetic labels and reseed the generators: training
+  // starts from the weights and generator states it would have had without them
+  std::optional<ModelSnapshot> before_probing;
+  if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive)
+    before_probing.emplace(workload.model(), meter.device());
   if (options.micro_batch == 0)
     choice.request.micro_batch =
         search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events);
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, choice);
+  if (before_probing) before_probing->restore();
   const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
   const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step
 

@@ -1,0 +1,110 @@
+// `saturate train` as a library call (session/train_session.h): options refused by name before
+// any work, a searched micro-batch that trains from the same weights as one given by hand (the
+// search's trials leave no trace), the progress events, and the ranks' keys in the JSON.
+#include "saturate/session/train_session.h"
+
+#include <torch/torch.h>
+
+#include "saturate/core/errors.h"
+#include "support/support.h"
+
+using namespace saturate;
+
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+/// A small GPT on synthetic tokens under a CPU budget its activations fill at a few dozen
+/// samples, as `saturate train --model gpt --data synthetic --memory-budget 96MiB`.
+struct Rig {
+  explicit Rig(int64_t budget_bytes = 96 * kMiB) {
+    ModelSpec s;
+    s.name = "gpt";
+    s.width = 32;
+    s.layers = 1;
+    s.heads = 2;
+    s.seq_len = 128;
+    s.vocab = 512;
+    s.seed = 3;
+    meter = make_memory_meter(torch::kCPU);
+    workload = std::make_unique<Workload>(build_model(s), torch::kCPU, OptimizerKind::kSgd, 0.05, 3);
+    meter->set_budget_bytes(budget_bytes);
+    data.tokens = true;  // synthetic tokens: no corpus
+  }
+  ~Rig() { meter->set_budget_bytes(0); }
+  TrainSessionResult train(TrainSessionOptions o, const TrainEvents& events = {}) {
+    TrainRanks one_process;
+    return run_train_session(*workload, *meter, RunContext{}, data, o, one_process, events);
+  }
+  std::unique_ptr<MemoryMeter> meter;
+  std::unique_ptr<Workload> workload;
+  TrainSessionData data;
+};
+
+TrainSessionOptions steps(int64_t n) {
+  TrainSessionOptions o;
+  o.max_steps = n;
+  o.global_batch = 256;
+  return o;
+}
+
+}  // namespace
+
+TEST(TrainSessionTest, OptionsAreRefusedNamingTheOptionBeforeAnyWork) {
+  TrainSessionOptions o = steps(1);
+  o.objective.objective = Objective::kGoodput;  // with a micro-batch given
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "", "`micro_batch` auto");
+  o = steps(1);
+  o.adaptive_max = 0;
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "max_units", "1..1024");
+  o = steps(1);
+  o.adaptive = true;  // with a global batch
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "", "drop `accumulation` and `global_batch`");
+  o = steps(0);
+  o.epochs = 0;
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "", "`max_steps`");
+  o = steps(1);
+  o.loss_every = 0;
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "loss_every", "positive");
+}
+
+TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
+  // the search's trials take optimizer steps on random labels; training must not inherit them
+  TrainSessionOptions searched = steps(4);
+  searched.micro_batch = 0;  // auto
+  searched.loss_every = 1;
+  Rig a;
+  const TrainSessionResult found = a.train(searched);
+  const int64_t micro = found.summary.result.micro_batch;
+  ASSERT_GT(micro, 0);
+  ASSERT_LT(micro, 256) << "the budget should force accumulation, so the search decides something";
+
+  TrainSessionOptions given = searched;
+  given.micro_batch = micro;
+  Rig b;
+  const TrainSessionResult direct = b.train(given);
+  ASSERT_EQ(found.summary.result.losses.size(), 4u);
+  ASSERT_EQ(direct.summary.result.losses.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(found.summary.result.losses[i], direct.summary.result.losses[i], 1e-5) << "step " << i;
+}
+
+TEST(TrainSessionTest, EveryStepIsReportedAndTheJsonHasTheRanksKeys) {
+  Rig rig;
+  TrainSessionOptions o = steps(3);
+  o.micro_batch = 64;
+  o.loss_every = 2;
+  std::vector<int64_t> seen;
+  int64_t total = 0;
+  TrainEvents events;
+  events.on_start = [&](const TrainStart& s) { total = s.total_steps; };
+  events.on_step = [&](const TrainProgress& p) { seen.push_back(p.step); };
+  const TrainSessionResult r = rig.train(o, events);
+  EXPECT_EQ(total, 3);
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(r.json.at("world_size"), 1);
+  EXPECT_EQ(r.json.at("parallel"), "none");
+  EXPECT_EQ(r.json.at("micro_batch"), 64);
+  EXPECT_EQ(r.json.at("accumulation"), 4);
+  EXPECT_EQ(r.json.at("steps"), 3);
+}
