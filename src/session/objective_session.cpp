@@ -12,8 +12,9 @@ LrRule lr_rule_for(const Workload& workload) {
   return workload.optimizer_kind() == OptimizerKind::kSgd ? LrRule::kAdaScale : LrRule::kAdaScaleSqrt;
 }
 
-NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> next_batch) {
-  return [&probe, next = std::move(next_batch)](int64_t batch, int steps) {
+NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> next_batch, ModelSnapshot* initial) {
+  return [&probe, next = std::move(next_batch), initial](int64_t batch, int steps) {
+    if (initial) initial->restore();
     StepOptions so;
     const TrainingFootprint& fp = probe.footprint();
     so.precision = fp.precision;
@@ -25,10 +26,10 @@ NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> 
 
 ObjectiveOutcome pick_by_objective(Probe& probe, ObjectiveOptions options, int64_t max_batch,
                                    const std::function<Batch(int64_t)>& next_batch, const std::string& data,
-                                   const ObjectiveProgress& progress) {
+                                   const ObjectiveProgress& progress, ModelSnapshot* initial) {
   options.lr_rule = lr_rule_for(probe.workload());
   return pick_by_objective(static_cast<TrialRunner&>(probe), options, max_batch,
-                           workload_noise_measure(probe, next_batch), data, progress);
+                           workload_noise_measure(probe, next_batch, initial), data, progress);
 }
 
 ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,

@@ -124,10 +124,10 @@ int64_t search_micro_batch(Workload& workload, MemoryMeter& meter, const Trainin
 }
 
 /// The throughput curve up to the micro-batch that trains, timed with the same step; goodput's
-/// noise scale on this data at the base batch; or the adaptive batch's start.
+/// noise scale on this data at the base batch, at the initial weights; or the adaptive batch's start.
 void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
                          const TrainSessionData& data, const TrainSessionOptions& o, TrainRanks& ranks,
-                         const TrainEvents& events, BatchChoice& choice) {
+                         const TrainEvents& events, ModelSnapshot& initial, BatchChoice& choice) {
   Probe probe(workload, meter);
   TrainingFootprint f = footprint;
   f.global_batch = 0;  // each trial's batch is its own global batch
@@ -144,7 +144,7 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
     oo.base_batch = base_batch;
     const NoiseBatches source = noise_batches(data, workload, o.seed, meter.device());
     choice.objective = pick_by_objective(probe, oo, micro, source.next, source.name,
-                                         events.objective ? events.objective(source.name) : ObjectiveProgress{});
+                                         events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial);
     choice.request.micro_batch = choice.objective.batch;
     if (o.objective.objective == Objective::kGoodput) {
       choice.request.accumulation = 1;
@@ -331,7 +331,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     choice.request.micro_batch =
         search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events);
   if (options.objective.objective != Objective::kMemory || options.adaptive)
-    choose_by_objective(workload, meter, footprint, data, options, ranks, events, choice);
+    choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
   if (before_probing) before_probing->restore();
   const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
   const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step

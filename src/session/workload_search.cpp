@@ -53,6 +53,9 @@ WorkloadSearch::WorkloadSearch(Probe& probe, MemoryMeter& meter, WorkloadSearchO
                                    options_.footprint.fast_paths);
   compute_ = std::make_unique<ComputeObserver>(peak_.flops_per_s);
   probe_.add_observer(compute_.get());
+  // goodput's noise scale is measured at the model's weights as given, not as the trials left them
+  if (options_.objective.objective == Objective::kGoodput)
+    initial_ = std::make_unique<ModelSnapshot>(probe_.workload().model(), probe_.workload().device());
 }
 
 WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Batch(int64_t)>& next_batch,
@@ -86,7 +89,7 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
   out.requested_objective = o.objective.objective;
   if (o.objective.objective != Objective::kMemory && result.error.empty() && result.max_batch > 0) {
     const int64_t top = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
-    out.objective = pick_by_objective(probe_, o.objective, top, next_batch, data, progress.objective);
+    out.objective = pick_by_objective(probe_, o.objective, top, next_batch, data, progress.objective, initial_.get());
   }
   out.fast_paths_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
   out.fast_paths_json = {{"policy", o.fast_paths_policy}, {"chosen", o.footprint.fast_paths.to_string()}};

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "saturate/probe/probe.h"
+#include "saturate/step/model_snapshot.h"
 #include "saturate/search/objective.h"
 
 namespace saturate {
@@ -17,14 +18,16 @@ class DistGroup;  // dist/process_group.h
 LrRule lr_rule_for(const Workload& workload);
 
 /// The noise scale of `probe`'s workload, with the probe's precision, checkpointing and fast
-/// paths, on batches from `next_batch`.
-NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> next_batch);
+/// paths, on batches from `next_batch`, at the weights `initial` holds (restored first: the
+/// trials before it took optimizer steps on synthetic labels; nullptr: the weights as they are).
+NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> next_batch,
+                                    ModelSnapshot* initial = nullptr);
 
 /// pick_by_objective on the probe's workload: its learning-rate rule, its noise scale on
-/// `next_batch`'s batches (`data` names them).
+/// `next_batch`'s batches (`data` names them) at the weights `initial` holds.
 ObjectiveOutcome pick_by_objective(Probe& probe, ObjectiveOptions options, int64_t max_batch,
                                    const std::function<Batch(int64_t)>& next_batch, const std::string& data,
-                                   const ObjectiveProgress& progress = {});
+                                   const ObjectiveProgress& progress = {}, ModelSnapshot* initial = nullptr);
 
 /// Several ranks: each point's samples/s becomes the ranks' mean, and a point that failed on any
 /// rank failed (every rank then decides on the same curve). No group, or one rank: `curve`

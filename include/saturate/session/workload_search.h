@@ -17,6 +17,7 @@
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/probe/probe.h"
+#include "saturate/step/model_snapshot.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/fast_path_choice.h"
 #include "saturate/search/objective.h"
@@ -100,6 +101,7 @@ class WorkloadSearch {
   WorkloadSearchOptions options_;
   GemmPeak peak_;
   std::unique_ptr<ComputeObserver> compute_;
+  std::unique_ptr<ModelSnapshot> initial_;  ///< goodput: the weights the noise is measured at
 };
 
 }  // namespace saturate
