@@ -3,7 +3,8 @@
 // Adam. saturate's search session (session/user_search.h) finds the largest batch that fits the
 // memory budget, the recommended batch and the knee of the samples/s curve (objective
 // throughput); then where the step's memory goes, a leak check over a run of its steps
-// (memory/leak_check.h), and a few training steps at the chosen batch.
+// (memory/leak_check.h), and training with the library's trainer at the chosen batch
+// (models/user_model.h: accumulation, OOM back-off, checkpoints).
 //
 //   custom_step [budget MiB, default 64] [cpu|cuda, default cpu]
 //
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+
+#include <stdlib.h>
 
 #include <torch/torch.h>
 
@@ -24,7 +27,9 @@
 #include "saturate/probe/user_step.h"
 #include "saturate/report/memory_text.h"
 #include "saturate/session/user_search.h"
+#include "saturate/models/user_model.h"
 #include "saturate/step/phase_observer.h"
+#include "saturate/train/trainer.h"
 
 namespace {
 
@@ -143,9 +148,38 @@ int main(int argc, char** argv) {
   std::cout << "leak check         " << (leak.report.detected ? "LEAK" : "flat") << " over " << leak.report.steps
             << " steps at batch " << knee << "\n";
 
-  // And train with it.
-  for (int i = 0; i < 3; ++i)
-    std::cout << "train step " << i << " at batch " << knee << ": loss " << train_step(knee).item<double>() << "\n";
+  // And train with it through the library's trainer: micro-batches of the knee accumulated to a
+  // global batch of 4 x the knee, an OOM halving the micro-batch (the global batch unchanged),
+  // checkpoints written atomically. The two inputs travel packed in one tensor per sample.
+  saturate::UserModel user;
+  user.name = "two-input net";
+  user.module = model.ptr();
+  user.forward = [&](const torch::Tensor& packed) {
+    const torch::Tensor image = packed.slice(1, 0, 28 * 28).reshape({-1, 1, 28, 28});
+    return model->forward(image, packed.slice(1, 28 * 28));
+  };
+  user.sample_shape = {28 * 28 + 16};
+  user.classes = 10;
+  saturate::Workload workload(saturate::build_user_model(user), device, saturate::OptimizerKind::kAdam, 1e-3);
+  workload.set_loss(custom_loss);
+  const int64_t global = 4 * knee;
+  saturate::TensorTrainData data(torch::randn({8 * global, 28 * 28 + 16}), torch::randint(0, 10, {8 * global}), global,
+                                 "random samples");
+  saturate::TrainOptions train;
+  train.micro_batch = knee;
+  train.accumulation = 4;
+  train.max_steps = 3;
+  train.schedule.peak_lr = 1e-3;
+  char dir_template[] = "/tmp/custom_step_ckpt_XXXXXX";
+  if (const char* dir = mkdtemp(dir_template)) train.checkpoint_dir = dir;
+  train.on_step = [](int64_t s, double loss, double lr) {
+    std::cout << "train step " << s << ": loss " << loss << " (lr " << lr << ")\n";
+  };
+  const saturate::TrainResult trained = saturate::Trainer(workload, *meter, data, nullptr, train).run();
+  std::cout << "trained            " << trained.steps << " steps, micro-batch " << trained.micro_batch << " x "
+            << trained.accumulation << " = global batch " << trained.global_batch << ", "
+            << trained.oom_backoffs.size() << " OOM back-off(s), " << trained.checkpoints_written
+            << " checkpoint(s) in " << train.checkpoint_dir << "\n";
 
   return r.max_batch_exact ? 0 : 1;
 }

@@ -39,4 +39,8 @@ message(STATUS "custom_step's output:\n${step_output}")
 if(NOT step_output MATCHES "max_batch +[1-9][0-9]* \\(exact\\)")
   message(FATAL_ERROR "package test: custom_step did not print an exact max_batch")
 endif()
+# the library's trainer on the user's module: 3 steps at the global batch, a checkpoint written
+if(NOT step_output MATCHES "trained +3 steps, micro-batch [1-9][0-9]* x [1-9][0-9]* = global batch [1-9][0-9]*, [0-9]+ OOM back-off\\(s\\), [1-9][0-9]* checkpoint")
+  message(FATAL_ERROR "package test: custom_step did not train its model through saturate's Trainer")
+endif()
 message(STATUS "custom_step: ok")

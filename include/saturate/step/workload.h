@@ -45,8 +45,14 @@ class Workload {
   Batch synthetic_batch(int64_t batch, const torch::Device& where) const;
   /// Uninitialised inputs and labels of `batch` samples on `where`: the memory a loaded batch takes.
   Batch empty_batch(int64_t batch, const torch::Device& where) const;
-  /// Mean cross-entropy; logits [B, C] against labels [B], or [B, T, V] against [B, T].
+  /// The loss of a batch: the one set_loss gave, else mean cross-entropy (logits [B, C] against
+  /// labels [B], or [B, T, V] against [B, T]).
   torch::Tensor loss(const torch::Tensor& logits, const torch::Tensor& targets) const;
+  /// The output's loss against the targets, a scalar averaged over the batch's samples (the
+  /// trainer weights micro-batches by their share of the global batch).
+  using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& targets)>;
+  /// A user's own loss for every step, evaluation and trial (empty: cross-entropy again).
+  void set_loss(LossFn loss) { loss_ = std::move(loss); }
   /// A fresh optimizer over the model's trainable parameters (its state is made lazily);
   /// `fused`: the same optimizer with a fused update kernel (step/fused_optimizer.h).
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(bool fused = false);
@@ -59,6 +65,7 @@ class Workload {
   OptimizerKind optimizer_;
   double lr_;
   uint64_t seed_;
+  LossFn loss_;
 };
 
 }  // namespace saturate
