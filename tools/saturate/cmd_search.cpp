@@ -132,7 +132,7 @@ void add_search_command(CLI::App& app, Action& action) {
       }
       check_html_path(sf->html);
       std::unique_ptr<Printer> printer =
-          make_printer(format, std::cout, !sf->quiet && denv.rank == 0 ? &std::cerr : nullptr);
+          make_printer(format, std::cout, !sf->quiet && denv.rank == 0 ? &std::cerr : nullptr, find_flag_for_option);
       if (denv.rank == 0) opt.on_trial = [&printer](const Trial& t) { printer->trial(t); };
       check_memory_plan_flags(*memflags);
       auto session = open_session(with_data_shape(*dflags, *flags));
@@ -189,12 +189,12 @@ void add_search_command(CLI::App& app, Action& action) {
       std::string notes = found.notes(j);  // after the answer, for people (console and markdown)
       if (plan) notes += plan_text(*plan);
       if (data) notes += data_search_text(data_source(*data), result);
-      printer->result(SearchReport{result, j, notes});
+      printer->result(SearchReport{result, j, with_flags(notes)});
       printer->end();
       if (!flags->json.empty() && flags->json != "-") write_json(j, flags->json, std::cout);
       write_html_report(j, sf->html);
       if (!result.error.empty()) {
-        std::cerr << "saturate: error: " << result.error << "\n";
+        std::cerr << "saturate: error: " << with_flags(result.error) << "\n";
         return 1;
       }
       if (result.max_batch == 0) {

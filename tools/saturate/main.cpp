@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   sigaction(SIGXFSZ, &xfsz, nullptr);
   // before any CPU tensor exists, so that the budget sees every byte.
   saturate::install_cpu_budget_allocator();
+  saturate::set_cpu_budget_name("saturate --memory-budget");  // what an allocation past it names
   CLI::App app{"saturate: keep the GPU saturated without running out of memory"};
   app.require_subcommand(1);
   saturate::cli::Action action;
@@ -65,14 +66,16 @@ int main(int argc, char** argv) {
     return action();
   } catch (const saturate::UsageError& e) {
     // a library error names its option; the command line names the flag that set it
+    // a library error names its option; the command line names the flag that set it, before the
+    // message and wherever the message names an option (`global_batch` -> --global-batch)
     const std::string flag = e.option().empty() ? "" : saturate::cli::flag_for_option(e.option()) + ": ";
-    std::cerr << "saturate: error: " << flag << e.what() << "\n";
+    std::cerr << "saturate: error: " << flag << saturate::cli::with_flags(e.what()) << "\n";
     return 2;
   } catch (const saturate::RuntimeFailure& e) {
-    std::cerr << "saturate: error: " << e.what() << "\n";
+    std::cerr << "saturate: error: " << saturate::cli::with_flags(e.what()) << "\n";
     return 1;
   } catch (const saturate::InternalError& e) {
-    std::cerr << "saturate: internal error: " << e.what() << "\n";
+    std::cerr << "saturate: internal error: " << saturate::cli::with_flags(e.what()) << "\n";
     return 70;  // EX_SOFTWARE
   } catch (const c10::Error& e) {
     std::cerr << "saturate: error: " << e.what_without_backtrace() << "\n";

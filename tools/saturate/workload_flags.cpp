@@ -8,6 +8,7 @@
 #include "flag_checks.h"
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/option_text.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 
@@ -39,7 +40,7 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--json", f.json, "also write the result as JSON to FILE ('-': stdout, replacing the table)");
 }
 
-std::string flag_for_option(const std::string& option) {
+std::optional<std::string> find_flag_for_option(const std::string& option) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"micro_batch", "--batch"},           {"accumulation", "--accumulate"},
       {"global_batch", "--global-batch"},   {"world_size", "the world size (WORLD_SIZE)"},
@@ -61,11 +62,32 @@ std::string flag_for_option(const std::string& option) {
       {"lr_schedule", "--lr-schedule"},     {"lr_scaling", "--lr-scaling"},
       {"model", "--model"},                 {"sample_hz", "--sample-hz"},
       {"device", "--device"},               {"optimizer", "--optimizer"},
-      {"val_fraction", "--val-fraction"},   {"seq_len", "--seq-len"}};
+      {"val_fraction", "--val-fraction"},   {"seq_len", "--seq-len"},
+      // options that library messages name mid-sentence (`data`): name_options
+      {"classes", "--classes"},             {"layers", "--layers"},
+      {"width", "--width"},                 {"heads", "--heads"},
+      {"vocab", "--vocab"},                 {"tokens", "--tokens"},
+      {"input", "--input"},                 {"data", "--data"},
+      {"workers", "--workers"},             {"prefetch", "--prefetch"},
+      {"drop_last", "--drop-last"},         {"skip_bad_samples", "--skip-bad-samples"},
+      {"memory_budget", "--memory-budget"}, {"lr", "--lr"},
+      {"warmup_steps", "--warmup-steps"},   {"optimizer_steps", "--optimizer-steps"},
+      {"epochs", "--epochs"},               {"resume", "--resume"},
+      {"checkpoint_dir", "--checkpoint-dir"}, {"save", "--save"},
+      {"json", "--json"},                   {"format", "--format"},
+      {"trace", "--trace"},                 {"timeline", "--timeline"},
+      {"no_monitor", "--no-monitor"},       {"log_every", "--log-every"},
+      {"plan_only", "--plan-only"},         {"fast_paths", "--fast-paths"},
+      {"parallel", "--parallel"},           {"pid", "--pid"},
+      {"node_rank", "--node-rank"},         {"master_addr", "--master-addr"}};
   for (const auto& [name, flag] : kFlags)
-    if (option == name) return flag;
-  return option;
+    if (option == name) return std::string(flag);
+  return std::nullopt;
 }
+
+std::string flag_for_option(const std::string& option) { return find_flag_for_option(option).value_or(option); }
+
+std::string with_flags(const std::string& message) { return name_options(message, find_flag_for_option); }
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
   auto s = std::make_unique<Session>();
