@@ -19,6 +19,7 @@
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/option_text.h"
 #include "saturate/core/memory_meter.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/breakdown.h"
@@ -42,6 +43,8 @@ namespace py = pybind11;
 
 namespace saturate {
 namespace {
+
+std::string with_keywords(const std::string& message);
 
 #ifndef SATURATE_VERSION
 #define SATURATE_VERSION "0.1.0"
@@ -326,7 +329,7 @@ std::string plan_for(py::function run_step, const std::string& target, const std
     plan = plan_from_run(step, resident, *meter, o);
   }
   nlohmann::json j = plan_json(plan);
-  j["text"] = plan_text(plan);
+  j["text"] = with_keywords(plan_text(plan));
   return j.dump();
 }
 
@@ -422,18 +425,29 @@ class PhaseMarker {
 
 /// A library error about one option, in the words of the Python call: the keyword that set it
 /// ("target_memory: 1.5 is outside (0, 1]").
-std::string with_keyword(const UsageError& e) {
+/// The Python keyword that sets a library option; the option's own name when the keyword is the
+/// same or Python has none.
+std::string keyword_for_option(const std::string& option) {
   static const std::pair<const char*, const char*> kKeywords[] = {{"target_fraction", "target_memory"},
                                                                   {"measure_steps", "timed_steps"},
                                                                   {"start_batch", "min_batch"},
                                                                   {"budget_bytes", "memory_budget"},
                                                                   {"plan_for", "target"},
                                                                   {"plan_batches", "batches"}};
-  if (e.option().empty()) return e.what();
-  std::string keyword = e.option();
-  for (const auto& [option, name] : kKeywords)
-    if (keyword == option) keyword = name;
-  return keyword + ": " + e.what();
+  for (const auto& [name, keyword] : kKeywords)
+    if (option == name) return keyword;
+  return option;
+}
+
+/// A library message with each option it names mid-sentence (`start_batch`) said as its keyword.
+std::string with_keywords(const std::string& message) {
+  return name_options(message, [](const std::string& option) { return std::optional(keyword_for_option(option)); });
+}
+
+std::string with_keyword(const UsageError& e) {
+  const std::string message = with_keywords(e.what());
+  if (e.option().empty()) return message;
+  return keyword_for_option(e.option()) + ": " + message;
 }
 
 }  // namespace
@@ -453,10 +467,15 @@ PYBIND11_MODULE(_saturate, m) {
       PyErr_SetString(PyExc_ValueError, with_keyword(e).c_str());
     } catch (const PythonStepError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const RuntimeFailure& e) {
+      PyErr_SetString(PyExc_RuntimeError, with_keywords(e.what()).c_str());
     }
   });
 
-  m.def("install_cpu_allocator", &install_cpu_budget_allocator);
+  m.def("install_cpu_allocator", [] {
+    install_cpu_budget_allocator();
+    set_cpu_budget_name("saturate memory_budget");  // what an allocation past it names
+  });
   m.def("cpu_allocator_installed", &cpu_budget_allocator_installed);
   m.def("cpu_counters", []() {
     const CpuMemoryCounters c = cpu_memory_counters();
@@ -486,7 +505,8 @@ PYBIND11_MODULE(_saturate, m) {
         py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none(),
         py::arg("ranks") = py::none(), py::arg("exact_ranks") = false);
   // one out-of-memory classifier, C++'s (core/oom.h), for the text of any exception
-  m.def("html_report", [](const std::string& run_json) { return render_html_report(nlohmann::json::parse(run_json)); },
+  m.def("html_report",
+        [](const std::string& run_json) { return with_keywords(render_html_report(nlohmann::json::parse(run_json))); },
         py::arg("run_json"));
   m.def("leak_check", &leak_check, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
         py::arg("steps") = 30, py::arg("site_steps") = 5, py::arg("warmup_steps") = 3,

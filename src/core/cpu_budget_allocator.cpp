@@ -34,7 +34,7 @@ class BudgetAllocator final : public c10::Allocator {
         // so that they see a budget like a full device too.
         TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU budget exceeded: tried to allocate ",
                          format_bytes(bytes), " with ", format_bytes(in_use), " of ",
-                         format_bytes(budget), " in use (saturate --memory-budget; DefaultCPUAllocator: can't allocate memory)");
+                         format_bytes(budget), " in use (", budget_name_, "; DefaultCPUAllocator: can't allocate memory)");
       }
       allocated_bytes_ += bytes;
       if (allocated_bytes_ > peak_allocated_bytes_) peak_allocated_bytes_ = allocated_bytes_;
@@ -85,6 +85,10 @@ class BudgetAllocator final : public c10::Allocator {
   CpuMemoryCounters counters() {
     std::lock_guard<std::mutex> lock(mutex_);
     return {allocated_bytes_, peak_allocated_bytes_, budget_bytes_, failed_allocations_};
+  }
+  void set_budget_name(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    budget_name_ = name;
   }
   void set_budget(int64_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -140,6 +144,7 @@ class BudgetAllocator final : public c10::Allocator {
   int64_t allocated_bytes_ = 0;
   int64_t peak_allocated_bytes_ = 0;
   int64_t budget_bytes_ = 0;
+  std::string budget_name_ = "saturate `memory_budget`";
   int64_t failed_allocations_ = 0;
   bool log_on_ = false;
   size_t log_max_ = 0;
@@ -161,6 +166,7 @@ bool cpu_budget_allocator_installed() { return BudgetAllocator::instance().insta
 CpuMemoryCounters cpu_memory_counters() { return BudgetAllocator::instance().counters(); }
 void set_cpu_budget_bytes(int64_t bytes) { BudgetAllocator::instance().set_budget(bytes); }
 void reset_cpu_peak() { BudgetAllocator::instance().reset_peak(); }
+void set_cpu_budget_name(const std::string& name) { BudgetAllocator::instance().set_budget_name(name); }
 void start_cpu_event_log(size_t max_events) { BudgetAllocator::instance().start_log(max_events); }
 CpuEventLog stop_cpu_event_log() { return BudgetAllocator::instance().stop_log(); }
 size_t cpu_event_log_size() { return BudgetAllocator::instance().log_size(); }

@@ -31,10 +31,10 @@ c10::Device resolve_device(const std::string& spec) {
   }
   const int count = cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   if (count == 0)
-    throw RuntimeFailure(fmt::format("--device {}: no CUDA GPU is visible to this process; use --device cpu "
+    throw RuntimeFailure(fmt::format("`device` {}: no CUDA GPU is visible to this process; use `device` cpu "
                                      "(or auto), or check CUDA_VISIBLE_DEVICES and the driver", spec));
   if (index >= count)
-    throw RuntimeFailure(fmt::format("--device {}: only {} CUDA device(s) visible (cuda:0..cuda:{})", spec,
+    throw RuntimeFailure(fmt::format("`device` {}: only {} CUDA device(s) visible (cuda:0..cuda:{})", spec,
                                      count, count - 1));
   return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index));
 }

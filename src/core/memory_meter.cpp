@@ -48,7 +48,7 @@ std::unique_ptr<MemoryMeter> make_memory_meter(const c10::Device& device) {
 
 #ifndef SATURATE_WITH_CUDA
 std::unique_ptr<MemoryMeter> make_cuda_memory_meter(c10::DeviceIndex) {
-  throw RuntimeFailure("this saturate was built against a LibTorch without CUDA; use --device cpu");
+  throw RuntimeFailure("this saturate was built against a LibTorch without CUDA; use `device` cpu");
 }
 #endif
 

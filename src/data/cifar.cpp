@@ -44,7 +44,7 @@ namespace {
 class CifarDataset final : public Dataset {
  public:
   CifarDataset(const std::string& dir, int variant, const DatasetOptions& o) : variant_(variant) {
-    if (!is_directory(dir)) throw UsageError("--data cifar" + std::to_string(variant) + ":" + dir + ": no such folder");
+    if (!is_directory(dir)) throw UsageError("`data` cifar" + std::to_string(variant) + ":" + dir + ": no such folder");
     std::vector<std::string> chosen, any;
     for (const auto& n : list_dir(dir)) {
       if (!ends_with(lower(n), ".bin")) continue;
@@ -54,7 +54,7 @@ class CifarDataset final : public Dataset {
     }
     if (chosen.empty()) chosen = any;
     if (chosen.empty())
-      throw UsageError("--data cifar" + std::to_string(variant) + ":" + dir +
+      throw UsageError("`data` cifar" + std::to_string(variant) + ":" + dir +
                        ": no CIFAR batch files (*.bin; e.g. data_batch_1.bin) in the folder");
     for (const auto& n : chosen) {
       const std::string path = join_path(dir, n);

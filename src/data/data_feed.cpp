@@ -77,7 +77,7 @@ Batch DataFeed::next(int64_t batch) {
     auto [din, dtg] = data::copy_to_cuda(in, tg, device_);
     return {din, dtg};
 #else
-    throw RuntimeFailure("this build of saturate has no CUDA support; use --device cpu");
+    throw RuntimeFailure("this build of saturate has no CUDA support; use `device` cpu");
 #endif
   }
   if (!device_.is_cpu()) return {in.to(device_), tg.to(device_)};
@@ -162,7 +162,7 @@ WorkerTuning tune_workers(TrialRunner& runner, DataFeed& feed, int64_t batch, co
     const Trial t = runner.run(batch, {o.warmup_steps, o.measure_steps, 0});
     if (!t.ok()) {
       if (feed.error()) std::rethrow_exception(feed.error());
-      throw RuntimeFailure(fmt::format("--workers auto: the trial at batch {} with {} worker(s) failed ({}: {})", batch,
+      throw RuntimeFailure(fmt::format("`workers` auto: the trial at batch {} with {} worker(s) failed ({}: {})", batch,
                                        w, to_string(t.status), t.error));
     }
     // the mean step, not the probe's median: with several workers, batches arrive in bursts

@@ -29,7 +29,7 @@ uint64_t key_hash(const std::string& key) {
 
 void check_fraction(double fraction) {
   if (!(fraction >= 0 && fraction < 1))  // NaN too
-    throw UsageError("--val-fraction " + format_fraction(fraction) +
+    throw UsageError("`val_fraction` " + format_fraction(fraction) +
                      ": must be at least 0 and below 1 (the share of samples held out for validation, e.g. 0.1; 0: "
                      "none)");
 }
@@ -48,11 +48,11 @@ std::vector<bool> held_out_keys(const std::vector<std::string>& keys, double fra
   const auto k = static_cast<int64_t>(std::llround(fraction * static_cast<double>(n)));
   const std::string f = format_fraction(fraction), count = std::to_string(n);
   if (k == 0)
-    throw UsageError("--val-fraction " + f + " holds out no sample of the " + count + " in " + spec + " (" + f + " x " +
+    throw UsageError("`val_fraction` " + f + " holds out no sample of the " + count + " in " + spec + " (" + f + " x " +
                      count + " rounds to 0); give at least " + format_fraction(0.5 / static_cast<double>(n)) +
                      " or add samples");
   if (k >= n)
-    throw UsageError("--val-fraction " + f + " leaves no training sample of the " + count + " in " + spec +
+    throw UsageError("`val_fraction` " + f + " leaves no training sample of the " + count + " in " + spec +
                      "; give a smaller fraction (below " + format_fraction(1 - 0.5 / static_cast<double>(n)) + ")");
   std::vector<uint64_t> hash(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) hash[i] = key_hash(keys[i]);
@@ -70,12 +70,12 @@ namespace data {
 
 std::vector<bool> keep_for_split(const std::vector<std::string>& keys, const DatasetOptions& o, const std::string& spec) {
   if (o.split == "test")
-    throw UsageError("--data " + spec +
-                     " has no test split; hold out a validation split with --val-fraction F (e.g. 0.1)");
+    throw UsageError("`data` " + spec +
+                     " has no test split; hold out a validation split with `val_fraction` F (e.g. 0.1)");
   if (o.split != "train" && o.split != "val")
-    throw UsageError("--data " + spec + ": unknown split '" + o.split + "' (expected train or val)");
+    throw UsageError("`data` " + spec + ": unknown split '" + o.split + "' (expected train or val)");
   if (o.split == "val" && o.val_fraction == 0)
-    throw UsageError("--data " + spec + ": the val split needs --val-fraction F > 0 (e.g. 0.1)");
+    throw UsageError("`data` " + spec + ": the val split needs `val_fraction` F > 0 (e.g. 0.1)");
   std::vector<bool> keep = held_out_keys(keys, o.val_fraction, spec);
   if (o.split == "train") keep.flip();
   return keep;
@@ -97,7 +97,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const DatasetOpti
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
   const auto need_arg = [&](const char* what) {
     if (arg.empty())
-      throw UsageError("--data " + spec + ": give " + what + " after the colon, e.g. " + kind + ":/data/" + kind);
+      throw UsageError("`data` " + spec + ": give " + what + " after the colon, e.g. " + kind + ":/data/" + kind);
   };
   // held-out data: a real test split (IDX, CIFAR), or --val-fraction's val split (images:, wds:)
   check_fraction(o.val_fraction);
@@ -106,20 +106,20 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const DatasetOpti
   const bool has_test = kind == "fashion-mnist" || kind == "fashion_mnist" || kind == "idx" || kind == "mnist" ||
                         kind == "cifar10" || kind == "cifar100";
   if (o.val_fraction > 0 && (has_test || synthetic)) {
-    throw UsageError("--val-fraction " + format_fraction(o.val_fraction) + ": --data " + spec +
+    throw UsageError("`val_fraction` " + format_fraction(o.val_fraction) + ": `data` " + spec +
                      (synthetic ? " has no fixed samples to hold out (they are random)"
                                 : " has its own test split, which training evaluates on") +
-                     "; drop --val-fraction (it holds out samples of images:DIR and wds: data only)");
+                     "; drop `val_fraction` (it holds out samples of images:DIR and wds: data only)");
   }
   if (holds_out && o.split == "test")
-    throw UsageError("--data " + spec + " has no test split; hold out a validation split with --val-fraction F (e.g. 0.1)");
+    throw UsageError("`data` " + spec + " has no test split; hold out a validation split with `val_fraction` F (e.g. 0.1)");
   if ((has_test || synthetic) && o.split == "val")
-    throw UsageError("--data " + spec + ": no val split (" +
+    throw UsageError("`data` " + spec + ": no val split (" +
                      (synthetic ? std::string("synthetic samples are random") : "it has a test split") + ")");
   if (kind == "fashion-mnist" || kind == "fashion_mnist") {
     const std::string dir = arg.empty() ? o.fashion_mnist_dir : arg;
     if (!data::is_directory(dir))
-      throw UsageError("--data fashion-mnist: " + dir +
+      throw UsageError("`data` fashion-mnist: " + dir +
                        " does not exist; install Debian's dataset-fashion-mnist (scripts/setup.sh does), or give "
                        "idx:DIR");
     return open_idx_dir(dir, o);
@@ -143,10 +143,10 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const DatasetOpti
   if (kind == "synthetic" && arg.empty()) {
     // sample i is the same in every split: a "test" split would be the training samples
     if (o.split != "train")
-      throw UsageError("--data synthetic has no test split (its samples are random; the same in every split)");
+      throw UsageError("`data` synthetic has no test split (its samples are random; the same in every split)");
     return open_synthetic(o);
   }
-  throw UsageError("--data: unknown value '" + spec +
+  throw UsageError("`data`: unknown value '" + spec +
                    "' (expected fashion-mnist, idx:DIR, cifar10:DIR, cifar100:DIR, images:DIR, wds:DIR|GLOB or "
                    "synthetic)");
 }

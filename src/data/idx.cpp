@@ -148,8 +148,8 @@ std::string find_images_file(const std::string& dir, const std::string& split) {
     if (n.rfind(prefix, 0) == 0 || n.rfind(split, 0) == 0) return join_path(dir, n);
   if (candidates.size() == 1) return join_path(dir, candidates[0]);
   if (candidates.empty())
-    throw UsageError("--data idx:" + dir + ": no IDX images file (*images*idx3*) in the folder");
-  throw UsageError("--data idx:" + dir + ": several IDX images files and none for the '" + split + "' split");
+    throw UsageError("`data` idx:" + dir + ": no IDX images file (*images*idx3*) in the folder");
+  throw UsageError("`data` idx:" + dir + ": several IDX images files and none for the '" + split + "' split");
 }
 
 std::string labels_file_for(const std::string& images_path) {
@@ -174,14 +174,14 @@ std::unique_ptr<Dataset> open_idx(const std::string& images_file, const std::str
 }
 
 std::unique_ptr<Dataset> open_idx_dir(const std::string& dir, const DatasetOptions& o) {
-  if (!data::is_directory(dir)) throw UsageError("--data idx:" + dir + ": no such folder");
+  if (!data::is_directory(dir)) throw UsageError("`data` idx:" + dir + ": no such folder");
   const std::string images = data::find_images_file(dir, o.split);
   std::string labels = data::labels_file_for(images);
   if (!data::is_regular_file(labels)) {
     // the pair may differ in compression only
     const std::string alt = data::ends_with(labels, ".gz") ? labels.substr(0, labels.size() - 3) : labels + ".gz";
     if (data::is_regular_file(alt)) labels = alt;
-    else throw UsageError("--data idx:" + dir + ": " + images + " has no labels file (" + labels + ")");
+    else throw UsageError("`data` idx:" + dir + ": " + images + " has no labels file (" + labels + ")");
   }
   return open_idx(images, labels, o);
 }

@@ -11,7 +11,7 @@ namespace {
 class ImageFolderDataset final : public Dataset {
  public:
   ImageFolderDataset(const std::string& dir, const DatasetOptions& o) {
-    if (!is_directory(dir)) throw UsageError("--data images:" + dir + ": no such folder");
+    if (!is_directory(dir)) throw UsageError("`data` images:" + dir + ": no such folder");
     std::vector<std::string> empty_classes, keys;  // keys: "class/file", for the val split
     for (const auto& cls : list_dir(dir)) {
       const std::string sub = join_path(dir, cls);

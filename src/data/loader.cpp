@@ -12,8 +12,8 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   if (!dataset_) throw UsageError("the loader needs a dataset");
   if (options_.batch_size < 1) throw UsageError("batch size " + std::to_string(options_.batch_size) + ": need at least 1");
-  if (options_.workers < 0) throw UsageError("--workers " + std::to_string(options_.workers) + ": need 0 or more");
-  if (options_.prefetch < 1) throw UsageError("--prefetch " + std::to_string(options_.prefetch) + ": need at least 1");
+  if (options_.workers < 0) throw UsageError("`workers` " + std::to_string(options_.workers) + ": need 0 or more");
+  if (options_.prefetch < 1) throw UsageError("`prefetch` " + std::to_string(options_.prefetch) + ": need at least 1");
   if (options_.shape.empty()) options_.shape = dataset_->shape();
   if (options_.classes <= 0) options_.classes = dataset_->classes();
   if (!options_.augment_enabled) {
@@ -25,7 +25,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
   batches_per_epoch_ = options_.drop_last ? samples_per_epoch_ / options_.batch_size
                                           : (samples_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
   if (batches_per_epoch_ == 0)
-    throw UsageError("--drop-last with batch " + std::to_string(options_.batch_size) + " leaves no batch: rank " +
+    throw UsageError("`drop_last` with batch " + std::to_string(options_.batch_size) + " leaves no batch: rank " +
                      std::to_string(options_.shard.rank) + " has only " + std::to_string(samples_per_epoch_) +
                      " samples of " + dataset_->name());
   if (options_.first_batch < 0)

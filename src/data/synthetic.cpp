@@ -10,8 +10,8 @@ class SyntheticDataset final : public Dataset {
  public:
   explicit SyntheticDataset(const DatasetOptions& o)
       : shape_(o.synthetic_shape), classes_(o.synthetic_classes), size_(o.synthetic_size), seed_(o.seed) {
-    if (shape_.empty()) throw UsageError("--data synthetic: the sample shape " + to_string(shape_) + " is empty");
-    if (classes_ < 1 || size_ < 1) throw UsageError("--data synthetic: needs at least one class and one sample");
+    if (shape_.empty()) throw UsageError("`data` synthetic: the sample shape " + to_string(shape_) + " is empty");
+    if (classes_ < 1 || size_ < 1) throw UsageError("`data` synthetic: needs at least one class and one sample");
   }
   std::string name() const override { return "synthetic"; }
   int64_t size() const override { return size_; }

@@ -186,7 +186,7 @@ class WdsDataset final : public Dataset {
       std::sort(shards.begin(), shards.end());
     }
     if (shards.empty())
-      throw UsageError("--data wds:" + pattern + ": no tar shards (a folder of *.tar, or a glob such as 'dir/shard-*.tar')");
+      throw UsageError("`data` wds:" + pattern + ": no tar shards (a folder of *.tar, or a glob such as 'dir/shard-*.tar')");
     SkipReport* skips = o.skip_bad_samples ? &open_skips_ : nullptr;
     for (const auto& s : shards) {
       std::vector<WdsSample> got;

@@ -136,7 +136,7 @@ DistributedDataParallel::DistributedDataParallel(std::vector<torch::Tensor> para
   try {
     c10d::verify_params_across_processes(pg, impl_->params, std::nullopt);
   } catch (const c10::Error& e) {
-    throw RuntimeFailure(fmt::format("rank {}: the ranks' models differ (same --model and sizes on every rank?): {}",
+    throw RuntimeFailure(fmt::format("rank {}: the ranks' models differ (same `model` and sizes on every rank?): {}",
                                      group.rank(), e.what_without_backtrace()));
   }
   const std::vector<bool> sparse(impl_->params.size(), false);

@@ -76,18 +76,18 @@ void check_launch_options(const LaunchOptions& o) {
                                  o.kill_grace_s));
   if (o.nnodes < 1) throw UsageError("nnodes", fmt::format("{} is not a positive count of nodes", o.nnodes));
   if (o.node_rank < 0 || o.node_rank >= o.nnodes)
-    throw UsageError(fmt::format("--node-rank: {} is outside 0..{} (--nnodes {}); number the nodes from 0",
+    throw UsageError(fmt::format("`node_rank`: {} is outside 0..{} (`nnodes` {}); number the nodes from 0",
                                  o.node_rank, o.nnodes - 1, o.nnodes));
   if (o.master_port < 0 || o.master_port > 65535)
     throw UsageError("master_port", fmt::format("{} is not a TCP port (expected 1..65535, or 0 for a free one on "
                                  "one node)",
                                  o.master_port));
   if (o.nnodes > 1 && o.master_port == 0)
-    throw UsageError(fmt::format("--master-port: needed with --nnodes {} (every node must agree on it), e.g. "
-                                 "--master-port 29500",
+    throw UsageError(fmt::format("`master_port`: needed with `nnodes` {} (every node must agree on it), e.g. "
+                                 "`master_port` 29500",
                                  o.nnodes));
   if (o.nnodes > 1 && is_loopback_address(o.master_addr))
-    throw UsageError(fmt::format("--master-addr: {} is this machine's loopback but --nnodes {} spans machines; "
+    throw UsageError(fmt::format("`master_addr`: {} is this machine's loopback but `nnodes` {} spans machines; "
                                  "give the host name or address of node 0",
                                  o.master_addr, o.nnodes));
   if (o.command.empty())
@@ -134,7 +134,7 @@ int free_port(const std::string& host) {
       getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     const std::string why = std::strerror(errno);
     close(fd);
-    throw RuntimeFailure(fmt::format("launch: cannot find a free port on {}: {}; give --master-port", host, why));
+    throw RuntimeFailure(fmt::format("launch: cannot find a free port on {}: {}; give `master_port`", host, why));
   }
   close(fd);
   return ntohs(a.sin_port);

@@ -84,7 +84,7 @@ int listen_on(const std::string& host, int port) {
   }
   freeaddrinfo(res);
   throw RuntimeFailure(fmt::format("rendezvous: cannot listen on {}:{} ({}); pick a free MASTER_PORT "
-                                   "(--master-port) or end the process that holds it",
+                                   "(`master_port`) or end the process that holds it",
                                    host, port, last_error));
 }
 
@@ -414,7 +414,7 @@ class Rendezvous {
           for (const auto& [r, rec] : joined) present += (present.empty() ? "" : ", ") + rec.who();
           reason = fmt::format("{} of {} ranks joined at {} within {} s (missing: {}; joined, all with {}={}: {}); "
                                "start the missing ranks with the same MASTER_ADDR, MASTER_PORT and {}, or raise "
-                               "--dist-timeout",
+                               "`dist_timeout`",
                                joined.size(), size, address(), seconds_text(timeout_), missing, size_var, size,
                                present, size_var);
           break;
@@ -444,7 +444,7 @@ class Rendezvous {
       if (!wait_for_key(store, "world_size", deadline))
         throw RuntimeFailure(error(fmt::format(
             "rank 0 did not join at {} within {} s (the store answers, rank 0 is not there); start rank 0 with the "
-            "same MASTER_ADDR and MASTER_PORT, or raise --dist-timeout",
+            "same MASTER_ADDR and MASTER_PORT, or raise `dist_timeout`",
             address(), seconds_text(timeout_))));
       const auto v = store.get("world_size");
       return std::stoi(std::string(v.begin(), v.end()));
@@ -468,7 +468,7 @@ class Rendezvous {
       if (!wait_for_key(store, "status", deadline + std::chrono::seconds(1)))
         throw RuntimeFailure(error(fmt::format(
             "not every rank joined at {} within {} s (rank 0 is there; a rank did not start, or was given another "
-            "MASTER_ADDR, MASTER_PORT or {}); start every rank, or raise --dist-timeout",
+            "MASTER_ADDR, MASTER_PORT or {}); start every rank, or raise `dist_timeout`",
             address(), seconds_text(timeout_), size_var)));
       const auto v = store.get("status");
       return std::string(v.begin(), v.end());
@@ -521,17 +521,17 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   DistBackend backend = options.backend;
   if (backend == DistBackend::kAuto) backend = cuda ? DistBackend::kNccl : DistBackend::kGloo;
   if (backend == DistBackend::kNccl && !cuda)
-    throw UsageError("--backend nccl: NCCL needs a CUDA device but the device is the CPU (expected gloo or auto "
-                     "with --device cpu); use --backend gloo");
+    throw UsageError("`backend` nccl: NCCL needs a CUDA device but the device is the CPU (expected gloo or auto "
+                     "with `device` cpu); use `backend` gloo");
 #ifndef SATURATE_HAVE_GLOO
   if (backend == DistBackend::kGloo)
-    throw UsageError("--backend gloo: this build has no Gloo (its headers were missing at build time: install "
+    throw UsageError("`backend` gloo: this build has no Gloo (its headers were missing at build time: install "
                      "libgloo-dev, as scripts/setup.sh does, and rebuild)");
 #endif
 #ifndef SATURATE_WITH_NCCL
   if (backend == DistBackend::kNccl)
-    throw UsageError("--backend nccl: this build has no NCCL (LibTorch without CUDA, or nccl.h was not found at "
-                     "build time); use --backend gloo");
+    throw UsageError("`backend` nccl: this build has no NCCL (LibTorch without CUDA, or nccl.h was not found at "
+                     "build time); use `backend` gloo");
 #endif
   if (options.timeout.count() <= 0)
     throw UsageError("dist_timeout", fmt::format("{} ms is not positive; give e.g. 300 (seconds)",
@@ -673,7 +673,7 @@ std::string DistGroup::describe_missing_ranks() const {
 
 RuntimeFailure DistGroup::failure(const std::string& what, const std::string& error) const {
   std::string first = error.substr(0, error.find('\n'));
-  return RuntimeFailure(fmt::format("rank {}/{}: {} failed: {} ({}; --dist-timeout {} s)", rank(), world_size(), what,
+  return RuntimeFailure(fmt::format("rank {}/{}: {} failed: {} ({}; `dist_timeout` {} s)", rank(), world_size(), what,
                                     describe_missing_ranks(), first, timeout_.count() / 1000.0));
 }
 

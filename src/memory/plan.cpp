@@ -79,7 +79,7 @@ AllocationTrace interpolate_trace(const AllocationTrace& a, const AllocationTrac
   if (!traces_align(a, b))
     throw RuntimeFailure(fmt::format(
         "plan: the steps recorded at batch {} and {} made different allocations ({} vs {} events), so sizes cannot "
-        "be followed from one batch to the other; try other --plan-batches",
+        "be followed from one batch to the other; try other `plan_batches`",
         a.batch, b.batch, a.ops.size(), b.ops.size()));
   if (a.batch == b.batch) throw InternalError("plan: the two recorded batches must differ");
   AllocationTrace t;

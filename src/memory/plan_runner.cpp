@@ -38,8 +38,8 @@ PlanResult plan_from_probe(Probe& probe, MemoryObserver& observer, const PlanRun
   const auto record = [&](int64_t batch) {
     const Trial t = probe.run(batch, {1, 1, 0});
     if (!t.ok())
-      throw RuntimeFailure(fmt::format("--plan-for: recording batch {} failed here ({}); choose smaller "
-                                       "--plan-batches or raise --memory-budget",
+      throw RuntimeFailure(fmt::format("`plan_for`: recording batch {} failed here ({}); choose smaller "
+                                       "`plan_batches` or raise `memory_budget`",
                                        batch, t.error));
     return trace_from_log(observer.last_log(), batch, observer.resident_tensor_bytes());
   };

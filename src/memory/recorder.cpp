@@ -65,7 +65,7 @@ std::unique_ptr<AllocationRecorder> make_allocation_recorder(const c10::Device& 
 
 #ifndef SATURATE_WITH_CUDA
 std::unique_ptr<AllocationRecorder> make_cuda_allocation_recorder(c10::DeviceIndex) {
-  throw RuntimeFailure("this saturate was built against a LibTorch without CUDA; use --device cpu");
+  throw RuntimeFailure("this saturate was built against a LibTorch without CUDA; use `device` cpu");
 }
 #endif
 

@@ -198,7 +198,7 @@ std::string timeline_svg(const Timeline& t, const std::string& title) {
 
 void write_timeline(const Timeline& t, const std::string& path, const std::string& title) {
   const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  write_output_file(path, svg ? timeline_svg(t, title) : timeline_json(t).dump(1) + "\n", {"--timeline", "step.svg"});
+  write_output_file(path, svg ? timeline_svg(t, title) : timeline_json(t).dump(1) + "\n", {"`timeline`", "step.svg"});
 }
 
 }  // namespace saturate

@@ -37,7 +37,7 @@ class TorchScriptModel final : public Model {
     c10::IValue out = module_.forward({input});
     if (out.isTuple()) out = out.toTupleRef().elements().at(0);
     if (!out.isTensor())
-      throw UsageError(fmt::format("--model {}: forward() must return a tensor (or a tuple starting with one), "
+      throw UsageError(fmt::format("`model` {}: forward() must return a tensor (or a tuple starting with one), "
                                    "got {}", path_, out.tagKind()));
     return out.toTensor();
   }
@@ -66,7 +66,7 @@ class TorchScriptModel final : public Model {
 
 std::unique_ptr<Model> load_torchscript_model(const std::string& path) {
   if (!std::ifstream(path).good())
-    throw UsageError(fmt::format("--model {}: no such file; give a built-in model (mlp, convnet, resnet18, "
+    throw UsageError(fmt::format("`model` {}: no such file; give a built-in model (mlp, convnet, resnet18, "
                                  "resnet50, gpt) or a TorchScript file saved with torch.jit.save",
                                  path));
   torch::jit::Module m;
@@ -75,7 +75,7 @@ std::unique_ptr<Model> load_torchscript_model(const std::string& path) {
   } catch (const std::exception& e) {
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
-    throw UsageError(fmt::format("--model {}: not a readable TorchScript file ({}); export the model with "
+    throw UsageError(fmt::format("`model` {}: not a readable TorchScript file ({}); export the model with "
                                  "torch.jit.script(model).save(path) or torch.jit.trace(model, example).save(path)",
                                  path, why));
   }
@@ -83,7 +83,7 @@ std::unique_ptr<Model> load_torchscript_model(const std::string& path) {
   for (const auto& p : m.parameters())
     if (p.requires_grad()) ++trainable;
   if (trainable == 0)
-    throw UsageError(fmt::format("--model {}: the TorchScript module has no trainable parameters (none has "
+    throw UsageError(fmt::format("`model` {}: the TorchScript module has no trainable parameters (none has "
                                  "requires_grad=True); export it in training mode with its parameters",
                                  path));
   return std::make_unique<TorchScriptModel>(path, std::move(m));

@@ -37,28 +37,28 @@ ModelSpec resolve_model_spec(ModelSpec s) {
     throw UsageError("model", fmt::format("unknown model '{}' (expected {}, or a TorchScript file such as "
                                  "model.pt)",
                                  s.name, fmt::join(names, ", ")));
-  for (auto [v, flag] : {std::pair{s.classes, "--classes"}, {s.layers, "--layers"}, {s.width, "--width"},
-                         {s.heads, "--heads"}, {s.seq_len, "--seq-len"}, {s.vocab, "--vocab"}})
+  for (auto [v, flag] : {std::pair{s.classes, "`classes`"}, {s.layers, "`layers`"}, {s.width, "`width`"},
+                         {s.heads, "`heads`"}, {s.seq_len, "`seq_len`"}, {s.vocab, "`vocab`"}})
     positive(v, flag);
   const bool gpt = s.name == "gpt";
-  const char* const token_flag = s.seq_len ? "--seq-len" : "--vocab";
+  const char* const token_flag = s.seq_len ? "`seq_len`" : "`vocab`";
   if (!gpt && !file && (s.tokens || s.seq_len || s.vocab))
-    throw UsageError(fmt::format("{}: {} takes images, not token ids; --tokens, --seq-len and --vocab are for gpt "
+    throw UsageError(fmt::format("{}: {} takes images, not token ids; `tokens`, `seq_len` and `vocab` are for gpt "
                                  "and TorchScript files (drop {})",
-                                 s.tokens ? "--tokens" : token_flag, s.name, s.tokens ? "--tokens" : token_flag));
+                                 s.tokens ? "`tokens`" : token_flag, s.name, s.tokens ? "`tokens`" : token_flag));
   if (file && !s.tokens && (s.seq_len || s.vocab)) {
     // --seq-len or --vocab on a TorchScript file says it takes token ids, as --tokens does.
     if (!s.input_shape.empty())
       throw UsageError(fmt::format("{} {}: token models take [batch, seq-len] ids, but {} was also given the "
-                                   "sample shape {} (--input or --data); drop {} and --vocab for an image model, "
-                                   "or drop --input/--data for a token model",
+                                   "sample shape {} (`input` or `data`); drop {} and `vocab` for an image model, "
+                                   "or drop `input`/`data` for a token model",
                                    token_flag, s.seq_len ? s.seq_len : s.vocab, s.name,
                                    format_shape(s.input_shape), token_flag));
     s.tokens = true;
   }
   if (gpt || (file && s.tokens)) {
     if (!s.input_shape.empty())
-      throw UsageError(fmt::format("--input {}: {} takes token ids, set their number with --seq-len instead",
+      throw UsageError(fmt::format("`input` {}: {} takes token ids, set their number with `seq_len` instead",
                                    format_shape(s.input_shape), s.name));
     if (!s.seq_len) s.seq_len = 128;
     if (!s.vocab) s.vocab = 8192;
@@ -67,7 +67,7 @@ ModelSpec resolve_model_spec(ModelSpec s) {
     // the vocabulary is the number of classes of a token model; nothing else to fill in, so that
     // resolving twice (the CLI checks flags before loading, build_model resolves again) is a no-op.
     if (s.classes)
-      throw UsageError(fmt::format("--classes {}: {} predicts tokens; set the vocabulary with --vocab", s.classes,
+      throw UsageError(fmt::format("`classes` {}: {} predicts tokens; set the vocabulary with `vocab`", s.classes,
                                    s.name));
     return s;
   }
@@ -76,10 +76,10 @@ ModelSpec resolve_model_spec(ModelSpec s) {
     if (!s.width) s.width = 256;
     if (!s.heads) s.heads = 4;
     if (s.width % s.heads != 0)
-      throw UsageError(fmt::format("--width {} is not divisible by --heads {}; pick a width that is a multiple "
+      throw UsageError(fmt::format("`width` {} is not divisible by `heads` {}; pick a width that is a multiple "
                                    "of the head count",
                                    s.width, s.heads));
-    if (s.classes) throw UsageError("--classes: gpt predicts tokens; set the vocabulary with --vocab");
+    if (s.classes) throw UsageError("`classes`: gpt predicts tokens; set the vocabulary with `vocab`");
     return s;
   }
   if (s.name == "mlp") {
@@ -90,10 +90,10 @@ ModelSpec resolve_model_spec(ModelSpec s) {
     s.input_shape = (s.name.rfind("resnet", 0) == 0) ? std::vector<int64_t>{3, 224, 224} : std::vector<int64_t>{1, 28, 28};
   if (!s.classes) s.classes = (s.name.rfind("resnet", 0) == 0) ? 1000 : 10;
   if ((s.name == "convnet" || s.name.rfind("resnet", 0) == 0) && s.input_shape.size() != 3)
-    throw UsageError(fmt::format("--input {}: {} takes images, give CxHxW such as 3x224x224",
+    throw UsageError(fmt::format("`input` {}: {} takes images, give CxHxW such as 3x224x224",
                                  format_shape(s.input_shape), s.name));
   if (s.name.rfind("resnet", 0) == 0 && (s.input_shape[1] < 32 || s.input_shape[2] < 32))
-    throw UsageError(fmt::format("--input {}: {} downsamples 32x, images must be at least 32x32",
+    throw UsageError(fmt::format("`input` {}: {} downsamples 32x, images must be at least 32x32",
                                  format_shape(s.input_shape), s.name));
   return s;
 }

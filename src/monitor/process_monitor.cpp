@@ -22,12 +22,12 @@ using Clock = std::chrono::steady_clock;
 WatchResult watch_process(const WatchOptions& o) {
   if (o.command.empty() && o.pid <= 0)
     throw UsageError("monitor: nothing to watch; give a command after '--' (saturate monitor -- python train.py) or "
-                     "--pid PID");
+                     "`pid` PID");
   if (!o.command.empty() && o.pid > 0)
-    throw UsageError("monitor: give either a command or --pid, not both");
+    throw UsageError("monitor: give either a command or `pid`, not both");
   if (o.sample_hz <= 0) throw UsageError("sample_hz", fmt::format("{} must be positive (e.g. 10)", o.sample_hz));
   if (o.pid > 0 && !process_alive(o.pid))
-    throw UsageError(fmt::format("--pid {}: no such running process", o.pid));
+    throw UsageError(fmt::format("`pid` {}: no such running process", o.pid));
 
   WatchResult result;
   const auto start = Clock::now();

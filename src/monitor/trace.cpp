@@ -69,7 +69,7 @@ nlohmann::json TraceWriter::to_json() const {
 }
 
 void TraceWriter::write(const std::string& path) const {
-  write_output_file(path, to_json().dump() + "\n", {"--trace", "trace.json"});
+  write_output_file(path, to_json().dump() + "\n", {"`trace`", "trace.json"});
 }
 
 size_t TraceWriter::event_count() const {

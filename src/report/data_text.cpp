@@ -11,7 +11,7 @@ std::string data_text(const DataSource& source, const DataFindings& findings) {
   s += fmt::format("data wait  {:.2f} ms per step ({:.1f} % of the step)\n", findings.wait_ms,
                    100 * findings.wait_fraction);
   if (source.skipped.count > 0 || !source.skipped.reasons.empty()) {
-    s += fmt::format("skipped    {} bad samples (--skip-bad-samples)\n", source.skipped.count);
+    s += fmt::format("skipped    {} bad samples (`skip_bad_samples`)\n", source.skipped.count);
     for (const auto& r : source.skipped.reasons) s += "           " + r + "\n";
   }
   return s;

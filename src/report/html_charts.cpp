@@ -21,7 +21,7 @@ std::string peak_memory_chart(const Run& run) {
   if (pts.empty()) {
     if (run.kind == "train")
       return missing(id, "No peak memory per batch: <code>saturate train</code> runs one batch and records none; "
-                         "<code>saturate search --json FILE</code> measures it, and its report draws this chart.");
+                         "<code>saturate search `json` FILE</code> measures it, and its report draws this chart.");
     return missing(id, "No trial in this JSON recorded its peak (<code>peak_reserved_bytes</code>).");
   }
   double ymax = 0;
@@ -97,13 +97,13 @@ std::string throughput_chart(const Run& run) {
     const auto sps = opt_number(run.j, "samples_per_s", "");
     const auto gb = opt_number(run.j, "global_batch", "");
     return missing(id, fmt::format("One batch trained ({} samples/s at global batch {}); "
-                                   "<code>saturate search --json FILE</code> measures samples/s across batches.",
+                                   "<code>saturate search `json` FILE</code> measures samples/s across batches.",
                                    sps ? fmt::format("{:.1f}", *sps) : "-", gb ? number_text(*gb) : "-"));
   }
   if (run.kind != "search") {
     if (pts.empty()) return missing(id, "The measured batch did not run to the end: no samples/s.");
     return missing(id, fmt::format("One batch measured ({:.1f} samples/s at batch {}); "
-                                   "<code>saturate search --json FILE</code> measures samples/s across batches.",
+                                   "<code>saturate search `json` FILE</code> measures samples/s across batches.",
                                    *pts.front()->samples_per_s, number_text(pts.front()->batch)));
   }
   if (pts.size() < 2)
@@ -144,10 +144,10 @@ std::string breakdown_chart(const Run& run) {
     if (plan_only(run)) return missing(id, kPlanOnly);
     if (run.kind == "train")
       return missing(id, fmt::format("<code>saturate train</code> records no memory breakdown; "
-                                     "<code>saturate memory --batch {} --json FILE</code> does.",
+                                     "<code>saturate memory `micro_batch` {} `json` FILE</code> does.",
                                      number_text(opt_number(run.j, "micro_batch", "").value_or(64))));
     return missing(id, "No <code>memory_breakdown</code> in this JSON; "
-                       "<code>saturate memory --batch N --json FILE</code> records one.");
+                       "<code>saturate memory `micro_batch` N `json` FILE</code> records one.");
   }
   std::vector<std::string> names;
   std::vector<std::pair<std::string, double>> values;
@@ -289,8 +289,8 @@ std::string phases_chart(const Run& run) {
   if (bars.empty()) {
     if (run.kind == "memory")
       return missing(id, "No step phases in this JSON; <code>saturate probe</code> and <code>saturate search</code> "
-                         "time them (the monitor is on unless <code>--no-monitor</code>).");
-    return missing(id, "No step phases (<code>phases_ms</code>) in this JSON: the run had <code>--no-monitor</code>; "
+                         "time them (the monitor is on unless <code>`no_monitor`</code>).");
+    return missing(id, "No step phases (<code>phases_ms</code>) in this JSON: the run had <code>`no_monitor`</code>; "
                        "run it without that flag to time them.");
   }
   std::vector<std::string> names;

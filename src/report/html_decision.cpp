@@ -48,14 +48,14 @@ std::string memory_words(const Run& run) {
   if (const json* cj = opt_object(run.j, "checkpointing")) ckpt = opt_string(*cj, "choice");
   if (act / *peak > 0.5) {
     std::vector<std::string> fixes;
-    if (ckpt.empty() || ckpt == "none") fixes.push_back("activation checkpointing (<code>--checkpointing auto</code>)");
+    if (ckpt.empty() || ckpt == "none") fixes.push_back("activation checkpointing (<code>`checkpointing` auto</code>)");
     if (precision.empty() || precision == "fp32" || precision == "tf32")
-      fixes.push_back("mixed precision (<code>--precision bf16</code>)");
+      fixes.push_back("mixed precision (<code>`precision` bf16</code>)");
     if (!fixes.empty())
       s += fmt::format(" Activations grow with the batch: {} would make room for a larger one.",
                        fmt::format("{}{}{}", fixes[0], fixes.size() > 1 ? " or " : "", fixes.size() > 1 ? fixes[1] : ""));
   } else if (opt / *peak > 0.3 && opt_string(run.j, "optimizer") != "sgd") {
-    s += " Adam and AdamW keep two state tensors per parameter; <code>--optimizer sgd</code> keeps none (with momentum: one).";
+    s += " Adam and AdamW keep two state tensors per parameter; <code>`optimizer` sgd</code> keeps none (with momentum: one).";
   }
   return li(s);
 }
@@ -101,7 +101,7 @@ std::string search_decision(const Run& run) {
   const std::string error = opt_string(j, "error");
   if (run.trials.empty() && opt_object(j, "plan")) {
     const auto rec_there = opt_number(j["plan"], "recommended_batch", "plan");
-    lead = fmt::format("Predicted for {}: batch <b>{}</b> (<code>--plan-only</code>: nothing measured here)",
+    lead = fmt::format("Predicted for {}: batch <b>{}</b> (<code>`plan_only`</code>: nothing measured here)",
                        esc(opt_string(j["plan"], "target")), rec_there ? number_text(*rec_there) : "-");
     return "<p class=\"lead\">" + lead + ".</p>\n<ul>\n" + plan_words(j) + "</ul>\n";
   }
@@ -126,7 +126,7 @@ std::string search_decision(const Run& run) {
   if (max && *max > 0) {
     std::string s = fmt::format("<b>max_batch {}</b>: the largest batch that fits the budget at all", number_text(*max));
     if (j.value("capped", false))
-      s += " (capped by <code>--max-batch</code>)";
+      s += " (capped by <code>`max_batch`</code>)";
     else if (j.value("max_batch_exact", false))
       s += fmt::format(" (exact: {} ran out of memory)", number_text(*max + 1));
     else
@@ -272,7 +272,7 @@ std::string train_decision(const Run& run) {
     const size_t n = j["oom_backoffs"].size();
     items += li(n == 0 ? std::string("<b>No out-of-memory back-off</b>: the micro-batch fit throughout.")
                        : fmt::format("<b>{} out-of-memory back-off(s)</b>: the micro-batch was halved and the "
-                                     "accumulation doubled; <code>--batch auto</code> searches a micro-batch that fits "
+                                     "accumulation doubled; <code>`micro_batch` auto</code> searches a micro-batch that fits "
                                      "from the start.",
                                      n));
   }

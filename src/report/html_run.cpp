@@ -144,7 +144,7 @@ using html::opt_string;
 std::string run_kind(const nlohmann::json& run) {
   if (!run.is_object())
     throw UsageError(fmt::format("not a saturate run: the JSON is {} {}, expected the object that saturate search, "
-                                 "memory, probe or train writes with --json",
+                                 "memory, probe or train writes with `json`",
                                  run.is_array() ? "an" : "a", run.type_name()));
   if (run.contains("trials")) {
     if (!run["trials"].is_array())
@@ -169,8 +169,8 @@ std::string run_kind(const nlohmann::json& run) {
     keys += (keys.empty() ? "'" : ", '") + k + "'";
   }
   throw UsageError(fmt::format(
-      "not a saturate run: no 'trials' (saturate search --json), no 'global_batch' and 'steps' (saturate train "
-      "--json), no 'batch', 'status' and 'peak_reserved_bytes' (saturate memory or probe --json); its keys are {}",
+      "not a saturate run: no 'trials' (saturate search `json`), no 'global_batch' and 'steps' (saturate train "
+      "`json`), no 'batch', 'status' and 'peak_reserved_bytes' (saturate memory or probe `json`); its keys are {}",
       keys.empty() ? "none" : keys));
 }
 

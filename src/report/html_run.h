@@ -72,8 +72,8 @@ std::string trial_tooltip(const TrialView& t);
 /// A search with no trials: --plan-only predicted for another device and measured nothing here.
 bool plan_only(const Run& run);
 inline constexpr const char* kPlanOnly =
-    "No trials: the run had <code>--plan-only</code> (a prediction for another device); run it without "
-    "<code>--plan-only</code> to measure here.";
+    "No trials: the run had <code>`plan_only`</code> (a prediction for another device); run it without "
+    "<code>`plan_only`</code> to measure here.";
 
 /// The parts of a memory breakdown, in drawing order.
 struct Part {

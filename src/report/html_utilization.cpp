@@ -82,21 +82,21 @@ std::vector<WindowView> read_windows(const json& j, bool* present) {
 std::string train_sentence(const json& j, bool windows_present, size_t windows) {
   const json* u = opt_object(j, "utilization");
   if (!u && windows == 0)
-    return "No utilization in this JSON: the run had <code>--no-monitor</code>; run it without that flag.";
+    return "No utilization in this JSON: the run had <code>`no_monitor`</code>; run it without that flag.";
   std::string s =
       !windows_present
           ? "This JSON has no <code>monitor_windows</code> (an older build), only one utilization summary for the "
             "whole run:"
           : fmt::format("The run had {} monitor window{} with utilization, too few for a series over time (a window "
                         "closes at a progress line once it has lasted 1 s, or after 5 s: a longer run or a smaller "
-                        "<code>--log-every</code> makes more):",
+                        "<code>`log_every`</code> makes more):",
                         windows, windows == 1 ? "" : "s");
   if (u)
     for (const UtilSeries& f : {UtilSeries{"gpu_util_percent", "GPU busy", ""}, UtilSeries{"cpu_percent", "CPU busy", ""}})
       if (const json* v = opt_object(*u, f.key))
         s += fmt::format(" {} {:.0f} % mean ({:.0f}–{:.0f} %);", f.name, opt_number(*v, "mean", "utilization").value_or(0),
                          opt_number(*v, "min", "utilization").value_or(0), opt_number(*v, "max", "utilization").value_or(0));
-  return s + " <code>--trace FILE.json</code> records every sample over time (open it in Perfetto).";
+  return s + " <code>`trace` FILE.json</code> records every sample over time (open it in Perfetto).";
 }
 
 /// A train run's utilization over time, from its monitor_windows.
@@ -210,8 +210,8 @@ std::string trials_chart(const Run& run) {
   if (!any) {
     if (run.kind == "memory")
       return missing(id, "<code>saturate memory</code> does not sample utilization; <code>saturate search</code> and "
-                         "<code>saturate probe</code> do (the monitor is on unless <code>--no-monitor</code>).");
-    return missing(id, "No utilization in this JSON: the run had <code>--no-monitor</code>; run it without that flag.");
+                         "<code>saturate probe</code> do (the monitor is on unless <code>`no_monitor`</code>).");
+    return missing(id, "No utilization in this JSON: the run had <code>`no_monitor`</code>; run it without that flag.");
   }
   if (names.size() > 16) {
     const size_t every = (names.size() + 15) / 16;

@@ -41,7 +41,7 @@ std::string plan_text(const PlanResult& p) {
   s += fmt::format("  recommended_batch  {} (predicted allocator peak {}, target {:.0f} % = {})\n", p.recommended_batch,
                    format_bytes(p.predicted_peak_bytes), 100 * p.target_fraction, format_bytes(p.target_bytes));
   s += fmt::format("  how: {}{}.\n", p.method, p.device_here.empty() ? "" : ", recorded on " + p.device_here);
-  s += "  check it on the card with: saturate search --device cuda\n";
+  s += "  check it on the card with: saturate search `device` cuda\n";
   return s;
 }
 

@@ -24,7 +24,7 @@ OutputFormat parse_output_format(const std::string& text) {
                          OutputFormat::kMarkdown})
     if (text == to_string(f)) return f;
   if (text == "md") return OutputFormat::kMarkdown;
-  throw UsageError(fmt::format("--format {}: unknown format; use console, json, jsonl, csv or markdown",
+  throw UsageError(fmt::format("`format` {}: unknown format; use console, json, jsonl, csv or markdown",
                                          text.empty() ? "''" : text));
 }
 
@@ -57,9 +57,10 @@ std::vector<std::string> trial_row(const nlohmann::json& t) {
 
 namespace saturate {
 
-std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, std::ostream* progress) {
+std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, std::ostream* progress,
+                                      OptionNamer name_of) {
   switch (format) {
-    case OutputFormat::kConsole: return make_console_printer(out, progress);
+    case OutputFormat::kConsole: return make_console_printer(out, progress, std::move(name_of));
     case OutputFormat::kJson: return make_json_printer(out);
     case OutputFormat::kJsonLines: return make_json_lines_printer(out);
     case OutputFormat::kCsv: return make_csv_printer(out);

@@ -6,7 +6,7 @@
 #include "saturate/report/printer.h"
 
 namespace saturate {
-std::unique_ptr<Printer> make_console_printer(std::ostream& out, std::ostream* progress);
+std::unique_ptr<Printer> make_console_printer(std::ostream& out, std::ostream* progress, OptionNamer name_of);
 std::unique_ptr<Printer> make_json_printer(std::ostream& out);
 std::unique_ptr<Printer> make_json_lines_printer(std::ostream& out);
 std::unique_ptr<Printer> make_csv_printer(std::ostream& out);

@@ -92,7 +92,7 @@ void print_search(std::ostream& out, const RunContext& c, const SearchResult& r)
   const double pct = r.budget_bytes ? 100.0 * static_cast<double>(r.target_bytes) / static_cast<double>(r.budget_bytes) : 0;
   out << "\n";
   out << fmt::format("max_batch          {}{}\n", r.max_batch,
-                     r.capped ? " (capped by --max-batch)"
+                     r.capped ? " (capped by `max_batch`)"
                               : (r.max_batch_exact ? fmt::format(" (exact: {} does not fit)", r.max_batch + 1)
                                                    : " (not exact: the strategy stops at a power of two)"));
   if (r.confirm_runs > 0)
@@ -118,7 +118,7 @@ void write_json(const nlohmann::json& j, const std::string& path, std::ostream& 
     return;
   }
   // atomic for a regular file; a FIFO, a device or a symlink's target written as the user meant
-  write_output_file(path, text, {"--json", "result.json"});
+  write_output_file(path, text, {"`json`", "result.json"});
 }
 
 nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample) {

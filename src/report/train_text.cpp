@@ -57,8 +57,8 @@ std::string train_summary_text(const nlohmann::json& j) {
     s += fmt::format("interrupted by {} after step {}: {}\n", i["signal"].get<std::string>(),
                      i["after_step"].get<int64_t>(),
                      i["checkpoint"].is_string()
-                         ? fmt::format("checkpoint written; continue with --resume {}", i["checkpoint"].get<std::string>())
-                         : std::string("no checkpoint (give --checkpoint-dir DIR to keep the progress)"));
+                         ? fmt::format("checkpoint written; continue with `resume` {}", i["checkpoint"].get<std::string>())
+                         : std::string("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"));
   }
   return s;
 }

@@ -352,7 +352,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.checkpoint_dir = options.checkpoint_dir;
   t.checkpoint_every = options.checkpoint_every;
   t.resume = options.resume;
-  t.resume_settings = {{"--seed", std::to_string(options.seed)}};
+  t.resume_settings = {{"`seed`", std::to_string(options.seed)}};
   LoaderOptions lo = loader_options(workload, data, options.seed, meter.device());
   lo.batch_size = rank_batch;
   ranks.setup(workload, lo, t);  // shard, DDP, rank-0 checkpoints; dp replicas

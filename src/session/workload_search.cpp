@@ -18,9 +18,9 @@ void WorkloadSearchOptions::check(int world_size) const {
   search.check();
   objective.check();
   if (required_batch < 0 || (required_batch > 0 && !compare_checkpointing))
-    throw UsageError("required_batch", fmt::format("{}: give a positive batch, together with compare_checkpointing "
-                                                   "(the comparison it decides)",
-                                                   required_batch));
+    throw UsageError(fmt::format("`required_batch` {}: give a positive batch, together with `compare_checkpointing` "
+                                 "(the comparison it decides)",
+                                 required_batch));
   if (objective.objective != Objective::kMemory && world_size > 1)
     throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; search with one "
                                               "rank (the batch per GPU), then start the ranks",

@@ -62,7 +62,7 @@ TrainingStep::TrainingStep(Workload& workload, StepOptions options)
     std::string why;
     if (!workload_.device().is_cuda()) why = "needs a CUDA device";
     else if (options_.precision == Precision::kFp16) why = "cannot hold fp16 loss scaling (its skipped steps are host decisions); use bf16";
-    else if (options_.clip_grad_norm > 0) why = "cannot hold gradient clipping (it reads the norm back); drop --clip-grad-norm";
+    else if (options_.clip_grad_norm > 0) why = "cannot hold gradient clipping (it reads the norm back); drop `clip_grad_norm`";
     else if (options_.checkpointing.enabled()) why = "is not combined with activation checkpointing";
     else if (options_.retain_graph) why = "cannot keep each step's autograd graph";
     else if (options_.sync) why = "does not capture steps that synchronize with other ranks";
@@ -85,9 +85,9 @@ void TrainingStep::make_graph() {
 void TrainingStep::set_noise(GradientNoiseScale* noise) {
   if (noise && options_.fast_paths.cuda_graphs)
     throw UsageError("noise_scale", "the gradient noise scale is not measured inside a CUDA graph; drop cuda_graphs "
-                                    "from --fast-paths");
+                                    "from `fast_paths`");
   if (noise && options_.sync && !options_.sync->communicates())
-    throw UsageError("noise_scale", "the gradient noise scale is not measured with --parallel dp; use one process "
+    throw UsageError("noise_scale", "the gradient noise scale is not measured with `parallel` dp; use one process "
                                     "per GPU (saturate launch)");
   options_.noise = noise;
 }

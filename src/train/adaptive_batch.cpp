@@ -17,10 +17,10 @@ AdaptiveBatch::AdaptiveBatch(AdaptiveBatchOptions options) : opt_(std::move(opti
     throw UsageError("max_units", fmt::format("{} is outside 1..1024 (times the base batch)", opt_.max_units));
   if (opt_.every < 1) throw UsageError("adapt_every", fmt::format("{} is not a positive number of steps", opt_.every));
   if (opt_.max_micro_batch < 1)
-    throw UsageError("micro_batch", fmt::format("the largest micro-batch {} is not positive (--adaptive)", opt_.max_micro_batch));
+    throw UsageError("micro_batch", fmt::format("the largest micro-batch {} is not positive (`adaptive`)", opt_.max_micro_batch));
   if (!(opt_.min_gain >= 1)) throw UsageError("min_gain", fmt::format("{} is below 1", opt_.min_gain));
   if (std::none_of(opt_.curve.points.begin(), opt_.curve.points.end(), [](const ThroughputPoint& p) { return p.ok; }))
-    throw UsageError("--adaptive: the throughput curve has no batch that ran");
+    throw UsageError("`adaptive`: the throughput curve has no batch that ran");
 }
 
 int64_t AdaptiveBatch::micro_batch() const { return std::min(rank_batch(), opt_.max_micro_batch); }
@@ -87,11 +87,11 @@ std::vector<double> AdaptiveBatch::state() const {
 
 void AdaptiveBatch::load_state(const std::vector<double>& s) {
   if (s.size() < 4 || (s.size() - 4) % 5 != 0 || s[0] < 1)
-    throw UsageError(fmt::format("a saved --adaptive state of {} values is not one this version wrote", s.size()));
+    throw UsageError(fmt::format("a saved `adaptive` state of {} values is not one this version wrote", s.size()));
   const auto base = static_cast<int64_t>(s[3]);
   if (base != opt_.unit * opt_.world_size)
     throw UsageError("base_batch", fmt::format("{} differs from the resumed run's {}: the data position counts base "
-                                               "batches; resume with --base-batch {}",
+                                               "batches; resume with `base_batch` {}",
                                                opt_.unit * opt_.world_size, base, base));
   units_ = static_cast<int64_t>(s[0]);
   lr_gain_ = s[1];

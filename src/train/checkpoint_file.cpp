@@ -53,7 +53,7 @@ std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.
 void write_checkpoint_file(const std::string& dir, const std::string& payload) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw RuntimeFailure(fmt::format("--checkpoint-dir {}: cannot create it: {}", dir, ec.message()));
+  if (ec) throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot create it: {}", dir, ec.message()));
   const uint64_t length = payload.size();
   const uint64_t sum = fnv1a64(payload);
   // a temporary next to it, fsynced, renamed over it, the folder fsynced: a crash leaves the previous one
@@ -73,25 +73,25 @@ std::string read_checkpoint_file(const std::string& dir) {
   const std::string path = checkpoint_path(dir);
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw UsageError(fmt::format("--resume {}: no checkpoint there ({} is missing); give the folder a run wrote "
-                                 "with --checkpoint-dir",
+    throw UsageError(fmt::format("`resume` {}: no checkpoint there ({} is missing); give the folder a run wrote "
+                                 "with `checkpoint_dir`",
                                  dir, path));
   std::stringstream buf;
   buf << in.rdbuf();
   const std::string data = buf.str();
   const size_t header = sizeof kMagic + 2 * sizeof(uint64_t);
   if (data.size() < header || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
-    throw UsageError(fmt::format("--resume {}: {} is not a saturate checkpoint (bad header)", dir, path));
+    throw UsageError(fmt::format("`resume` {}: {} is not a saturate checkpoint (bad header)", dir, path));
   uint64_t length = 0, sum = 0;
   std::memcpy(&length, data.data() + sizeof kMagic, sizeof length);
   std::memcpy(&sum, data.data() + sizeof kMagic + sizeof length, sizeof sum);
   if (data.size() - header != length)
-    throw UsageError(fmt::format("--resume {}: {} is truncated ({} of {} payload bytes)", dir, path,
+    throw UsageError(fmt::format("`resume` {}: {} is truncated ({} of {} payload bytes)", dir, path,
                                  data.size() - header, length));
   std::string payload = data.substr(header);
   if (fnv1a64(payload) != sum)
-    throw UsageError(fmt::format("--resume {}: {} is corrupt (checksum mismatch); restore it or start afresh "
-                                 "without --resume",
+    throw UsageError(fmt::format("`resume` {}: {} is corrupt (checksum mismatch); restore it or start afresh "
+                                 "without `resume`",
                                  dir, path));
   return payload;
 }

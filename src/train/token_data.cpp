@@ -30,15 +30,15 @@ TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int6
     throw UsageError("val_fraction", fmt::format("{} is outside [0, 1); e.g. 0.1 holds out the last 10 % of the text",
                                  val_fraction));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("--data tokens:{}: cannot open the file; give a readable text file", path));
+  if (!in) throw UsageError(fmt::format("`data` tokens:{}: cannot open the file; give a readable text file", path));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const int64_t n = static_cast<int64_t>(bytes.size());
   const int64_t val = static_cast<int64_t>(static_cast<double>(n) * val_fraction);
   const int64_t train = n - val;
   if (train < seq_len + 1 || (val > 0 && val < seq_len + 1))
-    throw UsageError(fmt::format("--data tokens:{}: {} bytes leave {} for training and {} held out; each needs at "
-                                 "least one window of --seq-len + 1 = {} bytes: use a longer text or a shorter "
-                                 "--seq-len",
+    throw UsageError(fmt::format("`data` tokens:{}: {} bytes leave {} for training and {} held out; each needs at "
+                                 "least one window of `seq_len` + 1 = {} bytes: use a longer text or a shorter "
+                                 "`seq_len`",
                                  path, n, train, val, seq_len + 1));
   TokenCorpus c;
   const torch::Tensor all = torch::from_blob(bytes.data(), {n}, torch::kUInt8).clone();
@@ -56,7 +56,7 @@ TokenTrainData::TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64
   if (global_batch_ <= 0 || global_batch_ % world_size_ != 0)
     throw UsageError("global_batch", fmt::format("{} does not split over {} rank(s)", global_batch_, world_size_));
   if (tokens_.defined() && vocab_ < 256)
-    throw UsageError(fmt::format("--vocab {}: --data tokens: is byte-level (256 token ids); give --vocab 256 or more",
+    throw UsageError(fmt::format("`vocab` {}: `data` tokens: is byte-level (256 token ids); give `vocab` 256 or more",
                                  vocab_));
   windows_ = tokens_.defined() ? (tokens_.numel() - 1) / seq_len_ : synthetic_samples;
   steps_per_epoch_ = windows_ / global_batch_;

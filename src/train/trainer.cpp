@@ -80,16 +80,16 @@ std::string Trainer::model_signature() {
 std::vector<std::pair<std::string, std::string>> Trainer::exact_resume_settings() const {
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   std::vector<std::pair<std::string, std::string>> s = {
-      {"--optimizer", to_string(workload_.optimizer_kind())},
-      {"--precision", to_string(opt_.precision)},
+      {"`optimizer`", to_string(workload_.optimizer_kind())},
+      {"`precision`", to_string(opt_.precision)},
       // the batch the run was started with (micro x accumulation x ranks); an OOM back-off
       // changes the split, never this
       {"global batch", std::to_string(opt_.micro_batch * opt_.accumulation * world)},
-      {"--data", data_.name()},
-      {"--lr", fmt::format("{:g}", opt_.schedule.peak_lr)},
-      {"--lr-schedule", to_string(opt_.schedule.decay)},
-      {"--warmup-steps", std::to_string(opt_.schedule.warmup_steps)},
-      {"--clip-grad-norm", fmt::format("{:g}", opt_.clip_grad_norm)},
+      {"`data`", data_.name()},
+      {"`lr`", fmt::format("{:g}", opt_.schedule.peak_lr)},
+      {"`lr_schedule`", to_string(opt_.schedule.decay)},
+      {"`warmup_steps`", std::to_string(opt_.schedule.warmup_steps)},
+      {"`clip_grad_norm`", fmt::format("{:g}", opt_.clip_grad_norm)},
   };
   // a cosine decays over the run's length: another length is another schedule
   if (opt_.schedule.decay == LrDecay::kCosine)
@@ -150,26 +150,26 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
   };
   torch::Tensor t = read("signature_hash");
   if (t.item<int64_t>() != static_cast<int64_t>(fnv1a64(model_signature()) >> 1))
-    throw UsageError(fmt::format("--resume {}: the checkpoint was written for another model or model settings; "
-                                 "resume with the same --model and flags, or use another --checkpoint-dir",
+    throw UsageError(fmt::format("`resume` {}: the checkpoint was written for another model or model settings; "
+                                 "resume with the same `model` and flags, or use another `checkpoint_dir`",
                                  opt_.checkpoint_dir));
   const auto read_int = [&](const char* key) { return read(key).item<int64_t>(); };
   torch::Tensor saved_world;
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   const int64_t written_world = archive.try_read("world_size", saved_world) ? saved_world.item<int64_t>() : 1;
   if (written_world != world)
-    throw UsageError(fmt::format("--resume {}: the checkpoint was written by a run of {} rank(s) and this run has {}; "
-                                 "resume with the same world size ({}), or start a new --checkpoint-dir",
+    throw UsageError(fmt::format("`resume` {}: the checkpoint was written by a run of {} rank(s) and this run has {}; "
+                                 "resume with the same world size ({}), or start a new `checkpoint_dir`",
                                  opt_.checkpoint_dir, written_world, world,
                                  written_world == 1 ? std::string("one process, without saturate launch")
-                                                    : fmt::format("saturate launch --nproc-per-node {}", written_world)));
+                                                    : fmt::format("saturate launch `nproc_per_node` {}", written_world)));
   const int64_t steps_done = read_int("steps_done");
   torch::Tensor units;
   units_done = archive.try_read("units_done", units) ? units.item<int64_t>() : steps_done;
   torch::Tensor adaptive;
   const bool has_adaptive = archive.try_read("adaptive", adaptive);
   if (has_adaptive != (opt_.adaptive != nullptr))
-    throw UsageError(fmt::format("--resume {}: the checkpoint was written by a run {} --adaptive; resume {} it",
+    throw UsageError(fmt::format("`resume` {}: the checkpoint was written by a run {} `adaptive`; resume {} it",
                                  opt_.checkpoint_dir, has_adaptive ? "with" : "without", has_adaptive ? "with" : "without"));
   if (opt_.adaptive)
     opt_.adaptive->load_state(std::vector<double>(adaptive.data_ptr<double>(), adaptive.data_ptr<double>() + adaptive.numel()));
@@ -178,12 +178,12 @@ int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler&
     c10::IValue saved;
     if (!archive.try_read("setting." + flag, saved) || !saved.isString()) continue;
     if (saved.toStringRef() != value)
-      throw UsageError(fmt::format("--resume {}: the checkpoint was written with {} {} and this run has {} {}; an exact "
+      throw UsageError(fmt::format("`resume` {}: the checkpoint was written with {} {} and this run has {} {}; an exact "
                                    "resume needs the same: give {} {}{} as the checkpointed run did, or start a new "
-                                   "--checkpoint-dir",
+                                   "`checkpoint_dir`",
                                    opt_.checkpoint_dir, flag, saved.toStringRef(), flag, value, flag, saved.toStringRef(),
-                                   flag == "global batch" ? " (--batch x --accumulate x ranks, or --global-batch)"
-                                   : flag == "cosine schedule length" ? " (--optimizer-steps or --epochs)" : ""));
+                                   flag == "global batch" ? " (`micro_batch` x `accumulation` x ranks, or `global_batch`)"
+                                   : flag == "cosine schedule length" ? " (`optimizer_steps` or `epochs`)" : ""));
   }
   // the checkpoint's split when the same micro-batch was asked for (an OOM back-off stays
   // backed off); another split of the same global batch when another was asked for
@@ -251,10 +251,10 @@ TrainResult Trainer::run() {
   torch::optim::Optimizer* const optimizer = &training_step.optimizer();
   GradScaler& scaler = training_step.scaler();
   const int64_t per_epoch = data_.steps_per_epoch();
-  if (per_epoch <= 0) throw UsageError(fmt::format("--data {}: fewer samples than one global batch", data_.name()));
+  if (per_epoch <= 0) throw UsageError(fmt::format("`data` {}: fewer samples than one global batch", data_.name()));
   AdaptiveBatch* const adaptive = opt_.adaptive;
   if (adaptive && !opt_.noise)
-    throw UsageError("--adaptive decides on the gradient noise scale: it needs the noise meter (TrainOptions::noise)");
+    throw UsageError("`adaptive` decides on the gradient noise scale: it needs the noise meter (TrainOptions::noise)");
   if (opt_.eval_every_samples < 0)
     throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only",
                                                opt_.eval_every_samples));
@@ -289,8 +289,8 @@ TrainResult Trainer::run() {
     for (const PendingLoss& p : pending) {
       const double loss = p.loss.item<double>();
       if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
-        throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower --lr (now {:g}) or add "
-                                         "--clip-grad-norm 1.0",
+        throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower `lr` (now {:g}) or add "
+                                         "`clip_grad_norm` 1.0",
                                          loss, p.step, p.lr));
       result.losses.push_back(loss);
       if (opt_.on_step) opt_.on_step(p.step, loss, p.lr);
@@ -348,7 +348,7 @@ TrainResult Trainer::run() {
           if (training_step.agreed())
             throw RuntimeFailure(fmt::format("out of memory at step {} in the backward pass that all-reduces the "
                                              "gradients (micro-batch {}); the ranks can only back off together "
-                                             "before it: rerun with --batch {} or more memory",
+                                             "before it: rerun with `micro_batch` {} or more memory",
                                              step, micro_, std::max<int64_t>(1, micro_ / 2)));
           double unused = 0;
           (void)opt_.sync->agree(true, unused);  // the other ranks back off with this one
@@ -359,7 +359,7 @@ TrainResult Trainer::run() {
         meter_.release_cache();
         if (micro_ == 1)
           throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; raise "
-                                           "--memory-budget or use --checkpointing blocks / --precision bf16",
+                                           "`memory_budget` or use `checkpointing` blocks / `precision` bf16",
                                            step, peer_oom ? " (on another rank)" : ""));
         const int64_t old_micro = micro_;
         micro_ = (micro_ + 1) / 2;
@@ -408,7 +408,7 @@ TrainResult Trainer::run() {
       if (has_peers()) {  // the same numbers give the same choice; say so loudly if they did not
         const double mine = static_cast<double>(adaptive->units());
         if (opt_.sync->mean({mine})[0] != mine)
-          throw InternalError(fmt::format("--adaptive: the ranks chose different batches at step {} (this rank {} "
+          throw InternalError(fmt::format("`adaptive`: the ranks chose different batches at step {} (this rank {} "
                                           "units)",
                                           step + 1, adaptive->units()));
       }
@@ -476,7 +476,7 @@ TrainResult Trainer::run() {
 
 void save_model(Model& model, const std::string& path) {
   // atomic over a regular file, in place into a FIFO or a device, a folder refused (core/output_file.h)
-  const OutputFileOptions o{"--save", "model.pt"};
+  const OutputFileOptions o{"`save`", "model.pt"};
   if (const std::shared_ptr<torch::nn::Module> module = model.module()) {
     // the archive torch::save writes, built in memory: LibTorch's file writer aborts the process
     // when a write fails (a full disk, `ulimit -f`); here that is an error naming the file

@@ -118,7 +118,7 @@ TEST(IdxTest, SwappedImagesAndLabelsAreNamed) {
 TEST(IdxTest, MissingFolderAndUnknownSpecAreUsageErrors) {
   ASSERT_THROWS_WITH(open_dataset("idx:/nonexistent/mnist", {}), UsageError, "idx:/nonexistent/mnist: no such folder");
   ASSERT_THROWS_WITH(open_dataset("imagenet", {}), UsageError,
-                     "--data: unknown value 'imagenet' (expected fashion-mnist, idx:DIR");
+                     "`data`: unknown value 'imagenet' (expected fashion-mnist, idx:DIR");
   ASSERT_THROWS_WITH(open_dataset("idx:", {}), UsageError, "give a folder of IDX files");
 }
 

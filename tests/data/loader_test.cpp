@@ -80,7 +80,7 @@ TEST(LoaderTest, DropLastDropsThePartialBatch) {
   EXPECT_EQ(loader.batches_per_epoch(), 2);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(loader.next().inputs.size(0), 10);
   o.batch_size = 30;
-  ASSERT_THROWS_WITH(Loader(ds, o), UsageError, "--drop-last with batch 30 leaves no batch");
+  ASSERT_THROWS_WITH(Loader(ds, o), UsageError, "`drop_last` with batch 30 leaves no batch");
 }
 
 TEST(LoaderTest, RankShardsAreDisjointAndCoverTheEpoch) {

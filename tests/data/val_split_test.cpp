@@ -201,11 +201,11 @@ TEST(ValSplitTest, FractionOutsideZeroToOneOrAnEmptySideIsAUsageErrorNamingTheFl
   for (double f : {-0.1, 1.0, 1.5, std::nan("")})
     ASSERT_THROWS_WITH(open_dataset(spec, split_options("train", f)), UsageError, "must be at least 0 and below 1");
   ASSERT_THROWS_WITH(open_dataset(spec, split_options("train", 0.05)), UsageError,
-                     "--val-fraction 0.05 holds out no sample of the 8 in " + spec + " (0.05 x 8 rounds to 0); give at "
+                     "`val_fraction` 0.05 holds out no sample of the 8 in " + spec + " (0.05 x 8 rounds to 0); give at "
                      "least 0.0625");
   ASSERT_THROWS_WITH(open_dataset(spec, split_options("val", 0.95)), UsageError,
-                     "--val-fraction 0.95 leaves no training sample of the 8 in " + spec);
-  ASSERT_THROWS_WITH(open_dataset(spec, split_options("val", 0)), UsageError, "the val split needs --val-fraction F > 0");
+                     "`val_fraction` 0.95 leaves no training sample of the 8 in " + spec);
+  ASSERT_THROWS_WITH(open_dataset(spec, split_options("val", 0)), UsageError, "the val split needs `val_fraction` F > 0");
 }
 
 TEST(ValSplitTest, DatasetsWithATestSplitRefuseValFractionAndFoldersAndShardsHaveNoTestSplit) {
@@ -213,16 +213,16 @@ TEST(ValSplitTest, DatasetsWithATestSplitRefuseValFractionAndFoldersAndShardsHav
   write_bytes(idx + "/train-images-idx3-ubyte", idx_images(4, 2, 2));
   write_bytes(idx + "/train-labels-idx1-ubyte", idx_labels({0, 1, 2, 3}));
   ASSERT_THROWS_WITH(open_dataset("idx:" + idx, split_options("train", 0.25)), UsageError,
-                     "--val-fraction 0.25: --data idx:" + idx + " has its own test split");
+                     "`val_fraction` 0.25: `data` idx:" + idx + " has its own test split");
   ASSERT_THROWS_WITH(open_dataset("cifar10:/nonexistent", split_options("train", 0.1)), UsageError,
-                     "drop --val-fraction");
+                     "drop `val_fraction`");
   ASSERT_THROWS_WITH(open_dataset("synthetic", split_options("train", 0.1)), UsageError,
-                     "--data synthetic has no fixed samples to hold out");
+                     "`data` synthetic has no fixed samples to hold out");
   // synthetic sample i is the same in every split: no "test" split that is the training data
   ASSERT_THROWS_WITH(open_dataset("synthetic", split_options("test", 0)), UsageError, "no test split");
   const std::string dir = make_folder(temp_dir("val_split_notest"), 2);
   ASSERT_THROWS_WITH(open_dataset("images:" + dir, split_options("test", 0)), UsageError,
-                     "has no test split; hold out a validation split with --val-fraction F");
+                     "has no test split; hold out a validation split with `val_fraction` F");
   ASSERT_THROWS_WITH(open_image_folder(dir, split_options("test", 0)), UsageError, "no test split");
   const std::string wds = temp_dir("val_split_wds_notest");
   write_bytes(wds + "/a.tar", shard_of({1, 2, 3}));

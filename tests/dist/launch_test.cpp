@@ -134,11 +134,11 @@ TEST(LaunchTest, BadOptionsAreUsageErrors) {
   o.nproc_per_node = 1;
   o.nnodes = 2;
   o.node_rank = 2;
-  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "--node-rank: 2 is outside 0..1");
+  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "`node_rank`: 2 is outside 0..1");
   o.node_rank = 1;
-  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "--master-port: needed with --nnodes 2");
+  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "`master_port`: needed with `nnodes` 2");
   o.master_port = 29500;
-  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "--master-addr: 127.0.0.1 is this machine's loopback");
+  ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "`master_addr`: 127.0.0.1 is this machine's loopback");
   o = LaunchOptions{};
   ASSERT_THROWS_WITH(check_launch_options(o), UsageError, "no command to run");
 }

@@ -139,16 +139,16 @@ TEST(TorchScriptTest, TokenFlagsThatContradictTheModelAreUsageErrorsNamingTheFla
   s.name = "lm.pt";
   s.seq_len = 64;
   s.input_shape = {1, 8, 8};
-  ASSERT_THROWS_WITH(resolve_model_spec(s), UsageError, "--seq-len 64: token models take [batch, seq-len] ids");
+  ASSERT_THROWS_WITH(resolve_model_spec(s), UsageError, "`seq_len` 64: token models take [batch, seq-len] ids");
   ModelSpec c;
   c.name = "lm.pt";
   c.tokens = true;
   c.classes = 10;
-  ASSERT_THROWS_WITH(resolve_model_spec(c), UsageError, "--classes 10: lm.pt predicts tokens");
+  ASSERT_THROWS_WITH(resolve_model_spec(c), UsageError, "`classes` 10: lm.pt predicts tokens");
   ModelSpec m;
   m.name = "mlp";
   m.vocab = 100;
-  ASSERT_THROWS_WITH(resolve_model_spec(m), UsageError, "--vocab: mlp takes images, not token ids");
+  ASSERT_THROWS_WITH(resolve_model_spec(m), UsageError, "`vocab`: mlp takes images, not token ids");
 }
 
 TEST(TorchScriptTest, AScriptedTokenModelBuiltFromSeqLenAloneTakesTokenIdsOfTheDefaultVocabulary) {

@@ -85,5 +85,5 @@ TEST(ZooTest, RejectsUnknownModelsAndBadShapesWithTheFix) {
   s.name = "gpt";
   s.width = 100;
   s.heads = 3;
-  ASSERT_THROWS_WITH(build_model(s), UsageError, "--width 100 is not divisible by --heads 3");
+  ASSERT_THROWS_WITH(build_model(s), UsageError, "`width` 100 is not divisible by `heads` 3");
 }

@@ -55,7 +55,7 @@ TEST(ProcessMonitorTest, NothingToWatchIsAUsageError) {
   ASSERT_THROWS_WITH(watch_process(WatchOptions{}), UsageError, "give a command after '--'");
   WatchOptions o;
   o.pid = 2147483;
-  ASSERT_THROWS_WITH(watch_process(o), UsageError, "--pid 2147483: no such running process");
+  ASSERT_THROWS_WITH(watch_process(o), UsageError, "`pid` 2147483: no such running process");
 }
 
 TEST(ProcessMonitorTest, LiveSamplesAndEverySampleReachTheCallerWithNvml) {

@@ -120,7 +120,7 @@ TEST(TraceTest, EachThreadGetsItsOwnNamedTrack) {
 
 TEST(TraceTest, UnwritablePathIsARuntimeFailureNamingIt) {
   TraceWriter trace;
-  ASSERT_THROWS_WITH(trace.write("/nonexistent/dir/trace.json"), RuntimeFailure, "--trace /nonexistent/dir/trace.json");
+  ASSERT_THROWS_WITH(trace.write("/nonexistent/dir/trace.json"), RuntimeFailure, "`trace` /nonexistent/dir/trace.json");
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ TEST(DataTextTest, TheLinesCarryTheFindingsAndTheSkips) {
             "data       fashion-mnist: 60000 samples, 10 classes\n"
             "workers    3, prefetch 2\n"
             "data wait  0.12 ms per step (1.5 % of the step)\n"
-            "skipped    2 bad samples (--skip-bad-samples)\n"
+            "skipped    2 bad samples (`skip_bad_samples`)\n"
             "           a.png: not an image\n");
 }
 

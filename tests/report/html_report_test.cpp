@@ -249,13 +249,13 @@ TEST(HtmlReportTest, MissingDataIsASentenceSayingWhatAddsIt) {
     EXPECT_EQ(svg_of(html, id), "") << id;
     EXPECT_NE(html.find(std::string("<p class=\"missing\" data-chart=\"") + id + "\""), std::string::npos) << id;
   }
-  EXPECT_NE(html.find("--no-monitor"), std::string::npos);
+  EXPECT_NE(html.find("`no_monitor`"), std::string::npos);
   // a train run has no peaks per batch: the sentence names the command that measures them
   const json train = {{"global_batch", 64}, {"micro_batch", 64}, {"accumulation", 1}, {"steps", 3},
                       {"losses", {2.0, 1.5, 1.25}}, {"phases_ms", {{"forward", 1.0}, {"backward", 2.0}}}};
   const std::string t = render_html_report(train);
   EXPECT_EQ(svg_of(t, "chart-peak-memory"), "");
-  EXPECT_NE(t.find("saturate search --json FILE</code> measures it"), std::string::npos);
+  EXPECT_NE(t.find("saturate search `json` FILE</code> measures it"), std::string::npos);
   EXPECT_NE(svg_of(t, "chart-phases"), "");
   const std::string loss = svg_of(t, "chart-loss");
   ASSERT_NE(loss, "");
@@ -336,7 +336,7 @@ TEST(HtmlReportTest, APlanOnlySearchIsAPredictionWithNoCharts) {
   EXPECT_EQ(run_kind(run), "search");
   const std::string html = render_html_report(run);
   EXPECT_NE(html.find("Predicted for h100-80gb: batch <b>9000</b>"), std::string::npos);
-  EXPECT_NE(html.find("<p class=\"missing\" data-chart=\"chart-peak-memory\">No trials: the run had <code>--plan-only"),
+  EXPECT_NE(html.find("<p class=\"missing\" data-chart=\"chart-peak-memory\">No trials: the run had <code>`plan_only`"),
             std::string::npos);
   EXPECT_EQ(html.find("class=\"chart\""), std::string::npos);
   EXPECT_NE(html.find("saturate 0.1.0 (abc123, Release)"), std::string::npos);  // the build that measured
@@ -424,7 +424,7 @@ TEST(HtmlReportTest, TrainWithFewerThanTwoWindowsIsASentenceWithTheRunSummary) {
   ASSERT_NE(at, std::string::npos);
   const std::string sentence = html.substr(at, html.find("</p>", at) - at);
   EXPECT_NE(sentence.find("1 monitor window with utilization"), std::string::npos) << sentence;
-  EXPECT_NE(sentence.find("--log-every"), std::string::npos) << sentence;
+  EXPECT_NE(sentence.find("`log_every`"), std::string::npos) << sentence;
   EXPECT_NE(sentence.find("CPU busy 90 % mean"), std::string::npos) << sentence;
   // an older JSON without monitor_windows keeps its summary sentence
   json old = train_run(1);

@@ -243,7 +243,7 @@ TEST(PrintersTest, AnUnknownFormatIsAUsageErrorNamingItAndTheFormats) {
     FAIL() << "no error";
   } catch (const UsageError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("--format yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("`format` yaml"), std::string::npos) << what;
     for (const char* f : {"console", "json", "jsonl", "csv", "markdown"}) EXPECT_NE(what.find(f), std::string::npos) << what;
   }
   EXPECT_EQ(parse_output_format("md"), OutputFormat::kMarkdown);

@@ -64,13 +64,13 @@ TEST(TrainTextTest, OptionalLinesAppearWithTheirKeys) {
       << text;
   EXPECT_NE(text.find("checkpoints 2\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("loss 0.7005"), std::string::npos) << text;  // no evaluation
-  EXPECT_NE(text.find("interrupted by SIGINT after step 120: checkpoint written; continue with --resume ckpt\n"),
+  EXPECT_NE(text.find("interrupted by SIGINT after step 120: checkpoint written; continue with `resume` ckpt\n"),
             std::string::npos)
       << text;
   j["interrupted"]["checkpoint"] = nullptr;
   j["gradient_noise_scale"]["value"] = nullptr;
   const std::string without = train_summary_text(j);
-  EXPECT_NE(without.find("no checkpoint (give --checkpoint-dir DIR to keep the progress)"), std::string::npos) << without;
+  EXPECT_NE(without.find("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"), std::string::npos) << without;
   EXPECT_NE(without.find("noise scale not measurable (the gradient is all noise)"), std::string::npos) << without;
 }
 

@@ -88,7 +88,7 @@ TEST(AdaptiveBatch, BeyondTheLargestMicroBatchAccumulatesAndAnOomLowersIt) {
   EXPECT_EQ(b.state(), a.state());
   // another base batch: the data position (in base batches) would point at other samples
   AdaptiveBatch c(options(32));
-  ASSERT_THROWS_WITH(c.load_state(a.state()), UsageError, "resume with --base-batch 256");
+  ASSERT_THROWS_WITH(c.load_state(a.state()), UsageError, "resume with `base_batch` 256");
 }
 
 TEST(AdaptiveBatch, RefusesOptionsItCannotWorkWith) {
@@ -227,7 +227,7 @@ TEST(AdaptiveTraining, AResumedRunThatGrewItsBatchContinuesBitForBit) {
   TrainOptions fixed = rest;
   fixed.micro_batch = 16;
   Trainer t(*rig.workload, *rig.meter, data, nullptr, fixed);
-  ASSERT_THROWS_WITH(t.run(), UsageError, "--adaptive");
+  ASSERT_THROWS_WITH(t.run(), UsageError, "`adaptive`");
 }
 
 TEST(AdaptiveTraining, EvaluatesEveryNSamplesWithTheTrainingTimeAndStopsAtTheAccuracyAskedFor) {

@@ -64,7 +64,7 @@ TEST(SaveModelTest, TheFileSizeLimitIsAnErrorNamingItAndThePreviousFileStays) {
     message = e.what();
   }
   }  // the limit and SIGXFSZ are back
-  EXPECT_NE(message.find("--save " + path + ": writing failed: the file size limit (ulimit -f) was reached"),
+  EXPECT_NE(message.find("`save` " + path + ": writing failed: the file size limit (ulimit -f) was reached"),
             std::string::npos)
       << message;
   std::ifstream in(path);
@@ -78,6 +78,6 @@ TEST(SaveModelTest, AFolderIsRefusedNamingAFilePath) {
   const std::string dir = saturate::testing::temp_dir("save_model_folder");
   BuiltModel m = small_mlp(1);
   ASSERT_THROWS_WITH(save_model(*m.model, dir), RuntimeFailure,
-                     "--save " + dir + ": is a folder, not a file; give a file path such as " + dir + "/model.pt");
+                     "`save` " + dir + ": is a folder, not a file; give a file path such as " + dir + "/model.pt");
   EXPECT_TRUE(names_in(dir).empty());
 }

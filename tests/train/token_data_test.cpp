@@ -79,10 +79,10 @@ TEST(TokenDataTest, ABatchDependsOnlyOnItsStepSoAResumedRunSeesTheSameData) {
 }
 
 TEST(TokenDataTest, ShortTextsSmallVocabulariesAndBadFractionsAreUsageErrors) {
-  ASSERT_THROWS_WITH(read_token_corpus(write_text("e.txt", "tiny"), 0.0, 16), UsageError, "--seq-len");
+  ASSERT_THROWS_WITH(read_token_corpus(write_text("e.txt", "tiny"), 0.0, 16), UsageError, "`seq_len`");
   ASSERT_THROWS_WITH(read_token_corpus("/nonexistent/x.txt", 0.0, 16), UsageError, "cannot open");
   ASSERT_USAGE_ERROR_ABOUT(read_token_corpus(write_text("f.txt", pangrams(10)), 1.0, 16), "val_fraction",
                            "1 is outside [0, 1)");  // the command line adds --val-fraction
   const TokenCorpus c = read_token_corpus(write_text("g.txt", pangrams(10)), 0.0, 16);
-  ASSERT_THROWS_WITH(TokenTrainData(c, 16, 100, 4, 0), UsageError, "--vocab 100");
+  ASSERT_THROWS_WITH(TokenTrainData(c, 16, 100, 4, 0), UsageError, "`vocab` 100");
 }

@@ -255,8 +255,8 @@ TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValu
   {
     Rig other("mlp", 64, 2, false, OptimizerKind::kSgd, 1e-3);
     ASSERT_THROWS_WITH(other.train(r), UsageError,
-                       "written with --optimizer adam and this run has --optimizer sgd; an exact resume needs the "
-                       "same: give --optimizer adam");
+                       "written with `optimizer` adam and this run has `optimizer` sgd; an exact resume needs the "
+                       "same: give `optimizer` adam");
   }
   {
     Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
@@ -268,13 +268,13 @@ TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValu
     Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TrainOptions p = r;
     p.precision = Precision::kBf16;
-    ASSERT_THROWS_WITH(rig.train(p), UsageError, "written with --precision fp32 and this run has --precision bf16");
+    ASSERT_THROWS_WITH(rig.train(p), UsageError, "written with `precision` fp32 and this run has `precision` bf16");
   }
   {
     Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TensorTrainData other_data(rig.inputs, rig.targets, 64, "other-data");
     Trainer t(*rig.workload, *rig.meter, other_data, nullptr, r);
-    ASSERT_THROWS_WITH(t.run(), UsageError, "written with --data tensors and this run has --data other-data");
+    ASSERT_THROWS_WITH(t.run(), UsageError, "written with `data` tensors and this run has `data` other-data");
   }
   {
     Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
@@ -286,7 +286,7 @@ TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValu
     Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TrainOptions lr = r;
     lr.schedule.peak_lr = 0.5;
-    ASSERT_THROWS_WITH(rig.train(lr), UsageError, "and this run has --lr 0.5");
+    ASSERT_THROWS_WITH(rig.train(lr), UsageError, "and this run has `lr` 0.5");
   }
   // the same global batch in another split resumes, in the split asked for
   Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
@@ -305,7 +305,7 @@ TEST(TrainerTest, NanLossStopsWithTheStepAndAHint) {
   o.micro_batch = 64;
   o.max_steps = 3;
   rig.inputs[100][0][0][0] = std::numeric_limits<float>::quiet_NaN();  // in the second global batch
-  ASSERT_THROWS_WITH(rig.train(o), RuntimeFailure, "became nan at step 1; lower --lr");
+  ASSERT_THROWS_WITH(rig.train(o), RuntimeFailure, "became nan at step 1; lower `lr`");
 }
 
 TEST(TrainerTest, Bf16AutocastTrainsOnCpu) {
@@ -347,7 +347,7 @@ TEST(TrainerTest, ANanLossReadLaterStillNamesItsStep) {
   o.max_steps = 5;
   o.loss_every = 4;
   rig.inputs[100][0][0][0] = std::numeric_limits<float>::quiet_NaN();  // in the second global batch
-  ASSERT_THROWS_WITH(rig.train(o), RuntimeFailure, "became nan at step 1; lower --lr");
+  ASSERT_THROWS_WITH(rig.train(o), RuntimeFailure, "became nan at step 1; lower `lr`");
 }
 
 TEST(TrainerTest, ANonPositiveLossIntervalIsRefused) {

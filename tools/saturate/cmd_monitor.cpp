@@ -128,7 +128,7 @@ void add_monitor_command(CLI::App& app, Action& action) {
       try {
         r = watch_process(o);
       } catch (const SpawnError& e) {
-        std::cerr << "saturate: error: " << e.what() << "\n";
+        std::cerr << "saturate: error: " << with_flags(e.what()) << "\n";
         return e.exit_status;
       }
       if (!r.nvml_note.empty()) std::cerr << "saturate: note: " << r.nvml_note << "; showing CPU and memory from /proc\n";

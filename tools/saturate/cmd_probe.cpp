@@ -1,5 +1,6 @@
 // saturate probe: measure one configuration at one batch size.
 #include <iostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -56,9 +57,11 @@ void add_probe_command(CLI::App& app, Action& action) {
         j.update(context_json(session->context));
         write_json(j, "-", std::cout);
       } else {
-        print_trial(std::cout, session->context, t);
+        std::ostringstream trial;  // a library error the trial met names options: said as flags
+        print_trial(trial, session->context, t);
+        std::cout << with_flags(trial.str());
         std::cout << bottleneck_text(t);
-        if (data && t.findings.data) std::cout << data_text(data_source(*data), *t.findings.data);
+        if (data && t.findings.data) std::cout << with_flags(data_text(data_source(*data), *t.findings.data));
         if (!flags->json.empty()) {
           nlohmann::json j = trial_json(t);
           j.update(context_json(session->context));

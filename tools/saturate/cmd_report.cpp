@@ -77,7 +77,7 @@ void add_report_command(CLI::App& app, Action& action) {
       }
       std::string html;
       try {
-        html = render_html_report(run);
+        html = with_flags(render_html_report(run));
       } catch (const UsageError& e) {
         throw UsageError(fmt::format("{}: {}", name, e.what()));
       }

@@ -62,159 +62,183 @@ std::string batch_one_need(Session& s, const TrainingFootprint& footprint) {
   return format_bytes(t.peak_reserved_bytes);
 }
 
+struct SearchCommand {
+  WorkloadFlags flags;
+  SearchFlags sf;
+  MemoryFlags memory;
+  MonitorFlags monitor;
+  DataFlags data;
+  DistFlags dist;
+  StepFlags step;
+  ObjectiveFlags objective;
+};
+
+void add_search_flags(CLI::App& cmd, SearchFlags& sf) {
+  cmd.add_option("--strategy", sf.strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
+      ->capture_default_str();
+  cmd.add_option("--target-memory", sf.target_memory,
+                 "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)")
+      ->check(in_range(0.01, 1, "a fraction of the budget, e.g. 0.9"))->capture_default_str();
+  cmd.add_option("--max-batch", sf.max_batch, "never try a batch above this (0: no cap)")
+      ->check(in_range(0, 2147483647.0, "0: no cap"))->capture_default_str();
+  cmd.add_option("--start-batch", sf.start_batch, "first batch of power/binsearch")
+      ->check(in_range(1, 2147483647.0, "a batch"))->capture_default_str();
+  cmd.add_option("--timed-steps,--steps", sf.steps, "timed training steps per trial, after one warm-up step")
+      ->check(in_range(1, 1e6, "steps per trial"))->capture_default_str();
+  cmd.add_option("--required-batch", sf.required_batch,
+                 "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it")
+      ->check(in_range(1, 2147483647.0, "a micro-batch"));
+  cmd.add_option("--confirm", sf.confirm_runs,
+                 "re-probe the found boundary (max and max+1) this many more times; where memory varies from run to "
+                 "run, max_batch becomes the largest batch that fit every time and the spread is reported")
+      ->check(in_range(0, 10, "re-probes"))->capture_default_str();
+}
+
+void add_output_flags(CLI::App& cmd, SearchFlags& sf) {
+  cmd.add_flag("--quiet,-q", sf.quiet, "no progress lines on stderr");
+  cmd.add_option("--format", sf.format,
+                 "stdout: console (table) | json | jsonl (a line per trial as it finishes) | csv | markdown")
+      ->capture_default_str();
+  add_html_flag(cmd, sf.html);
+}
+
+/// The search's options from the flags, checked (usage errors before any device work).
+WorkloadSearchOptions search_options(const SearchCommand& c, int world_size) {
+  WorkloadSearchOptions wo;
+  SearchOptions& opt = wo.search;
+  opt.strategy = parse_strategy(c.sf.strategy);
+  opt.target_fraction = c.sf.target_memory;
+  opt.max_batch = c.sf.max_batch;
+  opt.confirm_runs = c.sf.confirm_runs;
+  opt.start_batch = c.sf.start_batch;
+  opt.measure_steps = c.sf.steps;
+  wo.objective = objective_options(c.objective);
+  wo.footprint = step_footprint(c.step);
+  wo.compare_checkpointing = c.step.checkpointing == "auto";
+  wo.required_batch = c.sf.required_batch;
+  wo.exact_ranks = c.dist.rank_max_exact;
+  wo.checkpointing_policy = c.step.checkpointing;
+  wo.fast_paths_policy = c.step.fast_paths;
+  if (c.step.fast_paths == "auto")
+    wo.fast_paths_not_tried = "auto tries them on CUDA; --fast-paths try measures them on this CPU";
+  wo.check(world_size);
+  return wo;
+}
+
+/// --format, with --json - meaning JSON on stdout.
+OutputFormat output_format(const SearchCommand& c) {
+  OutputFormat format = parse_output_format(c.sf.format);
+  if (c.flags.json != "-") return format;
+  if (format != OutputFormat::kConsole && format != OutputFormat::kJson)
+    throw UsageError(fmt::format("--json - writes JSON to stdout, and so would --format {}; give --json FILE to keep "
+                                 "both, or drop one",
+                                 c.sf.format));
+  return OutputFormat::kJson;
+}
+
+/// 1 for a search without an answer (an error, batch 1 too large, no batch within the target).
+int search_exit_status(const SearchResult& result, Session& session, Probe& probe, double target) {
+  if (!result.error.empty()) {
+    std::cerr << "saturate: error: " << with_flags(result.error) << "\n";
+    return 1;
+  }
+  if (result.max_batch == 0) {
+    std::cerr << fmt::format("saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; "
+                             "raise the budget, or use a smaller model or input\n",
+                             format_bytes(session.context.budget_bytes), session.context.model_name,
+                             batch_one_need(session, probe.footprint()));
+    return 1;
+  }
+  if (result.recommended_batch == 0) {  // batches fit, none within the target: say so, fail
+    std::cerr << fmt::format("saturate: error: no batch keeps its measured peak within --target-memory {:g} of the "
+                             "budget ({}); batches up to {} fit the whole budget: raise --target-memory (e.g. 0.9) or "
+                             "--memory-budget\n",
+                             target, format_bytes(static_cast<int64_t>(target * session.context.budget_bytes)),
+                             result.max_batch);
+    return 1;
+  }
+  return 0;
+}
+
+/// The progress lines: the checkpointing passes, the objective's curve and noise, fast paths.
+WorkloadSearchProgress search_progress(const SearchCommand& c, bool talk, const std::string& source) {
+  WorkloadSearchProgress progress;
+  if (talk) {
+    progress.on_pass = [](const std::string& pass) { std::cerr << "saturate: --checkpointing auto: " << pass << "\n"; };
+    progress.objective = objective_progress_lines(source);
+  }
+  if (!c.sf.quiet) progress.on_fast_paths = print_fast_path_trials;
+  return progress;
+}
+
+int run_search(SearchCommand& c) {
+  const DistEnv denv = prepare_dist(c.dist, c.flags);  // one rank of several: rank 0 reports
+  WorkloadSearchOptions wo = search_options(c, denv.world_size);
+  const OutputFormat format = output_format(c);
+  check_html_path(c.sf.html);
+  const bool talk = !c.sf.quiet && denv.rank == 0;
+  std::unique_ptr<Printer> printer = make_printer(format, std::cout, talk ? &std::cerr : nullptr, find_flag_for_option);
+  if (denv.rank == 0) wo.search.on_trial = [&printer](const Trial& t) { printer->trial(t); };
+  check_memory_plan_flags(c.memory);
+  auto session = open_session(with_data_shape(c.data, c.flags));
+  session->context.command = "search";
+  session->context.world_size = denv.world_size;
+  if (c.memory.plan_only) return run_plan_only(c.memory, *session, c.sf.target_memory, c.flags.json);
+  if (talk)
+    std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
+                             session->context.device_info, format_bytes(session->context.budget_bytes),
+                             to_string(wo.search.strategy));
+  if (denv.rank == 0) printer->begin(session->context);
+  Probe probe(*session->workload, *session->meter);
+  wo.try_fast_paths = fast_paths_tried(c.step, session->device.is_cuda());
+  WorkloadSearch search(probe, *session->meter, wo, denv.world_size);  // the GEMM rate, the FLOP counter
+  auto memory = attach_memory(c.memory, probe, *session);               // memory_breakdown per trial
+  probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
+  // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
+  auto data = attach_data(c.data, probe, *session, c.sf.max_batch > 0 ? std::min<int64_t>(32, c.sf.max_batch) : 32,
+                          c.sf.quiet);
+  auto monitor = attach_monitor(c.monitor, probe, session->device);
+  auto dist = open_dist(c.dist, denv, session->device);  // nullptr for one process
+  DataFeed* feed = data ? data->feed.get() : nullptr;
+  const std::string source =
+      feed ? feed->dataset().name() : std::string("synthetic batches (random labels; give --data for yours)");
+  Workload& w = *session->workload;
+  const WorkloadSearchResult found = search.run(
+      dist.get(), [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
+      search_progress(c, talk, source));
+  const SearchResult& result = found.search();
+  if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
+  if (monitor) monitor->finish();
+  rethrow_data_error(data.get());  // bad data: exit 2 naming the file
+  nlohmann::json j = found.to_json(session->context);
+  const auto plan = run_memory_plan(c.memory, *session, c.sf.target_memory);
+  add_memory_json(j, result, plan);
+  if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
+  std::string notes = found.notes(j);  // after the answer, for people (console and markdown)
+  if (plan) notes += plan_text(*plan);
+  if (data) notes += data_search_text(data_source(*data), result);
+  printer->result(SearchReport{result, j, with_flags(notes)});
+  printer->end();
+  if (!c.flags.json.empty() && c.flags.json != "-") write_json(j, c.flags.json, std::cout);
+  write_html_report(j, c.sf.html);
+  return search_exit_status(result, *session, probe, c.sf.target_memory);
+}
+
 }  // namespace
 
 void add_search_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("search", "Find the largest batch that fits, the recommended one and the saturating one");
-  auto flags = std::make_shared<WorkloadFlags>();
-  auto sf = std::make_shared<SearchFlags>();
-  add_workload_flags(*cmd, *flags);
-  auto memflags = std::make_shared<MemoryFlags>();
-  add_memory_plan_flags(*cmd, *memflags);
-  auto mflags = std::make_shared<MonitorFlags>();
-  add_monitor_flags(*cmd, *mflags);
-  auto dflags = std::make_shared<DataFlags>();
-  add_data_flags(*cmd, *dflags);
-  auto distflags = std::make_shared<DistFlags>();
-  add_dist_flags(*cmd, *distflags, /*search=*/true);
-  auto stepflags = std::make_shared<StepFlags>();
-  add_step_flags(*cmd, *stepflags, /*allow_auto=*/true);
-  cmd->add_option("--strategy", sf->strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
-      ->capture_default_str();
-  cmd->add_option("--target-memory", sf->target_memory,
-                  "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)")->check(in_range(0.01, 1, "a fraction of the budget, e.g. 0.9"))
-      ->capture_default_str();
-  cmd->add_option("--max-batch", sf->max_batch, "never try a batch above this (0: no cap)")->check(in_range(0, 2147483647.0, "0: no cap"))->capture_default_str();
-  cmd->add_option("--start-batch", sf->start_batch, "first batch of power/binsearch")->check(in_range(1, 2147483647.0, "a batch"))->capture_default_str();
-  cmd->add_option("--timed-steps,--steps", sf->steps, "timed training steps per trial, after one warm-up step")->check(in_range(1, 1e6, "steps per trial"))->capture_default_str();
-  cmd->add_option("--required-batch", sf->required_batch,
-                  "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it")->check(in_range(1, 2147483647.0, "a micro-batch"));
-  cmd->add_option("--confirm", sf->confirm_runs,
-                  "re-probe the found boundary (max and max+1) this many more times; where memory varies from run to "
-                  "run, max_batch becomes the largest batch that fit every time and the spread is reported")->check(in_range(0, 10, "re-probes"))
-      ->capture_default_str();
-  auto objflags = std::make_shared<ObjectiveFlags>();
-  add_objective_flags(*cmd, *objflags, /*base_batch_flag=*/true);
-  cmd->add_flag("--quiet,-q", sf->quiet, "no progress lines on stderr");
-  cmd->add_option("--format", sf->format,
-                  "stdout: console (table) | json | jsonl (a line per trial as it finishes) | csv | markdown")
-      ->capture_default_str();
-  add_html_flag(*cmd, sf->html);
-  cmd->callback([=, &action] {
-    action = [=]() -> int {
-      SearchOptions opt;
-      opt.strategy = parse_strategy(sf->strategy);
-      opt.target_fraction = sf->target_memory;
-      opt.max_batch = sf->max_batch;
-      opt.confirm_runs = sf->confirm_runs;
-      opt.start_batch = sf->start_batch;
-      opt.measure_steps = sf->steps;
-      opt.check();  // usage errors before any device work
-      const bool auto_checkpointing = stepflags->checkpointing == "auto";
-      const TrainingFootprint footprint = step_footprint(*stepflags);
-      if (sf->required_batch < 0 || (sf->required_batch > 0 && !auto_checkpointing))
-        throw UsageError(fmt::format("--required-batch {}: give a positive batch, together with --checkpointing auto",
-                                     sf->required_batch));
-      const ObjectiveOptions objective_opts = objective_options(*objflags);
-      const Objective objective = objective_opts.objective;
-      const DistEnv denv = prepare_dist(*distflags, *flags);  // one rank of several: rank 0 reports
-      if (objective != Objective::kMemory && denv.world_size > 1)
-        throw UsageError(fmt::format("--objective {}: the throughput curve is timed in one process; search with one "
-                                     "rank (the batch per GPU), then launch",
-                                     objflags->objective));
-      OutputFormat format = parse_output_format(sf->format);
-      if (flags->json == "-") {  // --json - is JSON on stdout, as --format json
-        if (format != OutputFormat::kConsole && format != OutputFormat::kJson)
-          throw UsageError(fmt::format("--json - writes JSON to stdout, and so would --format {}; give --json FILE "
-                                       "to keep both, or drop one",
-                                       sf->format));
-        format = OutputFormat::kJson;
-      }
-      check_html_path(sf->html);
-      std::unique_ptr<Printer> printer =
-          make_printer(format, std::cout, !sf->quiet && denv.rank == 0 ? &std::cerr : nullptr);
-      if (denv.rank == 0) opt.on_trial = [&printer](const Trial& t) { printer->trial(t); };
-      check_memory_plan_flags(*memflags);
-      auto session = open_session(with_data_shape(*dflags, *flags));
-      session->context.command = "search";
-      session->context.world_size = denv.world_size;
-      if (memflags->plan_only) return run_plan_only(*memflags, *session, sf->target_memory, flags->json);
-      if (!sf->quiet && denv.rank == 0)
-        std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
-                                 session->context.device_info, format_bytes(session->context.budget_bytes),
-                                 to_string(opt.strategy));
-      if (denv.rank == 0) printer->begin(session->context);
-      Probe probe(*session->workload, *session->meter);
-      WorkloadSearchOptions wo;
-      wo.search = opt;
-      wo.objective = objective_opts;
-      wo.footprint = footprint;
-      wo.compare_checkpointing = auto_checkpointing;
-      wo.required_batch = sf->required_batch;
-      wo.exact_ranks = distflags->rank_max_exact;
-      wo.try_fast_paths = fast_paths_tried(*stepflags, session->device.is_cuda());
-      wo.checkpointing_policy = stepflags->checkpointing;
-      wo.fast_paths_policy = stepflags->fast_paths;
-      if (stepflags->fast_paths == "auto")
-        wo.fast_paths_not_tried = "auto tries them on CUDA; --fast-paths try measures them on this CPU";
-      WorkloadSearch search(probe, *session->meter, wo, denv.world_size);  // the GEMM rate, the FLOP counter
-      auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown per trial
-      probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
-      // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
-      auto data = attach_data(*dflags, probe, *session, sf->max_batch > 0 ? std::min<int64_t>(32, sf->max_batch) : 32,
-                              sf->quiet);
-      auto monitor = attach_monitor(*mflags, probe, session->device);
-      auto dist = open_dist(*distflags, denv, session->device);  // nullptr for one process
-      const bool talk = !sf->quiet && denv.rank == 0;
-      WorkloadSearchProgress progress;
-      DataFeed* feed = data ? data->feed.get() : nullptr;
-      const std::string source =
-          feed ? feed->dataset().name() : std::string("synthetic batches (random labels; give --data for yours)");
-      if (talk) {
-        progress.on_pass = [](const std::string& pass) { std::cerr << "saturate: --checkpointing auto: " << pass << "\n"; };
-        progress.objective = objective_progress_lines(source);
-      }
-      if (!sf->quiet) progress.on_fast_paths = print_fast_path_trials;
-      Workload& w = *session->workload;
-      const WorkloadSearchResult found =
-          search.run(dist.get(), [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source, progress);
-      const SearchResult& result = found.search();
-      if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
-      if (monitor) monitor->finish();
-      rethrow_data_error(data.get());  // bad data: exit 2 naming the file
-      nlohmann::json j = found.to_json(session->context);
-      const auto plan = run_memory_plan(*memflags, *session, sf->target_memory);
-      add_memory_json(j, result, plan);
-      if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
-      std::string notes = found.notes(j);  // after the answer, for people (console and markdown)
-      if (plan) notes += plan_text(*plan);
-      if (data) notes += data_search_text(data_source(*data), result);
-      printer->result(SearchReport{result, j, notes});
-      printer->end();
-      if (!flags->json.empty() && flags->json != "-") write_json(j, flags->json, std::cout);
-      write_html_report(j, sf->html);
-      if (!result.error.empty()) {
-        std::cerr << "saturate: error: " << result.error << "\n";
-        return 1;
-      }
-      if (result.max_batch == 0) {
-        std::cerr << fmt::format(
-            "saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; raise the budget, "
-            "or use a smaller model or input\n",
-            format_bytes(session->context.budget_bytes), session->context.model_name, batch_one_need(*session, probe.footprint()));
-        return 1;
-      }
-      if (result.recommended_batch == 0) {  // batches fit, none within the target: say so, fail
-        std::cerr << fmt::format(
-            "saturate: error: no batch keeps its measured peak within --target-memory {:g} of the budget ({}); batches up "
-            "to {} fit the whole budget: raise --target-memory (e.g. 0.9) or --memory-budget\n",
-            sf->target_memory, format_bytes(static_cast<int64_t>(sf->target_memory * session->context.budget_bytes)),
-            result.max_batch);
-        return 1;
-      }
-      return 0;
-    };
-  });
+  auto c = std::make_shared<SearchCommand>();
+  add_workload_flags(*cmd, c->flags);
+  add_memory_plan_flags(*cmd, c->memory);
+  add_monitor_flags(*cmd, c->monitor);
+  add_data_flags(*cmd, c->data);
+  add_dist_flags(*cmd, c->dist, /*search=*/true);
+  add_step_flags(*cmd, c->step, /*allow_auto=*/true);
+  add_search_flags(*cmd, c->sf);
+  add_objective_flags(*cmd, c->objective, /*base_batch_flag=*/true);
+  add_output_flags(*cmd, c->sf);
+  cmd->callback([c, &action] { action = [c]() { return run_search(*c); }; });
 }
 
 }  // namespace saturate::cli

@@ -268,7 +268,7 @@ void write_summary(const TrainSessionResult& r, const WorkloadFlags& flags, cons
   if (flags.json == "-") {
     write_json(r.json, "-", std::cout);
   } else {
-    std::cout << train_summary_text(r.json);
+    std::cout << with_flags(train_summary_text(r.json));
     if (!flags.json.empty()) write_json(r.json, flags.json, std::cout);
   }
   write_html_report(r.json, tf.html);

@@ -2,6 +2,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,11 @@ std::unique_ptr<Session> open_session(const WorkloadFlags& f);
 /// The flag that sets a library option ("global_batch" -> "--global-batch"); the option itself
 /// when no flag sets it.
 std::string flag_for_option(const std::string& option);
-/// A library message with its `options` (backticked option names) named by their flags.
-std::string with_flags(const std::string& text);
+/// The flag that sets a library option; nullopt when no flag sets it.
+std::optional<std::string> find_flag_for_option(const std::string& option);
+/// A library message with each option it names mid-sentence (`global_batch`) said as its flag
+/// (--global-batch); options no flag sets stay as written (name_options).
+std::string with_flags(const std::string& message);
 
 void add_probe_command(CLI::App& app, Action& action);
 void add_search_command(CLI::App& app, Action& action);

@@ -1,5 +1,7 @@
 #include "html_flag.h"
 
+#include "commands.h"
+
 #include "saturate/core/output_file.h"
 #include "saturate/report/html_report.h"
 
@@ -20,7 +22,8 @@ void check_html_path(const std::string& path) {
 }
 
 void write_html_report(const nlohmann::json& run, const std::string& path) {
-  if (!path.empty()) write_output_file(path, render_html_report(run), kHtml);
+  // the report names options (`json`); the command line's report names its flags
+  if (!path.empty()) write_output_file(path, with_flags(render_html_report(run)), kHtml);
 }
 
 }  // namespace saturate::cli

@@ -12,7 +12,50 @@
 #include "saturate/core/errors.h"
 
 namespace {
+
 void on_file_size_limit(int) {}  // the write fails with EFBIG and its error names the file
+
+/// A first word that is not a flag names the command: an unknown one is said as such (CLI11
+/// would only say that a subcommand is required). True when it was unknown.
+bool refuse_unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc <= 1 || argv[1][0] == '-') return false;
+  std::string known;
+  bool found = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    found = found || sub->check_name(argv[1]);
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (!found)
+    std::cerr << "saturate: error: unknown command '" << argv[1] << "'; the commands are " << known
+              << " (saturate --help)\n";
+  return !found;
+}
+
+/// Runs the command; its failures become exit statuses, its messages name flags.
+int run(const saturate::cli::Action& action) {
+  try {
+    return action();
+  } catch (const saturate::UsageError& e) {
+    // a library error names its option; the command line names the flag that set it, before the
+    // message and wherever the message names an option (`global_batch` -> --global-batch)
+    const std::string flag = e.option().empty() ? "" : saturate::cli::flag_for_option(e.option()) + ": ";
+    std::cerr << "saturate: error: " << flag << saturate::cli::with_flags(e.what()) << "\n";
+    return 2;
+  } catch (const saturate::RuntimeFailure& e) {
+    std::cerr << "saturate: error: " << saturate::cli::with_flags(e.what()) << "\n";
+    return 1;
+  } catch (const saturate::InternalError& e) {
+    std::cerr << "saturate: internal error: " << saturate::cli::with_flags(e.what()) << "\n";
+    return 70;  // EX_SOFTWARE
+  } catch (const c10::Error& e) {
+    std::cerr << "saturate: error: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "saturate: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -26,6 +69,7 @@ int main(int argc, char** argv) {
   sigaction(SIGXFSZ, &xfsz, nullptr);
   // before any CPU tensor exists, so that the budget sees every byte.
   saturate::install_cpu_budget_allocator();
+  saturate::set_cpu_budget_name("saturate --memory-budget");  // what an allocation past it names
   CLI::App app{"saturate: keep the GPU saturated without running out of memory"};
   app.require_subcommand(1);
   saturate::cli::Action action;
@@ -36,21 +80,7 @@ int main(int argc, char** argv) {
   saturate::cli::add_memory_command(app, action);
   saturate::cli::add_launch_command(app, action);
   saturate::cli::add_report_command(app, action);
-  // a first word that is not a flag names the command: an unknown one is said as such (CLI11
-  // would only say that a subcommand is required)
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string known;
-    bool found = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      found = found || sub->check_name(argv[1]);
-      known += (known.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!found) {
-      std::cerr << "saturate: error: unknown command '" << argv[1] << "'; the commands are " << known
-                << " (saturate --help)\n";
-      return 2;
-    }
-  }
+  if (refuse_unknown_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -61,24 +91,5 @@ int main(int argc, char** argv) {
     std::cerr << "saturate: error: " << e.what() << "\nRun 'saturate --help' or 'saturate COMMAND --help'.\n";
     return 2;
   }
-  try {
-    return action();
-  } catch (const saturate::UsageError& e) {
-    // a library error names its option; the command line names the flag that set it
-    const std::string flag = e.option().empty() ? "" : saturate::cli::flag_for_option(e.option()) + ": ";
-    std::cerr << "saturate: error: " << flag << saturate::cli::with_flags(e.what()) << "\n";
-    return 2;
-  } catch (const saturate::RuntimeFailure& e) {
-    std::cerr << "saturate: error: " << saturate::cli::with_flags(e.what()) << "\n";
-    return 1;
-  } catch (const saturate::InternalError& e) {
-    std::cerr << "saturate: internal error: " << e.what() << "\n";
-    return 70;  // EX_SOFTWARE
-  } catch (const c10::Error& e) {
-    std::cerr << "saturate: error: " << e.what_without_backtrace() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "saturate: error: " << e.what() << "\n";
-    return 1;
-  }
+  return run(action);
 }

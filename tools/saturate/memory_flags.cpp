@@ -76,7 +76,7 @@ int run_plan_only(const MemoryFlags& f, Session& s, double target_fraction, cons
   const PlanResult plan = *run_memory_plan(f, s, target_fraction);
   nlohmann::json j = context_json(s.context);
   j["plan"] = plan_json(plan);
-  if (json_path != "-") std::cout << plan_text(plan);
+  if (json_path != "-") std::cout << with_flags(plan_text(plan));
   if (!json_path.empty()) write_json(j, json_path, std::cout);
   return 0;
 }

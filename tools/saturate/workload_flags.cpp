@@ -8,6 +8,7 @@
 #include "flag_checks.h"
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/option_text.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 
@@ -39,7 +40,7 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--json", f.json, "also write the result as JSON to FILE ('-': stdout, replacing the table)");
 }
 
-std::string flag_for_option(const std::string& option) {
+std::optional<std::string> find_flag_for_option(const std::string& option) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"micro_batch", "--batch"},           {"accumulation", "--accumulate"},
       {"global_batch", "--global-batch"},   {"world_size", "the world size (WORLD_SIZE)"},
@@ -63,29 +64,35 @@ std::string flag_for_option(const std::string& option) {
       {"device", "--device"},               {"optimizer", "--optimizer"},
       {"val_fraction", "--val-fraction"},   {"seq_len", "--seq-len"},
       // train (session/train_session.h, session/train_ranks.h)
-      {"loss_every", "--loss-every"},       {"epochs", "--epochs"},
-      {"max_steps", "--optimizer-steps"},   {"warmup_steps", "--lr-warmup-steps"},
-      {"checkpoint_every", "--checkpoint-every"}, {"checkpoint_dir", "--checkpoint-dir"},
-      {"resume", "--resume"},               {"stop_at_accuracy", "--stop-at-accuracy"},
-      {"bucket_mb", "--bucket-mb"},         {"parallel", "--parallel"},
-      {"data", "--data"}};
+      {"loss_every", "--loss-every"},       {"max_steps", "--optimizer-steps"},
+      {"checkpoint_every", "--checkpoint-every"}, {"stop_at_accuracy", "--stop-at-accuracy"},
+      {"bucket_mb", "--bucket-mb"},         {"seed", "--seed"},
+      {"compare_checkpointing", "--checkpointing auto"}, {"required_batch", "--required-batch"},
+      // options that library messages name mid-sentence (`data`): name_options
+      {"classes", "--classes"},             {"layers", "--layers"},
+      {"width", "--width"},                 {"heads", "--heads"},
+      {"vocab", "--vocab"},                 {"tokens", "--tokens"},
+      {"input", "--input"},                 {"data", "--data"},
+      {"workers", "--workers"},             {"prefetch", "--prefetch"},
+      {"drop_last", "--drop-last"},         {"skip_bad_samples", "--skip-bad-samples"},
+      {"memory_budget", "--memory-budget"}, {"lr", "--lr"},
+      {"warmup_steps", "--lr-warmup-steps"},   {"optimizer_steps", "--optimizer-steps"},
+      {"epochs", "--epochs"},               {"resume", "--resume"},
+      {"checkpoint_dir", "--checkpoint-dir"}, {"save", "--save"},
+      {"json", "--json"},                   {"format", "--format"},
+      {"trace", "--trace"},                 {"timeline", "--timeline"},
+      {"no_monitor", "--no-monitor"},       {"log_every", "--log-every"},
+      {"plan_only", "--plan-only"},         {"fast_paths", "--fast-paths"},
+      {"parallel", "--parallel"},           {"pid", "--pid"},
+      {"node_rank", "--node-rank"},         {"master_addr", "--master-addr"}};
   for (const auto& [name, flag] : kFlags)
-    if (option == name) return flag;
-  return option;
+    if (option == name) return std::string(flag);
+  return std::nullopt;
 }
 
-std::string with_flags(const std::string& text) {
-  std::string out;
-  size_t i = 0;
-  while (i < text.size()) {
-    const size_t open = text.find('`', i), close = open == std::string::npos ? open : text.find('`', open + 1);
-    if (close == std::string::npos) break;
-    const std::string name = text.substr(open + 1, close - open - 1), flag = flag_for_option(name);
-    out += text.substr(i, open - i) + (flag != name ? flag : text.substr(open, close - open + 1));
-    i = close + 1;
-  }
-  return out + text.substr(std::min(i, text.size()));
-}
+std::string flag_for_option(const std::string& option) { return find_flag_for_option(option).value_or(option); }
+
+std::string with_flags(const std::string& message) { return name_options(message, find_flag_for_option); }
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
   auto s = std::make_unique<Session>();

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace saturate {
@@ -27,6 +28,10 @@ bool cpu_budget_allocator_installed();
 CpuMemoryCounters cpu_memory_counters();
 /// 0 removes the budget.
 void set_cpu_budget_bytes(int64_t bytes);
+/// What an allocation past the budget says set the budget, in its message's parentheses:
+/// "saturate `memory_budget`" unless a front-end names it its own way (the command line: its
+/// flag). Call before the first allocation that may fail.
+void set_cpu_budget_name(const std::string& name);
 void reset_cpu_peak();
 
 /// One event of the CPU allocator's log.

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/core/option_text.h"
 #include "saturate/probe/trial.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/search.h"
@@ -45,8 +46,10 @@ class Printer {
 };
 
 /// A printer writing to `out`; the console printer writes its per-trial lines to `progress`
-/// (stderr on the command line; null: none).
-std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, std::ostream* progress = nullptr);
+/// (stderr on the command line; null: none) and names the options its text mentions (`max_batch`)
+/// with `name_of` (the command line: its flags; empty: as written, name_options).
+std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, std::ostream* progress = nullptr,
+                                      OptionNamer name_of = {});
 
 /// The columns of a trial in the csv and markdown printers, in order, and a trial's values for
 /// them as text (from trial_json: exactly the JSON's numbers; "" when the trial lacks one).
