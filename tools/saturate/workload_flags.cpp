@@ -67,7 +67,8 @@ std::optional<std::string> find_flag_for_option(const std::string& option) {
       {"loss_every", "--loss-every"},       {"max_steps", "--optimizer-steps"},
       {"checkpoint_every", "--checkpoint-every"}, {"stop_at_accuracy", "--stop-at-accuracy"},
       {"bucket_mb", "--bucket-mb"},         {"seed", "--seed"},
-      {"compare_checkpointing", "--checkpointing auto"}, {"required_batch", "--required-batch"},
+      {"compare_checkpointing", "--checkpointing auto"}, {"keep_loss", "--keep-loss"},
+      {"leak_check_steps", "--leak-check-steps"}, {"required_batch", "--required-batch"},
       // options that library messages name mid-sentence (`data`): name_options
       {"classes", "--classes"},             {"layers", "--layers"},
       {"width", "--width"},                 {"heads", "--heads"},
