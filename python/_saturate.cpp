@@ -6,6 +6,7 @@
 // no tensor of a failed step outlives it here.
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <mutex>
@@ -34,6 +35,10 @@
 #include "saturate/report/memory_text.h"
 #include "saturate/report/html_report.h"
 #include "saturate/session/user_search.h"
+#include "saturate/session/memory_session.h"
+#include "saturate/session/workload_search.h"
+#include "saturate/session/workload_session.h"
+#include "saturate/memory/memory_observer.h"
 #include "saturate/core/oom.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/memory/plan_runner.h"
@@ -450,6 +455,97 @@ std::string with_keyword(const UsageError& e) {
   return keyword_for_option(e.option()) + ": " + message;
 }
 
+
+/// The workload of a zoo model (or a TorchScript file) from keyword arguments, as the command
+/// line's --model, --width, ... give it (session/workload_session.h).
+WorkloadOptions zoo_workload(const std::string& model, const std::string& device, const std::string& memory_budget,
+                             const py::dict& spec) {
+  WorkloadOptions o;
+  o.model.name = model;
+  o.device = device;
+  o.memory_budget = memory_budget;
+  for (const auto& [key, value] : spec) {
+    const std::string k = py::str(key);
+    if (k == "input") o.model.input_shape = parse_shape(value.cast<std::string>(), "`input`");
+    else if (k == "classes") o.model.classes = value.cast<int64_t>();
+    else if (k == "layers") o.model.layers = value.cast<int64_t>();
+    else if (k == "width") o.model.width = value.cast<int64_t>();
+    else if (k == "heads") o.model.heads = value.cast<int64_t>();
+    else if (k == "seq_len") o.model.seq_len = value.cast<int64_t>();
+    else if (k == "vocab") o.model.vocab = value.cast<int64_t>();
+    else if (k == "tokens") o.model.tokens = value.cast<bool>();
+    else if (k == "seed") o.model.seed = value.cast<uint64_t>();
+    else if (k == "optimizer") o.optimizer = value.cast<std::string>();
+    else if (k == "lr") o.lr = value.cast<double>();
+    else if (k == "threads") o.threads = value.cast<int>();
+    else
+      throw UsageError(fmt::format("unknown model option '{}' (expected input, classes, layers, width, heads, "
+                                   "seq_len, vocab, tokens, seed, optimizer, lr, threads)",
+                                   k));
+  }
+  return o;
+}
+
+/// `saturate search` on a zoo model with synthetic batches: the same session, options and JSON.
+std::pair<std::string, std::string> zoo_search(const std::string& model, const std::string& device,
+                                               const std::string& memory_budget, double target_fraction,
+                                               const std::string& strategy, int64_t max_batch, int64_t start_batch,
+                                               int measure_steps, const std::string& objective, double knee_fraction,
+                                               int noise_steps, int64_t base_batch, const std::string& precision,
+                                               const py::dict& spec) {
+  WorkloadSearchOptions wo;
+  wo.search.strategy = parse_strategy(strategy);
+  wo.search.target_fraction = target_fraction;
+  wo.search.max_batch = max_batch;
+  wo.search.start_batch = start_batch;
+  wo.search.measure_steps = measure_steps;
+  wo.objective.objective = parse_objective(objective);
+  wo.objective.knee_fraction = knee_fraction;
+  wo.objective.noise_steps = noise_steps;
+  wo.objective.base_batch = base_batch;
+  wo.footprint.precision = parse_precision(precision);
+  wo.checkpointing_policy = "none";
+  wo.fast_paths_policy = "auto";
+  wo.check();
+  auto session = open_workload(zoo_workload(model, device, memory_budget, spec));
+  session->context.command = "search";
+  Probe probe(*session->workload, *session->meter);
+  wo.try_fast_paths = session->device.is_cuda();  // auto: tried on CUDA
+  if (!wo.try_fast_paths) wo.fast_paths_not_tried = "auto tries them on CUDA";
+  py::gil_scoped_release nogil;
+  WorkloadSearch search(probe, *session->meter, wo, 1);
+  MemoryObserver memory(*session->workload);
+  probe.add_observer(&memory);
+  probe.set_empty_cache_before_trials(true);
+  Workload& w = *session->workload;
+  const std::string source = "synthetic batches (random labels; give --data for yours)";
+  const WorkloadSearchResult found =
+      search.run(nullptr, [&](int64_t b) { return w.synthetic_batch(b); }, source, WorkloadSearchProgress{});
+  nlohmann::json j = found.to_json(session->context);
+  add_memory_breakdown_json(j, found.search());
+  std::ostringstream text;
+  print_search(text, session->context, found.search());
+  text << found.notes(j);
+  return {j.dump(), with_keywords(text.str())};
+}
+
+/// `saturate memory` on a zoo model: the same session, options and JSON.
+std::pair<std::string, std::string> zoo_memory(const std::string& model, const std::string& device,
+                                               const std::string& memory_budget, int64_t batch, int warmup_steps,
+                                               int leak_check_steps, bool keep_loss, const std::string& precision,
+                                               const py::dict& spec) {
+  MemorySessionOptions mo;
+  mo.batch = batch;
+  mo.warmup_steps = warmup_steps;
+  mo.leak_check_steps = leak_check_steps;
+  mo.keep_loss = keep_loss;
+  mo.step.precision = parse_precision(precision);
+  mo.check();
+  auto session = open_workload(zoo_workload(model, device, memory_budget, spec));
+  py::gil_scoped_release nogil;
+  const MemorySessionResult r = run_memory_session(*session->workload, *session->meter, mo);
+  return {r.to_json(session->context).dump(), with_keywords(r.to_text(session->context))};
+}
 }  // namespace
 }  // namespace saturate
 
@@ -505,6 +601,13 @@ PYBIND11_MODULE(_saturate, m) {
         py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none(),
         py::arg("ranks") = py::none(), py::arg("exact_ranks") = false);
   // one out-of-memory classifier, C++'s (core/oom.h), for the text of any exception
+  m.def("zoo_search", &zoo_search, py::kw_only(), py::arg("model"), py::arg("device"), py::arg("memory_budget"),
+        py::arg("target_fraction"), py::arg("strategy"), py::arg("max_batch"), py::arg("start_batch"),
+        py::arg("measure_steps"), py::arg("objective"), py::arg("knee_fraction"), py::arg("noise_steps"),
+        py::arg("base_batch"), py::arg("precision"), py::arg("spec"));
+  m.def("zoo_memory", &zoo_memory, py::kw_only(), py::arg("model"), py::arg("device"), py::arg("memory_budget"),
+        py::arg("batch"), py::arg("warmup_steps"), py::arg("leak_check_steps"), py::arg("keep_loss"),
+        py::arg("precision"), py::arg("spec"));
   m.def("html_report",
         [](const std::string& run_json) { return with_keywords(render_html_report(nlohmann::json::parse(run_json))); },
         py::arg("run_json"));

@@ -132,4 +132,12 @@ std::string WorkloadSearchResult::notes(const nlohmann::json& run_json) const {
   return notes;
 }
 
+void add_memory_breakdown_json(nlohmann::json& j, const SearchResult& result) {
+  for (const Trial& t : result.trials)
+    if (t.batch == result.recommended_batch && t.ok() && t.findings.memory_breakdown) {
+      j["memory_breakdown"] = to_json(*t.findings.memory_breakdown);
+      j["memory_breakdown"]["batch"] = t.batch;
+    }
+}
+
 }  // namespace saturate

@@ -11,6 +11,7 @@
 #include "saturate/core/memory_meter.h"
 #include "saturate/step/workload.h"
 #include "saturate/report/report.h"
+#include "saturate/session/workload_session.h"
 
 namespace saturate::cli {
 
@@ -34,12 +35,7 @@ struct WorkloadFlags {
 void add_workload_flags(CLI::App& app, WorkloadFlags& f);
 
 /// A device, its meter with the budget applied, and the workload, built from the flags.
-struct Session {
-  c10::Device device{c10::DeviceType::CPU};
-  std::unique_ptr<MemoryMeter> meter;
-  std::unique_ptr<Workload> workload;
-  RunContext context;
-};
+using Session = WorkloadSession;
 std::unique_ptr<Session> open_session(const WorkloadFlags& f);
 
 /// The flag that sets a library option ("global_batch" -> "--global-batch"); the option itself

@@ -9,6 +9,7 @@
 #include "saturate/memory/plan_runner.h"
 #include "saturate/memory/timeline.h"
 #include "saturate/report/memory_text.h"
+#include "saturate/session/workload_search.h"
 
 namespace saturate::cli {
 
@@ -83,11 +84,7 @@ int run_plan_only(const MemoryFlags& f, Session& s, double target_fraction, cons
 
 void add_memory_json(nlohmann::json& j, const SearchResult& result, const std::optional<PlanResult>& plan) {
   if (plan) j["plan"] = plan_json(*plan);
-  for (const Trial& t : result.trials)
-    if (t.batch == result.recommended_batch && t.ok() && t.findings.memory_breakdown) {
-      j["memory_breakdown"] = to_json(*t.findings.memory_breakdown);
-      j["memory_breakdown"]["batch"] = t.batch;
-    }
+  add_memory_breakdown_json(j, result);
 }
 
 }  // namespace saturate::cli

@@ -68,7 +68,7 @@ std::optional<std::string> find_flag_for_option(const std::string& option) {
       {"checkpoint_every", "--checkpoint-every"}, {"stop_at_accuracy", "--stop-at-accuracy"},
       {"bucket_mb", "--bucket-mb"},         {"seed", "--seed"},
       {"compare_checkpointing", "--checkpointing auto"}, {"keep_loss", "--keep-loss"},
-      {"leak_check_steps", "--leak-check-steps"}, {"required_batch", "--required-batch"},
+      {"leak_check_steps", "--leak-check-steps"}, {"threads", "--threads"}, {"required_batch", "--required-batch"},
       // options that library messages name mid-sentence (`data`): name_options
       {"classes", "--classes"},             {"layers", "--layers"},
       {"width", "--width"},                 {"heads", "--heads"},
@@ -96,57 +96,25 @@ std::string flag_for_option(const std::string& option) { return find_flag_for_op
 std::string with_flags(const std::string& message) { return name_options(message, find_flag_for_option); }
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f) {
-  auto s = std::make_unique<Session>();
-  s->context = run_context_here();
   // a folder or a missing folder at --json is bad input: say so before the work, not after
   if (!f.json.empty() && f.json != "-") check_output_path(f.json, {"--json", "result.json"});
-  if (f.threads < 0) throw UsageError(fmt::format("--threads: {} is negative; give a positive count", f.threads));
-  if (f.threads > 0) at::set_num_threads(f.threads);
-  const OptimizerKind optimizer = parse_optimizer(f.optimizer);
-  if (f.lr < 0) throw UsageError(fmt::format("--lr: {} is negative; give a positive learning rate", f.lr));
-  ModelSpec spec;
-  spec.name = f.model;
-  if (!f.input.empty()) spec.input_shape = parse_shape(f.input, "--input");
-  spec.classes = f.classes;
-  spec.layers = f.layers;
-  spec.width = f.width;
-  spec.heads = f.heads;
-  spec.seq_len = f.seq_len;
-  spec.vocab = f.vocab;
-  spec.tokens = f.tokens;
-  spec.seed = f.seed;
-  spec = resolve_model_spec(spec);  // usage errors before any device work
-  std::optional<MemorySize> budget;
-  if (!f.memory_budget.empty()) budget = parse_memory_size(f.memory_budget, "--memory-budget");
-
-  s->device = resolve_device(f.device);
-  s->meter = make_memory_meter(s->device);
-  int64_t budget_bytes = s->device.is_cpu() ? kDefaultCpuBudgetBytes : s->meter->capacity_bytes();
-  if (budget) budget_bytes = budget->resolve(s->meter->capacity_bytes());
-  if (s->device.is_cuda() && budget_bytes > s->meter->capacity_bytes())
-    throw UsageError(fmt::format("--memory-budget {}: larger than {}'s {}; give at most the device's memory",
-                                 f.memory_budget, s->device.str(), format_bytes(s->meter->capacity_bytes())));
-  if (budget_bytes < 1) throw UsageError(fmt::format("--memory-budget {}: resolves to 0 bytes", f.memory_budget));
-  BuiltModel built = build_model(spec);
-  s->context.model_name = built.spec.name;
-  s->context.model_parameters = built.model->parameter_count();
-  s->context.input = built.input_kind == InputKind::kTokens
-                         ? fmt::format("tokens {} (vocab {})", built.spec.seq_len, built.spec.vocab)
-                         : format_shape(built.spec.input_shape);
-  s->workload = std::make_unique<Workload>(std::move(built), s->device, optimizer, f.lr, f.seed);
-  // the budget starts after the model is on the device: parameters count against it too.
-  s->meter->set_budget_bytes(budget_bytes);
-  s->context.device = s->device.str();
-  s->context.device_info = describe_device(s->device);
-  s->context.optimizer = to_string(optimizer);
-  s->context.budget_bytes = s->meter->budget_bytes();
-  s->context.gpu_name = device_name(s->device);
-  const int64_t params_in_use = s->meter->stats().allocated_bytes;
-  if (params_in_use > budget_bytes)
-    throw RuntimeFailure(fmt::format("--memory-budget {}: the model's parameters alone take {}; raise the budget "
-                                     "or choose a smaller model",
-                                     format_bytes(budget_bytes), format_bytes(params_in_use)));
-  return s;
+  WorkloadOptions o;
+  o.model.name = f.model;
+  if (!f.input.empty()) o.model.input_shape = parse_shape(f.input, "--input");
+  o.model.classes = f.classes;
+  o.model.layers = f.layers;
+  o.model.width = f.width;
+  o.model.heads = f.heads;
+  o.model.seq_len = f.seq_len;
+  o.model.vocab = f.vocab;
+  o.model.tokens = f.tokens;
+  o.model.seed = f.seed;
+  o.device = f.device;
+  o.memory_budget = f.memory_budget;
+  o.optimizer = f.optimizer;
+  o.lr = f.lr;
+  o.threads = f.threads;
+  return open_workload(o);
 }
 
 }  // namespace saturate::cli

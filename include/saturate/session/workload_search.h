@@ -104,4 +104,8 @@ class WorkloadSearch {
   std::unique_ptr<ModelSnapshot> initial_;  ///< goodput: the weights the noise is measured at
 };
 
+/// "memory_breakdown": the recommended batch's breakdown (trials recorded by a MemoryObserver),
+/// with its batch; nothing when that trial has none.
+void add_memory_breakdown_json(nlohmann::json& j, const SearchResult& result);
+
 }  // namespace saturate
