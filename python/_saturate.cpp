@@ -35,6 +35,7 @@
 #include "saturate/report/memory_text.h"
 #include "saturate/report/html_report.h"
 #include "saturate/session/user_search.h"
+#include "saturate/search/config_choice.h"
 #include "saturate/session/memory_session.h"
 #include "saturate/session/workload_search.h"
 #include "saturate/session/workload_session.h"
@@ -546,6 +547,29 @@ std::pair<std::string, std::string> zoo_memory(const std::string& model, const s
   const MemorySessionResult r = run_memory_session(*session->workload, *session->meter, mo);
   return {r.to_json(session->context).dump(), with_keywords(r.to_text(session->context))};
 }
+
+/// The choice among configurations (search/config_choice.h) from each one's search JSON (the
+/// trials' batch, status and samples/s, max and recommended batch): (index, reason).
+std::pair<size_t, std::string> choose_config_json(const std::vector<std::string>& searches,
+                                                  const std::vector<std::string>& names, int64_t required_batch) {
+  std::vector<SearchResult> results;
+  for (const std::string& text : searches) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    SearchResult r;
+    r.max_batch = j.at("max_batch").get<int64_t>();
+    r.recommended_batch = j.at("recommended_batch").get<int64_t>();
+    for (const auto& t : j.at("trials")) {
+      Trial trial;
+      trial.batch = t.at("batch").get<int64_t>();
+      trial.status = t.at("status").get<std::string>() == "ok" ? TrialStatus::kOk : TrialStatus::kError;
+      trial.samples_per_s = t.value("samples_per_s", 0.0);
+      r.trials.push_back(trial);
+    }
+    results.push_back(std::move(r));
+  }
+  const ConfigChoice c = choose_config(results, names, required_batch);
+  return {c.chosen, c.reason};
+}
 }  // namespace
 }  // namespace saturate
 
@@ -601,6 +625,7 @@ PYBIND11_MODULE(_saturate, m) {
         py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none(),
         py::arg("ranks") = py::none(), py::arg("exact_ranks") = false);
   // one out-of-memory classifier, C++'s (core/oom.h), for the text of any exception
+  m.def("choose_config", &choose_config_json, py::arg("searches"), py::arg("names"), py::arg("required_batch") = 0);
   m.def("zoo_search", &zoo_search, py::kw_only(), py::arg("model"), py::arg("device"), py::arg("memory_budget"),
         py::arg("target_fraction"), py::arg("strategy"), py::arg("max_batch"), py::arg("start_batch"),
         py::arg("measure_steps"), py::arg("objective"), py::arg("knee_fraction"), py::arg("noise_steps"),

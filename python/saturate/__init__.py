@@ -23,7 +23,7 @@ if _os.environ.get("SATURATE_NO_CPU_ALLOCATOR", "") in ("", "0"):
     _C.install_cpu_allocator()  # first: the budget sees CPU tensors made from here on
 
 from ._step import is_out_of_memory, release_exception
-from ._search import Objective, SearchResult, Trial, search, search_eval
+from ._search import ConfigSearchResult, Objective, SearchResult, Trial, search, search_configs, search_eval
 from ._memory import MemoryBreakdown, cpu_memory_budget, memory_breakdown
 from ._leak import LeakReport, LeakSite, leak_check
 from ._plan import Plan, plan_for
@@ -34,7 +34,7 @@ from ._zoo import ZooMemoryReport, zoo_memory, zoo_search
 __version__ = _C.__version__
 
 __all__ = [
-    "search", "search_eval", "SearchResult", "Trial", "Objective",
+    "search", "search_eval", "search_configs", "ConfigSearchResult", "SearchResult", "Trial", "Objective",
     "cpu_memory_budget", "memory_breakdown", "MemoryBreakdown", "leak_check", "LeakReport", "LeakSite",
     "plan_for", "Plan",
     "monitor", "Monitor", "MonitorReport", "phase",

@@ -1,6 +1,7 @@
 """saturate.search: the batch-size search on the user's own step."""
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -224,3 +225,55 @@ def search_eval(step: Callable[[int], Any], *, model=None, objective: str = "mem
     finally:
         for m, was in zip(modules, training):
             m.train(was)
+
+
+@dataclass
+class ConfigSearchResult:
+    """search_configs' answer: the configuration to train with, why, and every configuration's
+    own search (`results[i]` for `configs[i]`)."""
+    config: Any
+    result: SearchResult
+    reason: str
+    configs: List[Any]
+    results: List[SearchResult]
+
+    @property
+    def batch(self) -> int:
+        """The batch to train at, with `config`."""
+        return self.result.batch
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps({"config": _plain(self.config), "reason": self.reason,
+                           "configs": [{"config": _plain(c), "search": r.data} for c, r in
+                                       zip(self.configs, self.results)]}, indent=indent)
+
+    def __str__(self) -> str:
+        lines = [f"config       {_plain(self.config)}: {self.reason}"]
+        for c, r in zip(self.configs, self.results):
+            lines.append(f"  {str(_plain(c)):<40} max_batch {r.max_batch:>6}  recommended {r.recommended_batch:>6}")
+        return "\n".join(lines) + "\n\n" + str(self.result)
+
+
+def _plain(config: Any) -> Any:
+    return config if isinstance(config, (dict, list, str, int, float, bool)) or config is None else repr(config)
+
+
+def search_configs(step: Callable[[int, Any], Any], configs: List[Any], *, required_batch: Optional[int] = None,
+                   **search_kwargs: Any) -> ConfigSearchResult:
+    """Searches `step(batch_size, config)` for each configuration and chooses one (seeds B5, M5):
+    e.g. configs=[{"precision": "fp32"}, {"precision": "bf16"}] or checkpointing off and on —
+    whatever your step can switch. Each configuration gets the same search (`search`'s keywords)
+    on the same budget; the first is the baseline and another is chosen only when its fastest
+    usable batch runs measurably faster (beyond 3 %), or when `required_batch` fits only with it
+    (saturate's rule, the one `saturate search --checkpointing auto` applies)."""
+    if not callable(step):
+        raise TypeError(f"step={step!r} is not callable: give step(batch_size, config)")
+    if not isinstance(configs, (list, tuple)) or not configs:
+        raise ValueError(f"configs={configs!r}: give a non-empty list of configurations for step(batch_size, config)")
+    if required_batch is not None and (not isinstance(required_batch, int) or required_batch < 1):
+        raise ValueError(f"required_batch={required_batch!r}: give a positive int, or None")
+    results = [search(functools.partial(step, config=c), **search_kwargs) for c in configs]
+    index, reason = _C.choose_config([r.to_json(None) for r in results], [str(_plain(c)) for c in configs],
+                                     int(required_batch or 0))
+    return ConfigSearchResult(config=configs[index], result=results[index], reason=reason, configs=list(configs),
+                              results=results)
