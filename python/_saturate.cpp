@@ -35,6 +35,7 @@
 #include "saturate/report/memory_text.h"
 #include "saturate/report/html_report.h"
 #include "saturate/session/user_search.h"
+#include "saturate/session/fast_path_trials.h"
 #include "saturate/search/config_choice.h"
 #include "saturate/session/memory_session.h"
 #include "saturate/session/workload_search.h"
@@ -339,6 +340,22 @@ std::string plan_for(py::function run_step, const std::string& target, const std
   return j.dump();
 }
 
+/// The fast paths that apply to the user's step (session/user_search.h): the fast_paths JSON.
+std::string fast_paths(py::function run_step, const std::string& device, int64_t batch, int64_t budget_bytes,
+                       int timed_steps, std::vector<torch::Tensor> parameters, py::object after_trial,
+                       const std::string& name) {
+  UserTrialStep step(wrap_step(share(std::move(run_step))),
+                     step_options(device, std::move(parameters), after_trial, name));
+  auto meter = make_meter(step.device(), budget_bytes);
+  FastPathChoice choice;
+  {
+    ScopedBudget budget(*meter, budget_bytes);
+    py::gil_scoped_release nogil;
+    choice = try_user_fast_paths(step, *meter, batch, timed_steps);
+  }
+  return to_json(choice, batch).dump();
+}
+
 /// Interned labels for set_allocation_site: the allocator's log keeps the pointer.
 const char* intern_site(const std::string& label) {
   static std::mutex mutex;
@@ -639,6 +656,9 @@ PYBIND11_MODULE(_saturate, m) {
   m.def("leak_check", &leak_check, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
         py::arg("steps") = 30, py::arg("site_steps") = 5, py::arg("warmup_steps") = 3,
         py::arg("min_bytes_per_step") = 1024);
+  m.def("fast_paths", &fast_paths, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("batch"),
+        py::arg("budget_bytes") = 0, py::arg("timed_steps") = 3, py::arg("parameters"),
+        py::arg("after_trial") = py::none(), py::arg("name") = "user step");
   m.def("plan_for", &plan_for, py::arg("run_step"), py::kw_only(), py::arg("target"), py::arg("device"),
         py::arg("budget_bytes") = 0, py::arg("batch_a") = 4, py::arg("batch_b") = 8, py::arg("target_fraction") = 0.9,
         py::arg("allocator") = "", py::arg("parameters"), py::arg("after_trial") = py::none(),

@@ -29,6 +29,7 @@ from ._leak import LeakReport, LeakSite, leak_check
 from ._plan import Plan, plan_for
 from ._monitor import Monitor, MonitorReport, monitor, phase
 from ._accelerate import find_executable_batch_size
+from ._fast_paths import FastPaths, fast_paths
 from ._zoo import ZooMemoryReport, zoo_memory, zoo_search
 
 __version__ = _C.__version__
@@ -39,5 +40,5 @@ __all__ = [
     "plan_for", "Plan",
     "monitor", "Monitor", "MonitorReport", "phase",
     "find_executable_batch_size", "is_out_of_memory", "release_exception",
-    "zoo_search", "zoo_memory", "ZooMemoryReport",
+    "zoo_search", "zoo_memory", "ZooMemoryReport", "fast_paths", "FastPaths",
 ]

@@ -1,4 +1,7 @@
 #include "saturate/session/user_search.h"
+#include "saturate/step/fast_paths.h"
+
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <memory>
@@ -117,6 +120,21 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
     out.objective = pick_by_objective(probe, options.objective, top, noise, noise_data);
   }
   return out;
+}
+
+FastPathChoice try_user_fast_paths(UserTrialStep& step, MemoryMeter& meter, int64_t batch, int timed_steps) {
+  if (batch < 1) throw UsageError("batch_size", fmt::format("{} is not a batch; give one that fits (e.g. the search's)", batch));
+  if (timed_steps < 1) throw UsageError("timed_steps", fmt::format("{} is not a positive number of steps", timed_steps));
+  Probe probe(step, meter);
+  std::vector<FastPathCandidate> candidates;
+  for (FastPathCandidate& c : fast_path_candidates(step.device().is_cuda(), /*conv_model=*/true, /*fp32_step=*/true,
+                                                   at::get_num_threads(), /*graphable=*/false))
+    if (c.name != "channels_last" && c.name != "fused_optimizer") candidates.push_back(std::move(c));
+  const auto measure = [&](const FastPaths& paths) {
+    const ProcessSwitches switches(paths);
+    return probe.run(batch, {1, timed_steps, 0});
+  };
+  return choose_fast_paths(FastPaths{}, candidates, measure);
 }
 
 }  // namespace saturate

@@ -18,6 +18,7 @@
 #include "saturate/probe/user_step.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/objective.h"
+#include "saturate/search/fast_path_choice.h"
 #include "saturate/search/search.h"
 
 namespace saturate {
@@ -70,6 +71,14 @@ struct UserSearchRanks {
 UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const UserSearchOptions& options,
                                  const NoiseMeasure& noise = {}, const std::string& noise_data = "the step's batches",
                                  const UserSearchRanks& ranks = {});
+
+/// The fast paths that apply to a user's own step (seed B7): the process-wide switches —
+/// cudnn.benchmark and TF32 on CUDA, half the CPU threads on a CPU — each timed at `batch`
+/// (`timed_steps` per trial, 3 rounds a side) against the choice so far, kept when the step runs
+/// at least 3 % faster. The switches are put back as they were afterwards: apply the chosen ones
+/// yourself (FastPathChoice::chosen names them). channels_last and fused optimizers change the
+/// user's model and optimizer, which saturate does not own: not tried.
+FastPathChoice try_user_fast_paths(UserTrialStep& step, MemoryMeter& meter, int64_t batch, int timed_steps = 3);
 
 /// Sets a meter's budget for a session and puts it back afterwards: on CPU the budget as it was,
 /// on CUDA the whole device (the only fraction LibTorch can report). 0: nothing changes.
