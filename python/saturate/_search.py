@@ -77,6 +77,18 @@ class SearchResult:
     objective: Optional[Objective] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
+    @classmethod
+    def from_json(cls, data: Dict[str, Any], text: str = "") -> "SearchResult":
+        """From the search JSON (`saturate search --json`) and its console text."""
+        result = cls(max_batch=data["max_batch"], max_batch_exact=data["max_batch_exact"], capped=data["capped"],
+                     recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
+                     trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
+                     budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
+                     error=data.get("error", ""), compute=data.get("compute", {}),
+                     objective=Objective.from_json(data["objective"]) if "objective" in data else None, data=data)
+        result._text = text
+        return result
+
     @property
     def batch(self) -> int:
         """The batch to train at: the objective's, else the recommended (else the max)."""
@@ -175,16 +187,7 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                          ranks=group, exact_ranks=bool(exact_ranks))
     if runner.interrupt is not None:
         raise runner.interrupt
-    data = json.loads(text)
-    result = SearchResult(max_batch=data["max_batch"], max_batch_exact=data["max_batch_exact"],
-                          capped=data["capped"],
-                          recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
-                          trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
-                          budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
-                          error=data.get("error", ""), compute=data.get("compute", {}),
-                          objective=Objective.from_json(data["objective"]) if "objective" in data else None,
-                          data=data)
-    result._text = console
+    result = SearchResult.from_json(json.loads(text), console)
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"

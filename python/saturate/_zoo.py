@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from . import _saturate as _C
-from ._search import Objective, SearchResult, Trial
+from ._search import SearchResult
 
 
 def zoo_search(model: str = "convnet", *, device: str = "auto", memory_budget: Optional[str] = None,
@@ -29,16 +29,7 @@ def zoo_search(model: str = "convnet", *, device: str = "auto", memory_budget: O
                                   measure_steps=int(timed_steps), objective=objective,
                                   knee_fraction=float(knee_fraction), noise_steps=int(noise_steps),
                                   base_batch=int(base_batch or 0), precision=precision, spec=model_options)
-    data = json.loads(text)
-    result = SearchResult(max_batch=data["max_batch"], max_batch_exact=data["max_batch_exact"], capped=data["capped"],
-                          recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
-                          trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
-                          budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
-                          error=data.get("error", ""), compute=data.get("compute", {}),
-                          objective=Objective.from_json(data["objective"]) if "objective" in data else None,
-                          data=data)
-    result._text = console
-    return result
+    return SearchResult.from_json(json.loads(text), console)
 
 
 @dataclass
