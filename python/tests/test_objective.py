@@ -28,15 +28,15 @@ def test_throughput_chooses_the_knee_of_the_curve_it_measured_on_the_users_step(
 
 def test_bad_objective_options_name_the_keyword_and_the_range():
     model, opt, step = LOOPS["mlp"]()
-    with pytest.raises(ValueError, match=r"knee_fraction: 0 is outside \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"knee_fraction: 0 is outside 0.01..1 \(a fraction of the best samples/s\)"):
         saturate.search(step, device="cpu", memory_budget="48MiB", objective="throughput", knee_fraction=0)
-    with pytest.raises(ValueError, match="noise_steps: 0 is outside 1..10000"):
+    with pytest.raises(ValueError, match=r"noise_steps: 0 is outside 1..10000 \(steps\)"):
         saturate.search(step, device="cpu", memory_budget="48MiB", objective="goodput", noise_steps=0)
     with pytest.raises(ValueError, match="'speed' is not an objective"):
         saturate.search(step, device="cpu", memory_budget="48MiB", objective="speed")
-    with pytest.raises(ValueError, match=r"target_memory: 1.5 is outside \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"target_memory: 1.5 is outside 0.01..1 \(a fraction of the budget, e.g. 0.9\)"):
         saturate.search(step, device="cpu", memory_budget="48MiB", target_memory=1.5)
-    with pytest.raises(ValueError, match="timed_steps: 0 must be at least 1"):
+    with pytest.raises(ValueError, match=r"timed_steps: 0 is outside 1..1000000 \(steps per trial\)"):
         saturate.search(step, device="cpu", memory_budget="48MiB", timed_steps=0)
 
 

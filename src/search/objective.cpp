@@ -5,15 +5,13 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/option_doc.h"
 
 namespace saturate {
 
 void ObjectiveOptions::check() const {
-  if (!(knee_fraction > 0 && knee_fraction <= 1))
-    throw UsageError("knee_fraction",
-                     fmt::format("{} is outside (0, 1]; e.g. 0.9 for within 10 % of the best", knee_fraction));
-  if (noise_steps < 1 || noise_steps > 10000)
-    throw UsageError("noise_steps", fmt::format("{} is outside 1..10000", noise_steps));
+  check_option_range("knee_fraction", knee_fraction);  // the documented ranges (core/option_doc.h)
+  check_option_range("noise_steps", noise_steps);
   if (base_batch < 0)
     throw UsageError("base_batch",
                      fmt::format("{} is negative; give the batch the learning rate was tuned for", base_batch));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/option_doc.h"
 
 namespace saturate {
 
@@ -28,16 +29,12 @@ Strategy parse_strategy(const std::string& text) {
 }
 
 void SearchOptions::check() const {
-  if (!(target_fraction > 0 && target_fraction <= 1))
-    throw UsageError("target_fraction",
-                     fmt::format("{} is outside (0, 1]; use e.g. 0.9 for 90 % of the budget", target_fraction));
-  if (max_batch < 0)
-    throw UsageError("max_batch", fmt::format("{} is negative; give a positive cap or 0 for none", max_batch));
-  if (start_batch < 1) throw UsageError("start_batch", fmt::format("{} is not a positive integer", start_batch));
+  check_option_range("target_fraction", target_fraction);  // the documented ranges (core/option_doc.h)
+  check_option_range("max_batch", static_cast<double>(max_batch));
+  check_option_range("start_batch", static_cast<double>(start_batch));
   if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative; 0 runs no warm-up", warmup_steps));
-  if (measure_steps < 1) throw UsageError("measure_steps", fmt::format("{} must be at least 1", measure_steps));
-  if (confirm_runs < 0 || confirm_runs > 10)
-    throw UsageError("confirm_runs", fmt::format("{} is outside 0..10; give the number of re-probes", confirm_runs));
+  check_option_range("measure_steps", measure_steps);
+  check_option_range("confirm_runs", confirm_runs);
   if (max_trials < 1) throw UsageError("max_trials", fmt::format("{} must be at least 1", max_trials));
 }
 

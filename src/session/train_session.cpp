@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/option_doc.h"
 #include "saturate/core/signal_name.h"
 #include "saturate/dist/rank_synced.h"
 #include "saturate/memory/leak_check.h"
@@ -238,9 +239,7 @@ void wire_events(TrainOptions& t, const TrainEvents& events, int64_t total, Trai
 void TrainSessionOptions::check() const {
   if (micro_batch < 0 || micro_batch > kMaxBatch)
     throw UsageError("micro_batch", fmt::format("{} is not a micro-batch in 1..{} or auto", micro_batch, kMaxBatch));
-  if (loss_every < 1)
-    throw UsageError("loss_every", fmt::format("{} is not a positive number of steps; 1 reads every step's loss",
-                                               loss_every));
+  check_option_range("loss_every", static_cast<double>(loss_every));  // the documented ranges (core/option_doc.h)
   objective.check();
   const bool auto_batch = micro_batch == 0;
   const std::string objective_name = to_string(objective.objective);
@@ -254,17 +253,13 @@ void TrainSessionOptions::check() const {
     throw UsageError(fmt::format("`adaptive` with `objective` {}: `adaptive` starts at `base_batch` and re-chooses "
                                  "the batch by goodput itself; drop `objective`",
                                  objective_name));
-  if (adapt_every < 1)
-    throw UsageError("adapt_every", fmt::format("{} is not a positive number of steps", adapt_every));
-  if (adaptive_max < 1 || adaptive_max > 1024)
-    throw UsageError("max_units", fmt::format("{} is outside 1..1024 (times `base_batch`)", adaptive_max));
+  check_option_range("adapt_every", static_cast<double>(adapt_every));
+  check_option_range("max_units", static_cast<double>(adaptive_max));
   if (eval_batch < 0)
     throw UsageError("eval_batch", fmt::format("{} is negative; 0 is 4x the micro-batch", eval_batch));
   if (eval_every_samples < 0)
     throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
-  if (stop_at_accuracy < 0 || stop_at_accuracy > 1)
-    throw UsageError("stop_at_accuracy",
-                     fmt::format("{} is outside [0, 1]; e.g. 0.85 (0: never stop early)", stop_at_accuracy));
+  check_option_range("stop_at_accuracy", stop_at_accuracy);
   if (base_batch < 0)
     throw UsageError("base_batch", fmt::format("{} is negative; give the batch the learning rate was tuned for",
                                                base_batch));
@@ -273,10 +268,9 @@ void TrainSessionOptions::check() const {
                                                     target_fraction));
   if (epochs < 0 || max_steps < 0 || (epochs == 0 && max_steps == 0))
     throw UsageError(fmt::format("`epochs` {}: give at least one epoch or `max_steps` N", epochs));
-  if (warmup_steps < 0) throw UsageError("warmup_steps", fmt::format("{} is negative", warmup_steps));
-  if (checkpoint_every < 0) throw UsageError("checkpoint_every", fmt::format("{} is negative", checkpoint_every));
-  if (!(clip_grad_norm >= 0))
-    throw UsageError("clip_grad_norm", fmt::format("{} is negative; 0 means no clipping", clip_grad_norm));
+  check_option_range("warmup_steps", static_cast<double>(warmup_steps));
+  check_option_range("checkpoint_every", static_cast<double>(checkpoint_every));
+  check_option_range("clip_grad_norm", clip_grad_norm);
   if (resume && checkpoint_dir.empty())
     throw UsageError("resume", "needs the checkpoint directory to resume from (`checkpoint_dir`)");
 }
@@ -284,6 +278,21 @@ void TrainSessionOptions::check() const {
 std::string TrainSessionData::eval_split() const {
   if (tokens) return corpus.val.defined() ? "val" : "";
   return held_out ? held_out_split : "";
+}
+
+int64_t parse_micro_batch(const std::string& text) {
+  if (text == "auto") return 0;
+  int64_t micro = 0;
+  try {
+    size_t used = 0;
+    micro = std::stoll(text, &used);
+    if (used != text.size()) micro = 0;
+  } catch (const std::exception&) {
+    micro = 0;
+  }
+  if (micro <= 0 || micro > kMaxBatch)
+    throw UsageError("micro_batch", fmt::format("'{}' is not a micro-batch in 1..{} or auto", text, kMaxBatch));
+  return micro;
 }
 
 HeldOut open_held_out(const std::string& data, double val_fraction, bool skip_bad_samples) {

@@ -230,7 +230,7 @@ TEST(SearchTest, RejectsATargetOutsideZeroToOne) {
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_EQ(e.option(), "target_fraction");  // the command line names its flag, Python its keyword
-    EXPECT_NE(std::string(e.what()).find("1.5 is outside (0, 1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("1.5 is outside 0.01..1 (a fraction of the budget"), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << "the library names no flag: " << e.what();
   }
   EXPECT_EQ(runner.calls, 0) << "checked before any trial";

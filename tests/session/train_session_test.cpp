@@ -65,7 +65,7 @@ TEST(TrainSessionTest, OptionsAreRefusedNamingTheOptionBeforeAnyWork) {
   ASSERT_USAGE_ERROR_ABOUT(o.check(), "", "`max_steps`");
   o = steps(1);
   o.loss_every = 0;
-  ASSERT_USAGE_ERROR_ABOUT(o.check(), "loss_every", "positive");
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "loss_every", "0 is outside 1..1e+12");
 }
 
 TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {

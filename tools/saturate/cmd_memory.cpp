@@ -38,18 +38,11 @@ void add_memory_command(CLI::App& app, Action& action) {
   add_memory_probe_flags(*cmd, *mf);
   auto stepflags = std::make_shared<StepFlags>();
   add_step_flags(*cmd, *stepflags);
-  cmd->add_option("--batch,-b", cf->o.batch, "batch size (samples per step)")
-      ->check(in_range(1, 2147483647.0, "samples per step"))->required();
-  cmd->add_option("--warmup-steps,--warmup", cf->o.warmup_steps,
-                  "steps before the recorded one (the first makes the optimizer state)")
-      ->check(in_range(0, 1e6, "steps"))->capture_default_str();
-  cmd->add_option("--leak-check-steps,--steps", cf->o.leak_check_steps,
-                  "also run this many training steps and check that memory stays flat (0: no leak check)")
-      ->check(in_range(0, 1e9, "0: no leak check"))->capture_default_str();
+  add_option_flag(*cmd, "batch", cf->o.batch)->required();
+  add_option_flag(*cmd, "memory.warmup_steps", cf->o.warmup_steps);
+  add_option_flag(*cmd, "leak_check_steps", cf->o.leak_check_steps);
   add_html_flag(*cmd, cf->html);
-  cmd->add_flag("--keep-loss", cf->o.keep_loss,
-                "in the leak check, keep every step's loss and its graph alive (a deliberate leak, to see the "
-                "detector work)");
+  add_option_flag(*cmd, "keep_loss", cf->o.keep_loss);
   cmd->callback([=, &action] {
     action = [=]() -> int {
       check_html_path(cf->html);

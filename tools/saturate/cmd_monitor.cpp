@@ -53,13 +53,9 @@ struct WatchFlags {
 }  // namespace
 
 void add_monitor_flags(CLI::App& app, MonitorFlags& f) {
-  app.add_option("--sample-hz", f.sample_hz,
-                 "device samples per second during trials and training (0: only at each trial's or window's edges)")->check(in_range(0, 10000, "samples per second; 0: only at edges"))
-      ->capture_default_str()
-      ->envname("SATURATE_SAMPLE_HZ");
-  app.add_option("--trace", f.trace,
-                 "write a Chrome trace (Perfetto) of trials or training windows, steps, phases and samples to FILE.json");
-  app.add_flag("--no-monitor", f.off, "no phase timing, sampling or bottleneck verdict (to measure their overhead)");
+  add_option_flag(app, "sample_hz", f.sample_hz);
+  add_option_flag(app, "trace", f.trace);
+  add_option_flag(app, "no_monitor", f.off);
 }
 
 std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::Device& device) {
@@ -92,12 +88,12 @@ void add_monitor_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "monitor", "Run a command (saturate monitor -- COMMAND ...) or watch --pid PID: GPU/CPU utilization live, a summary");
   auto f = std::make_shared<WatchFlags>();
-  cmd->add_option("--sample-hz", f->sample_hz, "samples per second")->check(in_range(0.001, 10000, "samples per second"))->capture_default_str()->envname("SATURATE_SAMPLE_HZ");
-  cmd->add_option("--interval", f->interval_s, "seconds between live lines on stderr (0: none)")->check(in_range(0, 86400, "seconds; 0: no live lines"))->capture_default_str();
-  cmd->add_option("--log", f->log, "write every sample to FILE.csv");
-  cmd->add_option("--pid", f->pid, "attach to this running process (and its children) instead of running a command")->check(in_range(1, 4194304, "a process id"));
-  cmd->add_option("--gpu", f->gpu, "the GPU index NVML reads")->check(in_range(0, 1023, "a GPU index"))->capture_default_str();
-  cmd->add_flag("--quiet,-q", f->quiet, "no live lines, only the summary");
+  add_option_flag(*cmd, "watch.sample_hz", f->sample_hz);
+  add_option_flag(*cmd, "interval", f->interval_s);
+  add_option_flag(*cmd, "log", f->log);
+  add_option_flag(*cmd, "pid", f->pid);
+  add_option_flag(*cmd, "gpu", f->gpu);
+  add_option_flag(*cmd, "watch.quiet", f->quiet);
   cmd->add_option("command", f->command, "the command to run, after '--'");
   cmd->callback([f, &action] {
     action = [f]() -> int {

@@ -12,6 +12,7 @@
 #include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/probe/probe.h"
+#include "saturate/session/progress_lines.h"
 #include "saturate/report/monitor_text.h"
 
 namespace saturate::cli {
@@ -28,30 +29,26 @@ void add_probe_command(CLI::App& app, Action& action) {
   add_memory_probe_flags(*cmd, *memflags);
   auto mflags = std::make_shared<MonitorFlags>();
   add_monitor_flags(*cmd, *mflags);
-  auto dflags = std::make_shared<DataFlags>();
+  auto dflags = std::make_shared<DataOptions>();
   add_data_flags(*cmd, *dflags);
-  cmd->add_option("--batch,-b", *batch, "batch size (samples per step)")->check(in_range(1, 2147483647.0, "samples per step"))->required();
-  cmd->add_option("--warmup-steps,--warmup", *warmup, "untimed training steps first")->check(in_range(0, 1e6, "steps"))->capture_default_str();
-  cmd->add_option("--timed-steps,--steps", *steps, "timed training steps (the median is reported)")->check(in_range(1, 1e6, "steps"))->capture_default_str();
+  add_option_flag(*cmd, "batch", *batch)->required();
+  add_option_flag(*cmd, "probe.warmup_steps", *warmup);
+  add_option_flag(*cmd, "probe.measure_steps", *steps);
   add_step_flags(*cmd, *stepflags);
   cmd->callback([=, &action] {
     action = [=]() -> int {
-      if (*batch <= 0)
-        throw UsageError(fmt::format("--batch: {} is not a positive integer; give the number of samples per step", *batch));
-      if (*warmup < 0 || *steps < 1)
-        throw UsageError(fmt::format("--warmup-steps {} / --timed-steps {}: need warm-up >= 0 and at least one timed step", *warmup,
-                                     *steps));
       const TrainingFootprint footprint = step_footprint(*stepflags);
-      auto session = open_session(with_data_shape(*dflags, *flags));
+      OpenedData opened;
+      auto session = open_session(*flags, dflags.get(), &opened);
       Probe probe(*session->workload, *session->meter);
       probe.set_footprint(footprint);
       auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown in the JSON
       auto monitor = attach_monitor(*mflags, probe, session->device);
-      auto data = attach_data(*dflags, probe, *session, *batch, /*quiet=*/false);  // --data: the loader feeds it
+      auto data = attach_data(opened, *dflags, probe, *session, *batch, data_progress_lines(print_line));  // --data: the loader feeds it
       const Trial t = probe.run(*batch, {*warmup, *steps, 0});
       write_memory_timeline(*memflags, *memory, *session);
       if (monitor) monitor->finish();
-      rethrow_data_error(data.get());  // bad data: exit 2 naming the file
+      if (data) data->rethrow_error();  // bad data: exit 2 naming the file
       if (flags->json == "-") {
         nlohmann::json j = trial_json(t);
         j.update(context_json(session->context));
@@ -61,7 +58,7 @@ void add_probe_command(CLI::App& app, Action& action) {
         print_trial(trial, session->context, t);
         std::cout << with_flags(trial.str());
         std::cout << bottleneck_text(t);
-        if (data && t.findings.data) std::cout << with_flags(data_text(data_source(*data), *t.findings.data));
+        if (data && t.findings.data) std::cout << with_flags(data_text(data->source(), *t.findings.data));
         if (!flags->json.empty()) {
           nlohmann::json j = trial_json(t);
           j.update(context_json(session->context));

@@ -56,8 +56,8 @@ void add_report_command(CLI::App& app, Action& action) {
   auto output = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
   cmd->add_option("RUN.json", *input, "the JSON a run wrote with --json FILE ('-': stdin)")->required();
-  cmd->add_option("-o,--output", *output, "the HTML file to write ('-': stdout; default: RUN.html next to RUN.json)");
-  cmd->add_flag("-q,--quiet", *quiet, "no line on stderr saying what was written");
+  add_option_flag(*cmd, "output", *output);
+  add_option_flag(*cmd, "report.quiet", *quiet);
   cmd->callback([=, &action] {
     action = [=]() -> int {
       const std::string out = output->empty() ? default_output(*input) : *output;

@@ -22,6 +22,7 @@
 #include "saturate/models/flops.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/probe/probe.h"
+#include "saturate/session/progress_lines.h"
 #include "saturate/session/workload_search.h"
 #include "saturate/report/checkpointing_report.h"
 #include "saturate/report/printer.h"
@@ -44,12 +45,6 @@ struct SearchFlags {
   std::string html;
 };
 
-void print_fast_path_trials(const FastPathChoice& choice) {
-  for (const auto& t : choice.tried)
-    std::cerr << fmt::format("saturate: fast path {:<16} {:>8.2f} ms -> {:>8.2f} ms  {:+6.1f} %  {}\n", t.name,
-                             t.baseline_ms, t.with_ms, 100 * t.gain, t.kept ? "kept" : "not kept: " + t.note);
-}
-
 /// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
 std::string batch_one_need(Session& s, const TrainingFootprint& footprint) {
   const int64_t budget = s.meter->budget_bytes();
@@ -67,38 +62,25 @@ struct SearchCommand {
   SearchFlags sf;
   MemoryFlags memory;
   MonitorFlags monitor;
-  DataFlags data;
+  DataOptions data;
   DistFlags dist;
   StepFlags step;
   ObjectiveFlags objective;
 };
 
 void add_search_flags(CLI::App& cmd, SearchFlags& sf) {
-  cmd.add_option("--strategy", sf.strategy, "fit (few trials, exact) | binsearch | power (Lightning's)")
-      ->capture_default_str();
-  cmd.add_option("--target-memory", sf.target_memory,
-                 "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)")
-      ->check(in_range(0.01, 1, "a fraction of the budget, e.g. 0.9"))->capture_default_str();
-  cmd.add_option("--max-batch", sf.max_batch, "never try a batch above this (0: no cap)")
-      ->check(in_range(0, 2147483647.0, "0: no cap"))->capture_default_str();
-  cmd.add_option("--start-batch", sf.start_batch, "first batch of power/binsearch")
-      ->check(in_range(1, 2147483647.0, "a batch"))->capture_default_str();
-  cmd.add_option("--timed-steps,--steps", sf.steps, "timed training steps per trial, after one warm-up step")
-      ->check(in_range(1, 1e6, "steps per trial"))->capture_default_str();
-  cmd.add_option("--required-batch", sf.required_batch,
-                 "with --checkpointing auto: the micro-batch you need; checkpointing is chosen when only it fits it")
-      ->check(in_range(1, 2147483647.0, "a micro-batch"));
-  cmd.add_option("--confirm", sf.confirm_runs,
-                 "re-probe the found boundary (max and max+1) this many more times; where memory varies from run to "
-                 "run, max_batch becomes the largest batch that fit every time and the spread is reported")
-      ->check(in_range(0, 10, "re-probes"))->capture_default_str();
+  add_option_flag(cmd, "strategy", sf.strategy);
+  add_option_flag(cmd, "target_fraction", sf.target_memory);
+  add_option_flag(cmd, "max_batch", sf.max_batch);
+  add_option_flag(cmd, "start_batch", sf.start_batch);
+  add_option_flag(cmd, "measure_steps", sf.steps);
+  add_option_flag(cmd, "required_batch", sf.required_batch);
+  add_option_flag(cmd, "confirm_runs", sf.confirm_runs);
 }
 
 void add_output_flags(CLI::App& cmd, SearchFlags& sf) {
-  cmd.add_flag("--quiet,-q", sf.quiet, "no progress lines on stderr");
-  cmd.add_option("--format", sf.format,
-                 "stdout: console (table) | json | jsonl (a line per trial as it finishes) | csv | markdown")
-      ->capture_default_str();
+  add_option_flag(cmd, "quiet", sf.quiet);
+  add_option_flag(cmd, "format", sf.format);
   add_html_flag(cmd, sf.html);
 }
 
@@ -160,17 +142,6 @@ int search_exit_status(const SearchResult& result, Session& session, Probe& prob
   return 0;
 }
 
-/// The progress lines: the checkpointing passes, the objective's curve and noise, fast paths.
-WorkloadSearchProgress search_progress(const SearchCommand& c, bool talk, const std::string& source) {
-  WorkloadSearchProgress progress;
-  if (talk) {
-    progress.on_pass = [](const std::string& pass) { std::cerr << "saturate: --checkpointing auto: " << pass << "\n"; };
-    progress.objective = objective_progress_lines(source);
-  }
-  if (!c.sf.quiet) progress.on_fast_paths = print_fast_path_trials;
-  return progress;
-}
-
 int run_search(SearchCommand& c) {
   const DistEnv denv = prepare_dist(c.dist, c.flags);  // one rank of several: rank 0 reports
   WorkloadSearchOptions wo = search_options(c, denv.world_size);
@@ -180,7 +151,8 @@ int run_search(SearchCommand& c) {
   std::unique_ptr<Printer> printer = make_printer(format, std::cout, talk ? &std::cerr : nullptr, find_flag_for_option);
   if (denv.rank == 0) wo.search.on_trial = [&printer](const Trial& t) { printer->trial(t); };
   check_memory_plan_flags(c.memory);
-  auto session = open_session(with_data_shape(c.data, c.flags));
+  OpenedData opened;
+  auto session = open_session(c.flags, &c.data, &opened);
   session->context.command = "search";
   session->context.world_size = denv.world_size;
   if (c.memory.plan_only) return run_plan_only(c.memory, *session, c.sf.target_memory, c.flags.json);
@@ -195,8 +167,8 @@ int run_search(SearchCommand& c) {
   auto memory = attach_memory(c.memory, probe, *session);               // memory_breakdown per trial
   probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
   // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
-  auto data = attach_data(c.data, probe, *session, c.sf.max_batch > 0 ? std::min<int64_t>(32, c.sf.max_batch) : 32,
-                          c.sf.quiet);
+  auto data = attach_data(opened, c.data, probe, *session, c.sf.max_batch > 0 ? std::min<int64_t>(32, c.sf.max_batch) : 32,
+                          c.sf.quiet ? DataEvents{} : data_progress_lines(print_line));
   auto monitor = attach_monitor(c.monitor, probe, session->device);
   auto dist = open_dist(c.dist, denv, session->device);  // nullptr for one process
   DataFeed* feed = data ? data->feed.get() : nullptr;
@@ -205,18 +177,18 @@ int run_search(SearchCommand& c) {
   Workload& w = *session->workload;
   const WorkloadSearchResult found = search.run(
       dist.get(), [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
-      search_progress(c, talk, source));
+      search_progress_lines(print_line, source, talk, !c.sf.quiet));
   const SearchResult& result = found.search();
   if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
   if (monitor) monitor->finish();
-  rethrow_data_error(data.get());  // bad data: exit 2 naming the file
+  if (data) data->rethrow_error();  // bad data: exit 2 naming the file
   nlohmann::json j = found.to_json(session->context);
   const auto plan = run_memory_plan(c.memory, *session, c.sf.target_memory);
   add_memory_json(j, result, plan);
   if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
   std::string notes = found.notes(j);  // after the answer, for people (console and markdown)
   if (plan) notes += plan_text(*plan);
-  if (data) notes += data_search_text(data_source(*data), result);
+  if (data) notes += data_search_text(data->source(), result);
   printer->result(SearchReport{result, j, with_flags(notes)});
   printer->end();
   if (!c.flags.json.empty() && c.flags.json != "-") write_json(j, c.flags.json, std::cout);

@@ -13,24 +13,12 @@
 namespace saturate::cli {
 
 void add_dist_flags(CLI::App& app, DistFlags& f, bool search) {
-  app.add_option("--backend", f.backend,
-                 "process group when started as several ranks (saturate launch, torchrun, mpirun, srun): "
-                 "auto (nccl on CUDA, gloo on CPU) | nccl | gloo")
-      ->capture_default_str()
-      ->envname("SATURATE_BACKEND");
-  app.add_option("--dist-timeout", f.timeout_s,
-                 "seconds a rendezvous or collective waits for the other ranks before failing")->check(in_range(0.1, 604800, "seconds"))
-      ->capture_default_str()
-      ->envname("SATURATE_DIST_TIMEOUT");
-  if (search)
-    app.add_flag("!--no-rank-max", f.rank_max_exact,
-                 "with unequal ranks, skip the local search that finds each larger rank's own max exactly");
+  add_option_flag(app, "backend", f.backend);
+  add_option_flag(app, "dist_timeout", f.timeout_s);
+  if (search) add_option_flag(app, "rank_max_exact", f.rank_max_exact);
   if (!search) {
-    app.add_option("--bucket-mb", f.bucket_mb, "DDP gradient bucket size in MiB (several ranks)")->check(in_range(0.001, 1048576, "MiB"))->capture_default_str();
-    app.add_option("--parallel", f.parallel,
-                   "ddp: several ranks (saturate launch, torchrun) train with DistributedDataParallel | dp: "
-                   "DataParallel in one process over the visible GPUs")
-        ->capture_default_str();
+    add_option_flag(app, "bucket_mb", f.bucket_mb);
+    add_option_flag(app, "parallel", f.parallel);
   }
 }
 
@@ -39,8 +27,8 @@ DistEnv prepare_dist(const DistFlags& f, WorkloadFlags& w) {
   if (!(f.timeout_s > 0))
     throw UsageError(fmt::format("--dist-timeout: {} is not a positive number of seconds (e.g. 300)", f.timeout_s));
   DistEnv env = read_dist_env();
-  if (env.distributed() && (w.device == "cuda" || (w.device == "auto" && cuda_available())))
-    w.device = fmt::format("cuda:{}", env.local_rank);
+  if (env.distributed() && (w.o.device == "cuda" || (w.o.device == "auto" && cuda_available())))
+    w.o.device = fmt::format("cuda:{}", env.local_rank);
   return env;
 }
 
@@ -66,7 +54,7 @@ TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w) {
   o.check();
   DistEnv env = prepare_dist(f, w);
   o.backend = parse_dist_backend(f.backend);
-  return TrainRanks(o, std::move(env), w.device);
+  return TrainRanks(o, std::move(env), w.o.device);
 }
 
 }  // namespace saturate::cli

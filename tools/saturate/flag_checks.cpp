@@ -8,19 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "saturate/core/option_doc.h"
+
 namespace saturate::cli {
-namespace {
-
-std::string number_text(double v) {
-  if (v == std::floor(v) && std::fabs(v) < 1e10) return fmt::format("{:.0f}", v);
-  if (v == std::floor(v)) return fmt::format("{:.0e}", v);
-  return fmt::format("{:g}", v);
-}
-
-}  // namespace
-
 CLI::Validator in_range(double lo, double hi, const std::string& meaning) {
-  const std::string range = number_text(lo) + ".." + number_text(hi);
+  const std::string range = limit_text(lo) + ".." + limit_text(hi);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         const char* begin = text.c_str();

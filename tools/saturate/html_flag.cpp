@@ -11,11 +11,7 @@ namespace {
 const OutputFileOptions kHtml{"--html", "report.html"};
 }
 
-void add_html_flag(CLI::App& app, std::string& path) {
-  app.add_option("--html", path,
-                 "also write the run as one self-contained HTML page with charts to FILE (docs/report.md; the same "
-                 "as saturate report RUN.json)");
-}
+void add_html_flag(CLI::App& app, std::string& path) { add_option_flag(app, "html", path); }
 
 void check_html_path(const std::string& path) {
   if (!path.empty()) check_output_path(path, kHtml);

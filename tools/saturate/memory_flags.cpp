@@ -1,4 +1,5 @@
 #include "memory_flags.h"
+#include "option_flags.h"
 
 #include <iostream>
 
@@ -14,22 +15,15 @@
 namespace saturate::cli {
 
 void add_memory_probe_flags(CLI::App& app, MemoryFlags& f) {
-  app.add_flag("--empty-cache", f.empty_cache,
-               "empty the device's allocator cache before each trial and report its cost (default: only after an "
-               "out-of-memory)");
-  app.add_option("--timeline", f.timeline,
-                 "write the memory timeline of the last step to FILE: FILE.svg a plot, anything else JSON");
+  add_option_flag(app, "empty_cache", f.empty_cache);
+  add_option_flag(app, "timeline", f.timeline);
 }
 
 void add_memory_plan_flags(CLI::App& app, MemoryFlags& f) {
-  app.add_option("--plan-for", f.plan_for,
-                 "predict the batch for another GPU from a run here: a size (24GiB) or rtx4090, a100-40gb, "
-                 "a100-80gb, h100-80gb, h200");
-  app.add_option("--plan-batches", f.plan_batches, "the two small batches recorded for --plan-for")
-      ->capture_default_str();
-  app.add_option("--plan-allocator", f.plan_allocator,
-                 "allocator of the planned device: cuda-caching (default) | exact (a CPU budget)");
-  app.add_flag("--plan-only", f.plan_only, "with --plan-for: only predict, skip the search here");
+  add_option_flag(app, "plan_for", f.plan_for);
+  add_option_flag(app, "plan_batches", f.plan_batches);
+  add_option_flag(app, "plan_allocator", f.plan_allocator);
+  add_option_flag(app, "plan_only", f.plan_only);
 }
 
 std::unique_ptr<MemoryObserver> attach_memory(const MemoryFlags& f, Probe& probe, Session& s) {

@@ -19,7 +19,5 @@ struct ObjectiveFlags {
 void add_objective_flags(CLI::App& app, ObjectiveFlags& f, bool base_batch_flag);
 /// The options the flags give, checked (usage errors before any device work).
 ObjectiveOptions objective_options(const ObjectiveFlags& f);
-/// The curve's and the noise scale's progress lines on stderr (`data` names the noise's batches).
-ObjectiveProgress objective_progress_lines(const std::string& data);
 
 }  // namespace saturate::cli

@@ -1,4 +1,5 @@
 #include "step_flags.h"
+#include "option_flags.h"
 
 #include <fmt/format.h>
 
@@ -8,23 +9,10 @@ namespace saturate::cli {
 
 void add_step_flags(CLI::App& app, StepFlags& f, bool allow_auto) {
   f.allow_auto = allow_auto;
-  app.add_option("--precision", f.precision,
-                 "fp32 | tf32 | bf16 | fp16: the step's precision (bf16/fp16 autocast; fp16 with loss scaling, CUDA "
-                 "only); trials measure the step training will run")
-      ->capture_default_str();
-  app.add_option("--checkpointing", f.checkpointing,
-                 allow_auto ? "activation checkpointing in the trials: none | blocks | every-N | auto (search without "
-                              "and with blocks, report both curves, use checkpointing only when it wins)"
-                            : "activation checkpointing in the forward pass: none | blocks | every-N")
-      ->capture_default_str();
+  add_option_flag(app, "precision", f.precision);
+  add_option_flag(app, allow_auto ? "search.checkpointing" : "checkpointing", f.checkpointing);
   if (allow_auto) f.fast_paths = "auto";
-  app.add_option("--fast-paths", f.fast_paths,
-                 allow_auto ? "framework switches (seed B7): auto (try them at the found batch on CUDA, keep those "
-                              "measured faster) | try (also on CPU) | none | a list to use as given: "
-                              "cudnn_benchmark,tf32,channels_last,fused_optimizer,cuda_graphs,threads=N"
-                            : "framework switches (seed B7): none | a list of cudnn_benchmark, tf32, channels_last, "
-                              "fused_optimizer, cuda_graphs, threads=N (as `saturate search` chose them)")
-      ->capture_default_str();
+  add_option_flag(app, allow_auto ? "search.fast_paths" : "fast_paths", f.fast_paths);
 }
 
 CheckpointPolicy step_checkpointing(const StepFlags& f) {

@@ -101,6 +101,10 @@ struct TrainSessionData {
   std::string eval_split() const;
 };
 
+/// `micro_batch` as written: a count in 1..2^31-1, or auto (0); a UsageError about `micro_batch`
+/// otherwise.
+int64_t parse_micro_batch(const std::string& text);
+
 struct HeldOut {
   std::shared_ptr<const Dataset> dataset;  ///< nullptr: none
   std::string split;                       ///< "test" or "val"

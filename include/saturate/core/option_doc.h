@@ -1,0 +1,49 @@
+// Implements: what each library option means and allows, written once. Every session's options
+// (train, search, memory, the workload, data, the monitor, ranks, launch) are documented here by
+// their field names: a sentence of help, and for numbers the range allowed with what a value
+// means. check() calls validate against these ranges, the command line builds its flags' help
+// and range checks from them (its table maps each option to a flag), and Python's errors and
+// docstrings read the same text. Other options are named in backticks (`micro_batch`), which each
+// front-end says its own way (core/option_text.h).
+#pragma once
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace saturate {
+
+struct OptionDoc {
+  /// The option's field name ("epochs"), or "command.option" where one command documents an
+  /// option its own way ("train.target_fraction": the micro-batch's share of the budget).
+  std::string_view key;
+  std::string_view help;
+  /// The numeric range allowed, both ends included; NaN for an option that is not a number.
+  double min = std::numeric_limits<double>::quiet_NaN();
+  double max = std::numeric_limits<double>::quiet_NaN();
+  /// What a value means, ending a range error: "optimizer steps; 0: at epoch ends".
+  std::string_view meaning;
+
+  bool has_range() const { return min == min; }
+};
+
+/// The documentation for `key`, or nullptr when no option has that key.
+const OptionDoc* find_option_doc(std::string_view key);
+/// The documentation for `key`; an InternalError when none (a key is the library's own word).
+const OptionDoc& option_doc(std::string_view key);
+/// Every documented option, in the order of the table.
+const std::vector<OptionDoc>& option_docs();
+
+/// The option a key documents: "train.target_fraction" -> "target_fraction".
+std::string_view option_name(std::string_view key);
+
+/// A limit as people write it: 1024, 1000000, 1e+12, 0.01.
+std::string limit_text(double v);
+/// The documented range of `doc`: "1..1024".
+std::string range_text(const OptionDoc& doc);
+
+/// `value` lies in the range documented for `key`; otherwise a UsageError about the option
+/// (its name, without the command) that says the value, the range and what a value means.
+void check_option_range(std::string_view key, double value);
+
+}  // namespace saturate
