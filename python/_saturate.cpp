@@ -38,6 +38,7 @@
 #include "saturate/session/fast_path_trials.h"
 #include "saturate/search/config_choice.h"
 #include "saturate/session/memory_session.h"
+#include "saturate/session/search_session.h"
 #include "saturate/session/workload_search.h"
 #include "saturate/session/workload_session.h"
 #include "saturate/memory/memory_observer.h"
@@ -527,24 +528,16 @@ std::pair<std::string, std::string> zoo_search(const std::string& model, const s
   wo.check();
   auto session = open_workload(zoo_workload(model, device, memory_budget, spec));
   session->context.command = "search";
-  Probe probe(*session->workload, *session->meter);
   wo.try_fast_paths = session->device.is_cuda();  // auto: tried on CUDA
   if (!wo.try_fast_paths) wo.fast_paths_not_tried = "auto tries them on CUDA";
+  SearchSessionOptions so;
+  so.search = wo;
   py::gil_scoped_release nogil;
-  WorkloadSearch search(probe, *session->meter, wo, 1);
-  MemoryObserver memory(*session->workload);
-  probe.add_observer(&memory);
-  probe.set_empty_cache_before_trials(true);
-  Workload& w = *session->workload;
-  const std::string source = "synthetic batches (random labels; give --data for yours)";
-  const WorkloadSearchResult found =
-      search.run(nullptr, [&](int64_t b) { return w.synthetic_batch(b); }, source, WorkloadSearchProgress{});
-  nlohmann::json j = found.to_json(session->context);
-  add_memory_breakdown_json(j, found.search());
+  const SearchSessionResult r = run_search_session(*session, OpenedData{}, so, nullptr);  // as `saturate search`
   std::ostringstream text;
-  print_search(text, session->context, found.search());
-  text << found.notes(j);
-  return {j.dump(), with_keywords(text.str())};
+  print_search(text, session->context, r.found.search());
+  text << r.notes;
+  return {r.json.dump(), with_keywords(text.str())};
 }
 
 /// `saturate memory` on a zoo model: the same session, options and JSON.

@@ -1,15 +1,11 @@
 // saturate search: find the largest, the recommended and the saturating batch size.
-#include <algorithm>
 #include <iostream>
-
-#include <ATen/Parallel.h>
-#include <optional>
 
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "flag_checks.h"
 #include "memory_flags.h"
+#include "flag_checks.h"
 #include "monitor_flags.h"
 #include "data_flags.h"
 #include "html_flag.h"
@@ -18,16 +14,9 @@
 #include "objective_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
-#include "saturate/dist/search_run.h"
-#include "saturate/models/flops.h"
-#include "saturate/monitor/compute_observer.h"
-#include "saturate/probe/probe.h"
 #include "saturate/session/progress_lines.h"
-#include "saturate/session/workload_search.h"
-#include "saturate/report/checkpointing_report.h"
+#include "saturate/session/search_session.h"
 #include "saturate/report/printer.h"
-#include "saturate/report/memory_text.h"
-#include "saturate/report/search_text.h"
 
 namespace saturate::cli {
 namespace {
@@ -45,22 +34,10 @@ struct SearchFlags {
   std::string html;
 };
 
-/// Batch 1 did not fit: measure what it needs without the budget, so the message can say it.
-std::string batch_one_need(Session& s, const TrainingFootprint& footprint) {
-  const int64_t budget = s.meter->budget_bytes();
-  s.meter->set_budget_bytes(s.meter->capacity_bytes());
-  Probe probe(*s.workload, *s.meter);
-  probe.set_footprint(footprint);
-  const Trial t = probe.run(1, {1, 1, 0});
-  s.meter->set_budget_bytes(budget);
-  if (!t.ok()) return fmt::format("more than the device's {}", format_bytes(s.meter->capacity_bytes()));
-  return format_bytes(t.peak_reserved_bytes);
-}
-
 struct SearchCommand {
   WorkloadFlags flags;
   SearchFlags sf;
-  MemoryFlags memory;
+  PlanForOptions plan;
   MonitorFlags monitor;
   DataOptions data;
   DistFlags dist;
@@ -118,82 +95,46 @@ OutputFormat output_format(const SearchCommand& c) {
   return OutputFormat::kJson;
 }
 
-/// 1 for a search without an answer (an error, batch 1 too large, no batch within the target).
-int search_exit_status(const SearchResult& result, Session& session, Probe& probe, double target) {
-  if (!result.error.empty()) {
-    std::cerr << "saturate: error: " << with_flags(result.error) << "\n";
-    return 1;
-  }
-  if (result.max_batch == 0) {
-    std::cerr << fmt::format("saturate: error: batch 1 does not fit in --memory-budget {}: {} needs {} at batch 1; "
-                             "raise the budget, or use a smaller model or input\n",
-                             format_bytes(session.context.budget_bytes), session.context.model_name,
-                             batch_one_need(session, probe.footprint()));
-    return 1;
-  }
-  if (result.recommended_batch == 0) {  // batches fit, none within the target: say so, fail
-    std::cerr << fmt::format("saturate: error: no batch keeps its measured peak within --target-memory {:g} of the "
-                             "budget ({}); batches up to {} fit the whole budget: raise --target-memory (e.g. 0.9) or "
-                             "--memory-budget\n",
-                             target, format_bytes(static_cast<int64_t>(target * session.context.budget_bytes)),
-                             result.max_batch);
-    return 1;
-  }
-  return 0;
+/// What the search reports as it goes, on stderr (rank 0; less with -q).
+SearchSessionEvents search_events(const SearchCommand& c, bool talk, bool rank0, const std::string& source) {
+  SearchSessionEvents e;
+  e.progress = search_progress_lines(print_line, source, talk, !c.sf.quiet && rank0);
+  if (!c.sf.quiet) e.data = data_progress_lines(print_line);
+  e.on_warning = [](const std::string& w) { print_line("saturate: warning: " + w); };
+  return e;
 }
 
 int run_search(SearchCommand& c) {
   const DistEnv denv = prepare_dist(c.dist, c.flags);  // one rank of several: rank 0 reports
-  WorkloadSearchOptions wo = search_options(c, denv.world_size);
+  SearchSessionOptions so{search_options(c, denv.world_size), c.plan, c.data, std::nullopt};
   const OutputFormat format = output_format(c);
   check_html_path(c.sf.html);
+  so.plan.check();
   const bool talk = !c.sf.quiet && denv.rank == 0;
   std::unique_ptr<Printer> printer = make_printer(format, std::cout, talk ? &std::cerr : nullptr, find_flag_for_option);
-  if (denv.rank == 0) wo.search.on_trial = [&printer](const Trial& t) { printer->trial(t); };
-  check_memory_plan_flags(c.memory);
+  if (denv.rank == 0) so.search.search.on_trial = [&printer](const Trial& t) { printer->trial(t); };
   OpenedData opened;
   auto session = open_session(c.flags, &c.data, &opened);
   session->context.command = "search";
   session->context.world_size = denv.world_size;
-  if (c.memory.plan_only) return run_plan_only(c.memory, *session, c.sf.target_memory, c.flags.json);
+  if (c.plan.plan_only) return run_plan_only(c.plan, *session, c.sf.target_memory, c.flags.json);
   if (talk)
-    std::cerr << fmt::format("saturate: searching {} on {} within {} ({})\n", session->context.model_name,
-                             session->context.device_info, format_bytes(session->context.budget_bytes),
-                             to_string(wo.search.strategy));
+    print_line(fmt::format("saturate: searching {} on {} within {} ({})", session->context.model_name,
+                           session->context.device_info, format_bytes(session->context.budget_bytes),
+                           to_string(so.search.search.strategy)));
   if (denv.rank == 0) printer->begin(session->context);
-  Probe probe(*session->workload, *session->meter);
-  wo.try_fast_paths = fast_paths_tried(c.step, session->device.is_cuda());
-  WorkloadSearch search(probe, *session->meter, wo, denv.world_size);  // the GEMM rate, the FLOP counter
-  auto memory = attach_memory(c.memory, probe, *session);               // memory_breakdown per trial
-  probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
-  // --data: the loader feeds every trial; --workers auto is tuned once, at batch 32 (or the cap)
-  auto data = attach_data(opened, c.data, probe, *session, c.sf.max_batch > 0 ? std::min<int64_t>(32, c.sf.max_batch) : 32,
-                          c.sf.quiet ? DataEvents{} : data_progress_lines(print_line));
-  auto monitor = attach_monitor(c.monitor, probe, session->device);
+  so.search.try_fast_paths = fast_paths_tried(c.step, session->device.is_cuda());
+  so.monitor = monitor_options(c.monitor, session->device);
   auto dist = open_dist(c.dist, denv, session->device);  // nullptr for one process
-  DataFeed* feed = data ? data->feed.get() : nullptr;
-  const std::string source =
-      feed ? feed->dataset().name() : std::string("synthetic batches (random labels; give --data for yours)");
-  Workload& w = *session->workload;
-  const WorkloadSearchResult found = search.run(
-      dist.get(), [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source,
-      search_progress_lines(print_line, source, talk, !c.sf.quiet));
-  const SearchResult& result = found.search();
-  if (dist) session->context.budget_bytes = result.budget_bytes;  // the smallest rank's
-  if (monitor) monitor->finish();
-  if (data) data->rethrow_error();  // bad data: exit 2 naming the file
-  nlohmann::json j = found.to_json(session->context);
-  const auto plan = run_memory_plan(c.memory, *session, c.sf.target_memory);
-  add_memory_json(j, result, plan);
-  if (denv.rank != 0) return result.error.empty() && result.max_batch > 0 ? 0 : 1;
-  std::string notes = found.notes(j);  // after the answer, for people (console and markdown)
-  if (plan) notes += plan_text(*plan);
-  if (data) notes += data_search_text(data->source(), result);
-  printer->result(SearchReport{result, j, with_flags(notes)});
+  const SearchSessionResult r = run_search_session(*session, opened, so, dist.get(),
+                                                   search_events(c, talk, denv.rank == 0, trial_data_name(opened)));
+  if (denv.rank != 0) return r.failure.empty() ? 0 : 1;
+  printer->result(SearchReport{r.found.search(), r.json, with_flags(r.notes)});
   printer->end();
-  if (!c.flags.json.empty() && c.flags.json != "-") write_json(j, c.flags.json, std::cout);
-  write_html_report(j, c.sf.html);
-  return search_exit_status(result, *session, probe, c.sf.target_memory);
+  if (!c.flags.json.empty() && c.flags.json != "-") write_json(r.json, c.flags.json, std::cout);
+  write_html_report(r.json, c.sf.html);
+  if (!r.failure.empty()) print_line("saturate: error: " + r.failure);
+  return r.failure.empty() ? 0 : 1;
 }
 
 }  // namespace
@@ -202,7 +143,7 @@ void add_search_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("search", "Find the largest batch that fits, the recommended one and the saturating one");
   auto c = std::make_shared<SearchCommand>();
   add_workload_flags(*cmd, c->flags);
-  add_memory_plan_flags(*cmd, c->memory);
+  add_plan_flags(*cmd, c->plan);
   add_monitor_flags(*cmd, c->monitor);
   add_data_flags(*cmd, c->data);
   add_dist_flags(*cmd, c->dist, /*search=*/true);

@@ -10,7 +10,7 @@
 #include "saturate/memory/plan_runner.h"
 #include "saturate/memory/timeline.h"
 #include "saturate/report/memory_text.h"
-#include "saturate/session/workload_search.h"
+#include "saturate/session/search_session.h"
 
 namespace saturate::cli {
 
@@ -19,7 +19,7 @@ void add_memory_probe_flags(CLI::App& app, MemoryFlags& f) {
   add_option_flag(app, "timeline", f.timeline);
 }
 
-void add_memory_plan_flags(CLI::App& app, MemoryFlags& f) {
+void add_plan_flags(CLI::App& app, PlanForOptions& f) {
   add_option_flag(app, "plan_for", f.plan_for);
   add_option_flag(app, "plan_batches", f.plan_batches);
   add_option_flag(app, "plan_allocator", f.plan_allocator);
@@ -42,43 +42,17 @@ void write_memory_timeline(const MemoryFlags& f, const MemoryObserver& observer,
                              observer.last_batch(), s.context.device, t.step));
 }
 
-void check_memory_plan_flags(const MemoryFlags& f) {
-  if (f.plan_for.empty()) {
-    if (f.plan_only) throw UsageError("--plan-only: needs --plan-for (a card such as h100-80gb, or a size such as 24GiB)");
-    return;
-  }
-  (void)parse_plan_target(f.plan_for);
-  if (!f.plan_allocator.empty()) (void)parse_allocator_kind(f.plan_allocator);
-  (void)parse_plan_batches(f.plan_batches);
-}
-
-std::optional<PlanResult> run_memory_plan(const MemoryFlags& f, Session& s, double target_fraction) {
-  check_memory_plan_flags(f);
-  if (f.plan_for.empty()) return std::nullopt;
-  PlanRunOptions o;
-  o.target = parse_plan_target(f.plan_for);
-  o.allocator = f.plan_allocator.empty() ? AllocatorKind::kCudaCaching : parse_allocator_kind(f.plan_allocator);
-  o.target_fraction = target_fraction;
-  std::tie(o.batch_a, o.batch_b) = parse_plan_batches(f.plan_batches);
-  return plan_from_run(*s.workload, *s.meter, o);
-}
-
 }  // namespace saturate::cli
 
 namespace saturate::cli {
 
-int run_plan_only(const MemoryFlags& f, Session& s, double target_fraction, const std::string& json_path) {
-  const PlanResult plan = *run_memory_plan(f, s, target_fraction);
+int run_plan_only(const PlanForOptions& f, Session& s, double target_fraction, const std::string& json_path) {
+  const PlanResult plan = *run_plan_for(f, s, target_fraction);
   nlohmann::json j = context_json(s.context);
   j["plan"] = plan_json(plan);
   if (json_path != "-") std::cout << with_flags(plan_text(plan));
   if (!json_path.empty()) write_json(j, json_path, std::cout);
   return 0;
-}
-
-void add_memory_json(nlohmann::json& j, const SearchResult& result, const std::optional<PlanResult>& plan) {
-  if (plan) j["plan"] = plan_json(*plan);
-  add_memory_breakdown_json(j, result);
 }
 
 }  // namespace saturate::cli

@@ -1,0 +1,119 @@
+#include "saturate/session/search_session.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+#include "saturate/memory/allocator_model.h"
+#include "saturate/memory/memory_observer.h"
+#include "saturate/memory/plan.h"
+#include "saturate/report/data_text.h"
+#include "saturate/report/memory_text.h"
+
+namespace saturate {
+
+void PlanForOptions::check() const {
+  if (plan_for.empty()) {
+    if (plan_only)
+      throw UsageError("plan_only", "needs `plan_for` (a card such as h100-80gb, or a size such as 24GiB)");
+    return;
+  }
+  (void)parse_plan_target(plan_for);
+  if (!plan_allocator.empty()) (void)parse_allocator_kind(plan_allocator);
+  (void)parse_plan_batches(plan_batches);
+}
+
+std::optional<PlanResult> run_plan_for(const PlanForOptions& f, WorkloadSession& s, double target_fraction) {
+  f.check();
+  if (f.plan_for.empty()) return std::nullopt;
+  PlanRunOptions o;
+  o.target = parse_plan_target(f.plan_for);
+  o.allocator = f.plan_allocator.empty() ? AllocatorKind::kCudaCaching : parse_allocator_kind(f.plan_allocator);
+  o.target_fraction = target_fraction;
+  std::tie(o.batch_a, o.batch_b) = parse_plan_batches(f.plan_batches);
+  return plan_from_run(*s.workload, *s.meter, o);
+}
+
+namespace {
+
+/// Batch 1 did not fit: what it needs without the budget, so that the failure can say it.
+std::string batch_one_need(WorkloadSession& s, const TrainingFootprint& footprint) {
+  const int64_t budget = s.meter->budget_bytes();
+  s.meter->set_budget_bytes(s.meter->capacity_bytes());
+  Probe probe(*s.workload, *s.meter);
+  probe.set_footprint(footprint);
+  const Trial t = probe.run(1, {1, 1, 0});
+  s.meter->set_budget_bytes(budget);
+  if (!t.ok()) return fmt::format("more than the device's {}", format_bytes(s.meter->capacity_bytes()));
+  return format_bytes(t.peak_reserved_bytes);
+}
+
+/// Why a search has no answer: an error, batch 1 too large, no batch within the target; "".
+std::string search_failure(const SearchResult& result, WorkloadSession& session, const TrainingFootprint& footprint,
+                           double target) {
+  if (!result.error.empty()) return result.error;
+  if (result.max_batch == 0)
+    return fmt::format("batch 1 does not fit in `memory_budget` {}: {} needs {} at batch 1; raise the budget, or use "
+                       "a smaller model or input",
+                       format_bytes(session.context.budget_bytes), session.context.model_name,
+                       batch_one_need(session, footprint));
+  if (result.recommended_batch == 0)  // batches fit, none within the target
+    return fmt::format("no batch keeps its measured peak within `target_fraction` {:g} of the budget ({}); batches up "
+                       "to {} fit the whole budget: raise `target_fraction` (e.g. 0.9) or `memory_budget`",
+                       target, format_bytes(static_cast<int64_t>(target * session.context.budget_bytes)),
+                       result.max_batch);
+  return "";
+}
+
+}  // namespace
+
+std::string trial_data_name(const OpenedData& data) {
+  return data.dataset ? data.dataset->name() : "synthetic batches (random labels; give `data` for yours)";
+}
+
+SearchSessionResult run_search_session(WorkloadSession& session, const OpenedData& opened,
+                                       const SearchSessionOptions& options, DistGroup* dist,
+                                       const SearchSessionEvents& events) {
+  options.plan.check();
+  Probe probe(*session.workload, *session.meter);
+  WorkloadSearch search(probe, *session.meter, options.search, session.context.world_size);  // GEMM rate, FLOPs
+  MemoryObserver memory(*session.workload);  // memory_breakdown per trial
+  probe.add_observer(&memory);
+  probe.set_empty_cache_before_trials(true);  // trials compare reserved peaks: each starts from an empty cache
+  // the loader feeds every trial; `workers` auto is tuned once, at batch 32 (or the cap)
+  const int64_t cap = options.search.search.max_batch;
+  auto data = attach_data(opened, options.data, probe, session, cap > 0 ? std::min<int64_t>(32, cap) : 32, events.data);
+  std::unique_ptr<MonitorObserver> monitor;
+  if (options.monitor) {
+    monitor = std::make_unique<MonitorObserver>(*options.monitor);
+    if (!monitor->nvml_note().empty() && events.on_warning)
+      events.on_warning(monitor->nvml_note() + "; utilization falls back to /proc");
+    probe.add_observer(monitor.get());
+  }
+  DataFeed* feed = data ? data->feed.get() : nullptr;
+  const std::string source = trial_data_name(opened);
+  Workload& w = *session.workload;
+  SearchSessionResult r;
+  r.found = search.run(
+      dist, [&](int64_t b) { return feed ? feed->next(b) : w.synthetic_batch(b); }, source, events.progress);
+  const SearchResult& result = r.found.search();
+  if (dist) session.context.budget_bytes = result.budget_bytes;  // the smallest rank's
+  if (monitor) monitor->finish();
+  if (data) data->rethrow_error();  // a bad sample is a DataError naming the file
+  r.json = r.found.to_json(session.context);
+  r.plan = run_plan_for(options.plan, session, options.search.search.target_fraction);
+  if (r.plan) r.json["plan"] = plan_json(*r.plan);
+  add_memory_breakdown_json(r.json, result);
+  r.notes = r.found.notes(r.json);
+  if (r.plan) r.notes += plan_text(*r.plan);
+  if (data) {
+    r.data = data->source();
+    r.notes += data_search_text(*r.data, result);
+  }
+  r.failure = search_failure(result, session, probe.footprint(), options.search.search.target_fraction);
+  return r;
+}
+
+}  // namespace saturate
