@@ -1,11 +1,6 @@
 // saturate monitor: run a command (or attach to a process) and show why the GPU is idle:
 // a live line per interval on stderr (like nvidia-smi dmon), every sample in a CSV log, a
 // summary at the end, and the child's exit status passed through.
-#include <signal.h>
-
-#include <atomic>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -16,41 +11,10 @@
 #include "monitor_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
-#include "saturate/monitor/process_monitor.h"
+#include "saturate/session/watch_session.h"
 #include "saturate/report/monitor_text.h"
 
 namespace saturate::cli {
-namespace {
-
-std::atomic<int> g_child{0};
-std::atomic<bool> g_stop{false};
-
-/// SIGTERM/SIGHUP go on to the child; SIGINT from a terminal reaches the child by itself.
-/// Either way saturate keeps running until the child ends, to print the summary.
-void on_signal(int sig) {
-  g_stop.store(true);
-  const int child = g_child.load();
-  if (child > 0 && sig != SIGINT) kill(child, sig);
-}
-
-void install_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-}
-
-struct WatchFlags {
-  double sample_hz = 10;
-  double interval_s = 1;
-  std::string log;
-  int pid = 0;
-  int gpu = 0;
-  bool quiet = false;
-  std::vector<std::string> command;
-};
-
-}  // namespace
 
 void add_monitor_flags(CLI::App& app, MonitorFlags& f) {
   add_option_flag(app, "sample_hz", f.sample_hz);
@@ -87,51 +51,33 @@ std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& pr
 void add_monitor_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "monitor", "Run a command (saturate monitor -- COMMAND ...) or watch --pid PID: GPU/CPU utilization live, a summary");
-  auto f = std::make_shared<WatchFlags>();
-  add_option_flag(*cmd, "watch.sample_hz", f->sample_hz);
-  add_option_flag(*cmd, "interval", f->interval_s);
-  add_option_flag(*cmd, "log", f->log);
-  add_option_flag(*cmd, "pid", f->pid);
-  add_option_flag(*cmd, "gpu", f->gpu);
-  add_option_flag(*cmd, "watch.quiet", f->quiet);
-  cmd->add_option("command", f->command, "the command to run, after '--'");
-  cmd->callback([f, &action] {
-    action = [f]() -> int {
-      if (f->interval_s < 0) throw UsageError(fmt::format("--interval: {} is negative", f->interval_s));
-      std::ofstream log;
-      if (!f->log.empty()) {  // written row by row: a FIFO or a device is written, not replaced
-        check_output_path(f->log, {"--log", "monitor.csv"});
-        log.open(f->log);
-        if (!log) throw UsageError(fmt::format("--log {}: cannot open for writing; give a file path you can write", f->log));
-        if (!(log << csv_header() << "\n" << std::flush))
-          throw RuntimeFailure(fmt::format("--log {}: writing failed (a full disk, or the file size limit, ulimit -f)", f->log));
-      }
-      WatchOptions o;
-      o.command = f->command;
-      o.pid = f->pid;
-      o.sample_hz = f->sample_hz;
-      o.interval_s = f->quiet ? 0 : f->interval_s;
-      o.gpu_index = f->gpu;
-      o.on_live_start = [](const std::string& source) { std::cerr << live_header(source) << std::endl; };
-      o.on_interval = [](const Sample& s, const std::string& source) { std::cerr << live_line(s, source) << std::endl; };
-      if (log.is_open()) o.on_sample = [&log](const Sample& s, const std::string& source) {
-        log << csv_row(s, source) << "\n" << std::flush;  // a killed run keeps its rows
+  auto o = std::make_shared<WatchSessionOptions>();
+  auto quiet = std::make_shared<bool>(false);
+  add_option_flag(*cmd, "watch.sample_hz", o->watch.sample_hz);
+  add_option_flag(*cmd, "interval", o->watch.interval_s);
+  add_option_flag(*cmd, "log", o->log);
+  add_option_flag(*cmd, "pid", o->watch.pid);
+  add_option_flag(*cmd, "gpu", o->watch.gpu_index);
+  add_option_flag(*cmd, "watch.quiet", *quiet);
+  cmd->add_option("command", o->watch.command, "the command to run, after '--'");
+  cmd->callback([o, quiet, &action] {
+    action = [o, quiet]() -> int {
+      if (*quiet) o->watch.interval_s = 0;
+      o->watch.on_live_start = [](const std::string& source) { std::cerr << live_header(source) << std::endl; };
+      o->watch.on_interval = [](const Sample& s, const std::string& source) {
+        std::cerr << live_line(s, source) << std::endl;
       };
-      o.stop = &g_stop;
-      o.child_pid = &g_child;
-      install_handlers();
-      WatchResult r;
+      WatchSessionResult r;
       try {
-        r = watch_process(o);
+        r = run_watch_session(*o);
       } catch (const SpawnError& e) {
-        std::cerr << "saturate: error: " << with_flags(e.what()) << "\n";
+        print_line(std::string("saturate: error: ") + e.what());
         return e.exit_status;
       }
-      if (!r.nvml_note.empty()) std::cerr << "saturate: note: " << r.nvml_note << "; showing CPU and memory from /proc\n";
-      const std::string what = f->pid > 0 ? fmt::format("pid {}", f->pid) : f->command[0];
-      std::cerr << fmt::format("saturate: {} {} after {:.1f} s\n", what, r.how_it_ended, r.seconds)
-                << summary_text(r.summary);
-      return r.exit_status;
+      if (!r.watch.nvml_note.empty())
+        print_line("saturate: note: " + r.watch.nvml_note + "; showing CPU and memory from /proc");
+      std::cerr << r.text();
+      return r.watch.exit_status;
     };
   });
 }

@@ -12,8 +12,8 @@
 #include "monitor_flags.h"
 #include "objective_flags.h"
 #include "step_flags.h"
-#include "stop_signals.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/stop_signals.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 #include "saturate/report/train_text.h"
@@ -120,7 +120,7 @@ struct TrainCommand {
 int run_train(TrainCommand& c) {
   check_html_path(c.tf.html);
   // SIGINT, SIGTERM, SIGHUP: finish the step, checkpoint, summary, exit 128 + the signal
-  const StopSignals stop_signals("stopping after the current step (a final checkpoint with --checkpoint-dir)");
+  const StopSignals stop_signals({"stopping after the current step (a final checkpoint with --checkpoint-dir)"});
   // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
   TrainRanks ranks = prepare_train_ranks(c.dist, c.flags);
   TrainSessionOptions o = train_options(c.tf, c.objective, c.step, c.flags.o.model.seed, ranks.world_size());

@@ -1,0 +1,39 @@
+// Implements: a graceful stop on SIGINT, SIGTERM and SIGHUP for a run that must end well (the
+// trainer finishes its step, writes a final checkpoint and the summary; a watched command is let
+// finish so that its summary can be printed). The first signal is remembered; optionally a line
+// says so on stderr (written by the handler: the one output a handler can give), and SIGTERM and
+// SIGHUP are forwarded to a child (SIGINT from a terminal reaches it by itself). A second signal
+// stops the process at once, as if no handler were there, unless the options keep waiting.
+// SIGXFSZ is not touched. One instance at a time; the previous handlers come back at its end.
+#pragma once
+#include <atomic>
+
+namespace saturate {
+
+struct StopSignalsOptions {
+  /// Ends the line written on the first signal ("stopping after the current step ..."); nullptr:
+  /// no line.
+  const char* line = nullptr;
+  /// A second signal stops the process at once (the default action); false: it is only
+  /// remembered (and forwarded) like the first.
+  bool second_stops_at_once = true;
+  /// A child's pid (0: none yet) to which SIGTERM and SIGHUP are forwarded.
+  const std::atomic<int>* forward_to = nullptr;
+};
+
+class StopSignals {
+ public:
+  /// Installs the handlers.
+  explicit StopSignals(const StopSignalsOptions& options);
+  /// Puts the previous handlers back.
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  /// 0, or the first signal received.
+  const std::atomic<int>& received() const;
+  /// True once a signal came (for a flag a loop polls).
+  const std::atomic<bool>& stopping() const;
+};
+
+}  // namespace saturate

@@ -1,0 +1,64 @@
+#include "saturate/report/run_file.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/report/html_report.h"
+
+namespace saturate {
+namespace {
+
+constexpr const char* kWhatToGive = "give the file that saturate search, memory, probe or train wrote with `json` FILE";
+
+}  // namespace
+
+std::string read_run_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    throw UsageError(fmt::format("{}: {}; {}", path, errno == ENOENT ? "no such file" : std::strerror(errno), kWhatToGive));
+  if (S_ISDIR(st.st_mode)) throw UsageError(fmt::format("{}: is a folder; {}", path, kWhatToGive));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw UsageError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
+  return text.str();
+}
+
+nlohmann::json parse_run_json(const std::string& text, const std::string& name) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw UsageError(fmt::format("{}: is empty; {}", name, kWhatToGive));
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); what.rfind("[json.exception", 0) == 0 && at != std::string::npos)
+      what = what.substr(at + 2);
+    throw UsageError(fmt::format("{}: not valid JSON ({}); {}", name, what, kWhatToGive));
+  }
+}
+
+std::string render_run_report(const nlohmann::json& run, const std::string& name) {
+  try {
+    return render_html_report(run);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+std::string default_report_path(const std::string& input) {
+  if (input == "-") return "-";
+  const std::string ext = ".json";
+  if (input.size() > ext.size() && input.compare(input.size() - ext.size(), ext.size(), ext) == 0)
+    return input.substr(0, input.size() - ext.size()) + ".html";
+  return input + ".html";
+}
+
+}  // namespace saturate
