@@ -23,6 +23,8 @@ namespace {
 
 struct MemoryCommandFlags {
   MemorySessionOptions o;  // the flags fill the library's options
+  StepSettings step;
+  std::string timeline;
   std::string html;
 };
 
@@ -32,12 +34,10 @@ void add_memory_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "memory", "Break one training step's memory down, plot its timeline, and check a run of steps for leaks");
   auto flags = std::make_shared<WorkloadFlags>();
-  auto mf = std::make_shared<MemoryFlags>();
   auto cf = std::make_shared<MemoryCommandFlags>();
   add_workload_flags(*cmd, *flags);
-  add_memory_probe_flags(*cmd, *mf);
-  auto stepflags = std::make_shared<StepFlags>();
-  add_step_flags(*cmd, *stepflags);
+  add_memory_probe_flags(*cmd, cf->o.empty_cache, cf->timeline);
+  add_step_flags(*cmd, cf->step);
   add_option_flag(*cmd, "batch", cf->o.batch)->required();
   add_option_flag(*cmd, "memory.warmup_steps", cf->o.warmup_steps);
   add_option_flag(*cmd, "leak_check_steps", cf->o.leak_check_steps);
@@ -46,21 +46,17 @@ void add_memory_command(CLI::App& app, Action& action) {
   cmd->callback([=, &action] {
     action = [=]() -> int {
       check_html_path(cf->html);
-      if (!mf->timeline.empty()) check_output_path(mf->timeline, {"--timeline", "step.svg"});  // before the work
+      if (!cf->timeline.empty()) check_output_path(cf->timeline, {"--timeline", "step.svg"});  // before the work
       MemorySessionOptions o = cf->o;
-      o.step = step_footprint(*stepflags);
-      o.empty_cache = mf->empty_cache;
+      o.step = cf->step.footprint();
       o.check();
       auto session = open_session(*flags);
       const MemorySessionResult r = run_memory_session(*session->workload, *session->meter, o);
-      if (!mf->timeline.empty())
-        write_timeline(r.timeline, mf->timeline,
-                       fmt::format("{} batch {} on {}: allocated memory in step {}", session->context.model_name,
-                                   o.batch, session->context.device, r.timeline.step));
+      if (!cf->timeline.empty()) write_memory_timeline(cf->timeline, r.timeline, *session, o.batch);
       const nlohmann::json j = r.to_json(session->context);
       if (flags->json != "-") {
         std::cout << with_flags(r.to_text(session->context));
-        if (!mf->timeline.empty()) std::cout << "timeline written to " << mf->timeline << "\n";
+        if (!cf->timeline.empty()) std::cout << "timeline written to " << cf->timeline << "\n";
       }
       if (!flags->json.empty()) write_json(j, flags->json, std::cout);
       write_html_report(j, cf->html);

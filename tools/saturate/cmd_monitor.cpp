@@ -2,50 +2,18 @@
 // a live line per interval on stderr (like nvidia-smi dmon), every sample in a CSV log, a
 // summary at the end, and the child's exit status passed through.
 #include <iostream>
-#include <optional>
-
-#include <fmt/format.h>
 
 #include "commands.h"
-#include "flag_checks.h"
 #include "monitor_flags.h"
-#include "saturate/core/errors.h"
-#include "saturate/core/output_file.h"
 #include "saturate/session/watch_session.h"
 #include "saturate/report/monitor_text.h"
 
 namespace saturate::cli {
 
-void add_monitor_flags(CLI::App& app, MonitorFlags& f) {
+void add_monitor_flags(CLI::App& app, MonitorSettings& f) {
   add_option_flag(app, "sample_hz", f.sample_hz);
   add_option_flag(app, "trace", f.trace);
   add_option_flag(app, "no_monitor", f.off);
-}
-
-std::optional<MonitorOptions> monitor_options(const MonitorFlags& f, const c10::Device& device) {
-  if (f.off) {
-    if (!f.trace.empty()) throw UsageError("--trace needs the monitor; drop --no-monitor");
-    return std::nullopt;
-  }
-  if (f.sample_hz < 0) throw UsageError(fmt::format("--sample-hz: {} is negative (use e.g. 10, or 0)", f.sample_hz));
-  // a bad path is bad input: say so before the work, not after (creating and replacing nothing)
-  if (!f.trace.empty()) check_output_path(f.trace, {"--trace", "trace.json"});
-  MonitorOptions o;
-  o.sample_hz = f.sample_hz;
-  o.cuda = device.is_cuda();
-  o.device_index = device.has_index() ? device.index() : 0;
-  o.trace_path = f.trace;
-  return o;
-}
-
-std::unique_ptr<MonitorObserver> attach_monitor(const MonitorFlags& f, Probe& probe, const c10::Device& device) {
-  const std::optional<MonitorOptions> o = monitor_options(f, device);
-  if (!o) return nullptr;
-  auto monitor = std::make_unique<MonitorObserver>(*o);
-  if (!monitor->nvml_note().empty())
-    std::cerr << "saturate: warning: " << monitor->nvml_note() << "; utilization falls back to /proc\n";
-  probe.add_observer(monitor.get());
-  return monitor;
 }
 
 void add_monitor_command(CLI::App& app, Action& action) {

@@ -1,77 +1,58 @@
-// saturate probe: measure one configuration at one batch size.
+// saturate probe: measure one configuration at one batch size (session/probe_session.h).
 #include <iostream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "flag_checks.h"
+#include "data_flags.h"
 #include "memory_flags.h"
 #include "monitor_flags.h"
-#include "data_flags.h"
 #include "step_flags.h"
-#include "saturate/core/errors.h"
-#include "saturate/probe/probe.h"
+#include "saturate/core/output_file.h"
+#include "saturate/session/probe_session.h"
 #include "saturate/session/progress_lines.h"
-#include "saturate/report/monitor_text.h"
 
 namespace saturate::cli {
+namespace {
+
+struct ProbeCommand {
+  WorkloadFlags flags;
+  ProbeSessionOptions o;
+  std::string timeline;
+};
+
+int run_probe(ProbeCommand& c) {
+  if (!c.timeline.empty()) check_output_path(c.timeline, {"--timeline", "step.svg"});  // before the work
+  c.o.timeline = !c.timeline.empty();
+  c.o.check();
+  OpenedData opened;
+  auto session = open_session(c.flags, &c.o.data, &opened);
+  const ProbeSessionResult r = run_probe_session(*session, opened, c.o, data_progress_lines(print_line));
+  for (const std::string& w : r.warnings) print_line("saturate: warning: " + w);
+  if (r.timeline) write_memory_timeline(c.timeline, *r.timeline, *session, c.o.batch);
+  if (c.flags.json != "-") std::cout << with_flags(r.to_text(session->context));  // library text names options
+  if (!c.flags.json.empty()) write_json(r.to_json(session->context), c.flags.json, std::cout);
+  if (r.trial.status == TrialStatus::kError) {
+    print_line(fmt::format("saturate: error: batch {}: {}", r.trial.batch, r.trial.error));
+    return 1;
+  }
+  return 0;  // an OOM is a measured result
+}
+
+}  // namespace
 
 void add_probe_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("probe", "Run warm-up and timed training steps at one batch size and measure them");
-  auto flags = std::make_shared<WorkloadFlags>();
-  auto batch = std::make_shared<int64_t>(0);
-  auto warmup = std::make_shared<int>(1);
-  auto steps = std::make_shared<int>(5);
-  auto stepflags = std::make_shared<StepFlags>();
-  add_workload_flags(*cmd, *flags);
-  auto memflags = std::make_shared<MemoryFlags>();
-  add_memory_probe_flags(*cmd, *memflags);
-  auto mflags = std::make_shared<MonitorFlags>();
-  add_monitor_flags(*cmd, *mflags);
-  auto dflags = std::make_shared<DataOptions>();
-  add_data_flags(*cmd, *dflags);
-  add_option_flag(*cmd, "batch", *batch)->required();
-  add_option_flag(*cmd, "probe.warmup_steps", *warmup);
-  add_option_flag(*cmd, "probe.measure_steps", *steps);
-  add_step_flags(*cmd, *stepflags);
-  cmd->callback([=, &action] {
-    action = [=]() -> int {
-      const TrainingFootprint footprint = step_footprint(*stepflags);
-      OpenedData opened;
-      auto session = open_session(*flags, dflags.get(), &opened);
-      Probe probe(*session->workload, *session->meter);
-      probe.set_footprint(footprint);
-      auto memory = attach_memory(*memflags, probe, *session);  // memory_breakdown in the JSON
-      auto monitor = attach_monitor(*mflags, probe, session->device);
-      auto data = attach_data(opened, *dflags, probe, *session, *batch, data_progress_lines(print_line));  // --data: the loader feeds it
-      const Trial t = probe.run(*batch, {*warmup, *steps, 0});
-      write_memory_timeline(*memflags, *memory, *session);
-      if (monitor) monitor->finish();
-      if (data) data->rethrow_error();  // bad data: exit 2 naming the file
-      if (flags->json == "-") {
-        nlohmann::json j = trial_json(t);
-        j.update(context_json(session->context));
-        write_json(j, "-", std::cout);
-      } else {
-        std::ostringstream trial;  // a library error the trial met names options: said as flags
-        print_trial(trial, session->context, t);
-        std::cout << with_flags(trial.str());
-        std::cout << bottleneck_text(t);
-        if (data && t.findings.data) std::cout << with_flags(data_text(data->source(), *t.findings.data));
-        if (!flags->json.empty()) {
-          nlohmann::json j = trial_json(t);
-          j.update(context_json(session->context));
-          write_json(j, flags->json, std::cout);
-        }
-      }
-      if (t.status == TrialStatus::kError) {
-        std::cerr << fmt::format("saturate: error: batch {}: {}\n", t.batch, t.error);
-        return 1;
-      }
-      return 0;  // an OOM is a measured result
-    };
-  });
+  auto c = std::make_shared<ProbeCommand>();
+  add_workload_flags(*cmd, c->flags);
+  add_memory_probe_flags(*cmd, c->o.empty_cache, c->timeline);
+  add_monitor_flags(*cmd, c->o.monitor);
+  add_data_flags(*cmd, c->o.data);
+  add_option_flag(*cmd, "batch", c->o.batch)->required();
+  add_option_flag(*cmd, "probe.warmup_steps", c->o.warmup_steps);
+  add_option_flag(*cmd, "probe.measure_steps", c->o.measure_steps);
+  add_step_flags(*cmd, c->o.step);
+  cmd->callback([c, &action] { action = [c]() { return run_probe(*c); }; });
 }
 
 }  // namespace saturate::cli

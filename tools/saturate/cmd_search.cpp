@@ -38,10 +38,10 @@ struct SearchCommand {
   WorkloadFlags flags;
   SearchFlags sf;
   PlanForOptions plan;
-  MonitorFlags monitor;
+  MonitorSettings monitor;
   DataOptions data;
   DistFlags dist;
-  StepFlags step;
+  StepSettings step;
   ObjectiveFlags objective;
 };
 
@@ -72,8 +72,8 @@ WorkloadSearchOptions search_options(const SearchCommand& c, int world_size) {
   opt.start_batch = c.sf.start_batch;
   opt.measure_steps = c.sf.steps;
   wo.objective = objective_options(c.objective);
-  wo.footprint = step_footprint(c.step);
-  wo.compare_checkpointing = c.step.checkpointing == "auto";
+  wo.footprint = c.step.footprint();
+  wo.compare_checkpointing = c.step.compares_checkpointing();
   wo.required_batch = c.sf.required_batch;
   wo.exact_ranks = c.dist.rank_max_exact;
   wo.checkpointing_policy = c.step.checkpointing;
@@ -123,8 +123,8 @@ int run_search(SearchCommand& c) {
                            session->context.device_info, format_bytes(session->context.budget_bytes),
                            to_string(so.search.search.strategy)));
   if (denv.rank == 0) printer->begin(session->context);
-  so.search.try_fast_paths = fast_paths_tried(c.step, session->device.is_cuda());
-  so.monitor = monitor_options(c.monitor, session->device);
+  so.search.try_fast_paths = c.step.tries_fast_paths(session->device.is_cuda());
+  so.monitor = c.monitor.on(session->device);
   auto dist = open_dist(c.dist, denv, session->device);  // nullptr for one process
   const SearchSessionResult r = run_search_session(*session, opened, so, dist.get(),
                                                    search_events(c, talk, denv.rank == 0, trial_data_name(opened)));
@@ -147,7 +147,7 @@ void add_search_command(CLI::App& app, Action& action) {
   add_monitor_flags(*cmd, c->monitor);
   add_data_flags(*cmd, c->data);
   add_dist_flags(*cmd, c->dist, /*search=*/true);
-  add_step_flags(*cmd, c->step, /*allow_auto=*/true);
+  add_step_flags(*cmd, c->step, /*search=*/true);
   add_search_flags(*cmd, c->sf);
   add_objective_flags(*cmd, c->objective, /*base_batch_flag=*/true);
   add_output_flags(*cmd, c->sf);

@@ -72,14 +72,14 @@ void add_eval_and_output_flags(CLI::App& cmd, TrainFlags& tf) {
 }
 
 /// The flags as the library's options, checked (usage errors before any device work).
-TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objective, const StepFlags& step,
+TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objective, const StepSettings& step,
                                   uint64_t seed, int world) {
   TrainSessionOptions o = tf.o;
   o.micro_batch = parse_micro_batch(tf.batch);
   o.lr_decay = parse_lr_decay(tf.lr_schedule);
   if (tf.lr_scaling != "auto") o.lr_scaling = parse_lr_scaling(tf.lr_scaling);
   o.objective = objective_options(objective);
-  o.step = step_footprint(step);
+  o.step = step.footprint();
   o.oom_backoff = !tf.no_backoff;
   if (!tf.resume.empty() && !o.checkpoint_dir.empty() && tf.resume != o.checkpoint_dir)
     throw UsageError(fmt::format("--resume {} and --checkpoint-dir {} differ; a resumed run keeps writing where it "
@@ -111,9 +111,9 @@ struct TrainCommand {
   WorkloadFlags flags;
   DataOptions data;
   TrainFlags tf;
-  MonitorFlags monitor;
+  MonitorSettings monitor;
   DistFlags dist;
-  StepFlags step;
+  StepSettings step;
   ObjectiveFlags objective;
 };
 
@@ -129,7 +129,7 @@ int run_train(TrainCommand& c) {
   OpenedData opened;
   auto session = open_session(c.flags, tokens ? nullptr : &c.data, &opened);
   ranks.connect(session->device);  // several ranks: the process group
-  o.monitor = monitor_options(c.monitor, session->device);
+  o.monitor = c.monitor.on(session->device);
   Workload& workload = *session->workload;
   const bool quiet = c.tf.quiet || !ranks.writer();  // rank 0 reports
   std::string no_eval;

@@ -14,9 +14,9 @@
 
 namespace saturate::cli {
 
-void add_memory_probe_flags(CLI::App& app, MemoryFlags& f) {
-  add_option_flag(app, "empty_cache", f.empty_cache);
-  add_option_flag(app, "timeline", f.timeline);
+void add_memory_probe_flags(CLI::App& app, bool& empty_cache, std::string& timeline) {
+  add_option_flag(app, "empty_cache", empty_cache);
+  add_option_flag(app, "timeline", timeline);
 }
 
 void add_plan_flags(CLI::App& app, PlanForOptions& f) {
@@ -26,20 +26,10 @@ void add_plan_flags(CLI::App& app, PlanForOptions& f) {
   add_option_flag(app, "plan_only", f.plan_only);
 }
 
-std::unique_ptr<MemoryObserver> attach_memory(const MemoryFlags& f, Probe& probe, Session& s) {
-  if (!f.timeline.empty()) check_output_path(f.timeline, {"--timeline", "step.svg"});  // before the work
-  probe.set_empty_cache_before_trials(f.empty_cache);
-  auto observer = std::make_unique<MemoryObserver>(*s.workload);
-  probe.add_observer(observer.get());
-  return observer;
-}
-
-void write_memory_timeline(const MemoryFlags& f, const MemoryObserver& observer, const Session& s) {
-  if (f.timeline.empty()) return;
-  const Timeline t = build_timeline(observer.last_log());
-  write_timeline(t, f.timeline,
-                 fmt::format("{} batch {} on {}: allocated memory in step {}", s.context.model_name,
-                             observer.last_batch(), s.context.device, t.step));
+void write_memory_timeline(const std::string& path, const Timeline& t, const Session& s, int64_t batch) {
+  write_timeline(t, path,
+                 fmt::format("{} batch {} on {}: allocated memory in step {}", s.context.model_name, batch,
+                             s.context.device, t.step));
 }
 
 }  // namespace saturate::cli
