@@ -81,21 +81,31 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
   train.sync = dp_sync_.get();
 }
 
-void TrainRanks::add_to_json(nlohmann::json& j) const {
-  j["world_size"] = world_size();
-  j["parallel"] = dp_devices_.empty() ? (ddp_ ? "ddp" : "none") : "dp";
-  j["data_parallel_devices"] = dp_devices_.size();
-  if (!ddp_) {
-    j.update({{"backend", "none"}, {"allreduce_ms", 0.0}, {"allreduce_overlap_fraction", nullptr},
-              {"gradient_buckets", 0}, {"gradient_bytes", 0}});
-    return;
-  }
+TrainRanksSummary TrainRanks::summary() const {
+  TrainRanksSummary r;
+  r.world_size = world_size();
+  r.parallel = dp_devices_.empty() ? (ddp_ ? "ddp" : "none") : "dp";
+  r.data_parallel_devices = static_cast<int64_t>(dp_devices_.size());
+  if (!ddp_) return r;
   const DdpStats s = ddp_->stats();
-  j.update({{"backend", to_string(group_->backend())},
-            {"allreduce_ms", s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0},
-            {"allreduce_overlap_fraction", s.overlap_fraction()},
-            {"gradient_buckets", s.buckets},
-            {"gradient_bytes", s.gradient_bytes}});
+  r.backend = to_string(group_->backend());
+  r.allreduce_ms = s.synced_steps > 0 ? s.allreduce_ms / static_cast<double>(s.synced_steps) : 0.0;
+  r.allreduce_overlap_fraction = s.overlap_fraction();
+  r.gradient_buckets = s.buckets;
+  r.gradient_bytes = s.gradient_bytes;
+  return r;
+}
+
+void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
+  j.update({{"world_size", world_size},
+            {"parallel", parallel},
+            {"data_parallel_devices", data_parallel_devices},
+            {"backend", backend},
+            {"allreduce_ms", allreduce_ms},
+            {"allreduce_overlap_fraction",
+             allreduce_overlap_fraction ? nlohmann::json(*allreduce_overlap_fraction) : nlohmann::json()},
+            {"gradient_buckets", gradient_buckets},
+            {"gradient_bytes", gradient_bytes}});
 }
 
 }  // namespace saturate

@@ -425,9 +425,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (noise)
     s.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
                                 noise->measurements()};
-  s.compute = train_compute_json(workload, meter, t, r, world);
+  s.compute = train_compute(workload, meter, t, r, world);
   out.json = s.to_json();
-  ranks.add_to_json(out.json);
+  out.ranks = ranks.summary();
+  out.ranks.add_to_json(out.json);
   return out;
 }
 

@@ -21,21 +21,26 @@ TrainAdaptiveSummary adaptive_summary(const AdaptiveBatch& a, int64_t base_batch
   return s;
 }
 
-nlohmann::json train_compute_json(Workload& workload, MemoryMeter& meter, const TrainOptions& o, const TrainResult& r,
-                                  int world) {
-  nlohmann::json j = nlohmann::json::object();
-  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return j;
-  const double per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
+std::optional<TrainCompute> train_compute(Workload& workload, MemoryMeter& meter, const TrainOptions& o,
+                                          const TrainResult& r, int world) {
+  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return std::nullopt;
+  TrainCompute c;
+  c.flops_per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
   const GemmPeak peak = gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths);
-  const double achieved = per_sample * r.samples_per_s;
-  j["flops_per_sample"] = per_sample;
-  j["flops_method"] = "counted";
-  if (const auto analytic = analytic_flops(workload.built().spec)) j["analytic_flops_per_sample"] = analytic->training_per_sample;
-  j["achieved_flops_per_s"] = achieved;
-  j["peak_flops_per_s"] = peak.flops_per_s;
-  j["peak_method"] = peak.method();
+  c.achieved_flops_per_s = c.flops_per_sample * r.samples_per_s;
+  if (const auto analytic = analytic_flops(workload.built().spec)) c.analytic_flops_per_sample = analytic->training_per_sample;
+  c.peak_flops_per_s = peak.flops_per_s;
+  c.peak_method = peak.method();
   // samples/s are the whole job's: against the peak of every rank's device
-  j["mfu"] = model_flops_utilization(achieved / std::max(1, world), peak);
+  c.mfu = model_flops_utilization(c.achieved_flops_per_s / std::max(1, world), peak);
+  return c;
+}
+
+nlohmann::json TrainCompute::to_json() const {
+  nlohmann::json j = {{"flops_per_sample", flops_per_sample}, {"flops_method", "counted"},
+                      {"achieved_flops_per_s", achieved_flops_per_s}, {"peak_flops_per_s", peak_flops_per_s},
+                      {"peak_method", peak_method}, {"mfu", mfu}};
+  if (analytic_flops_per_sample) j["analytic_flops_per_sample"] = *analytic_flops_per_sample;
   return j;
 }
 
@@ -116,7 +121,7 @@ nlohmann::json TrainSummary::to_json() const {
                                  {"gradient_sq_norm", noise->gradient_sq_norm},
                                  {"trace_covariance", noise->trace_covariance},
                                  {"measurements", noise->measurements}};
-  j.update(compute);
+  if (compute) j.update(compute->to_json());
   return j;
 }
 

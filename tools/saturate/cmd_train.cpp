@@ -16,7 +16,6 @@
 #include "saturate/core/stop_signals.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
-#include "saturate/report/train_text.h"
 #include "saturate/session/progress_lines.h"
 #include "saturate/session/train_session.h"
 
@@ -101,7 +100,7 @@ void write_summary(const TrainSessionResult& r, const WorkloadFlags& flags, cons
   if (flags.json == "-") {
     write_json(r.json, "-", std::cout);
   } else {
-    std::cout << with_flags(train_summary_text(r.json));
+    std::cout << with_flags(r.to_text());
     if (!flags.json.empty()) write_json(r.json, flags.json, std::cout);
   }
   write_html_report(r.json, tf.html);

@@ -4,6 +4,7 @@
 // one process over the visible GPUs, DataParallel replicas. Options checked once, naming them.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,22 @@ struct TrainRanksOptions {
   void check() const;
 };
 
+/// How the ranks trained: their number, the parallelism, the backend and the gradient
+/// all-reduce (its time per step, the share overlapped with backward, the buckets).
+struct TrainRanksSummary {
+  int world_size = 1;
+  std::string parallel = "none";  ///< none | ddp | dp
+  int64_t data_parallel_devices = 0;
+  std::string backend = "none";
+  double allreduce_ms = 0;  ///< per synced step
+  std::optional<double> allreduce_overlap_fraction;
+  int64_t gradient_buckets = 0;
+  int64_t gradient_bytes = 0;
+  /// world_size, parallel, data_parallel_devices, backend, allreduce_ms,
+  /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes.
+  void add_to_json(nlohmann::json& j) const;
+};
+
 class TrainRanks {
  public:
   /// One process, no parallelism.
@@ -59,9 +76,8 @@ class TrainRanks {
   const std::vector<c10::Device>& data_parallel_devices() const { return dp_devices_; }
   DistGroup* group() const { return group_.get(); }
 
-  /// world_size, parallel, data_parallel_devices, backend, allreduce_ms (per synced step),
-  /// allreduce_overlap_fraction, gradient_buckets and gradient_bytes for the train JSON.
-  void add_to_json(nlohmann::json& j) const;
+  /// How the ranks trained (the train JSON's world_size, parallel, backend, all-reduce keys).
+  TrainRanksSummary summary() const;
 
  private:
   TrainRanksOptions options_;

@@ -160,10 +160,13 @@ struct TrainEvents {
 
 struct TrainSessionResult {
   TrainSummary summary;
+  TrainRanksSummary ranks;
   /// The operator profile (op_table_json) with profile_ops; null otherwise.
   nlohmann::json op_profile;
   /// The train JSON (docs/train.md): the summary's with the ranks' keys.
   nlohmann::json json;
+  /// The summary for people (session/train_text.h).
+  std::string to_text() const;
 };
 
 /// Trains `workload` (its model on its device, the meter's budget applied) on `data`. With

@@ -49,11 +49,21 @@ struct TrainInterruption {
 };
 
 /// FLOPs of the run's first step (counted), the rate the run sustained and its MFU against the
-/// device's measured GEMM rate (every rank's: MFU per device): flops_per_sample, flops_method,
-/// analytic_flops_per_sample, achieved_flops_per_s, peak_flops_per_s, peak_method, mfu; {} when
-/// the run counted no FLOPs.
-nlohmann::json train_compute_json(Workload& workload, MemoryMeter& meter, const TrainOptions& options,
-                                  const TrainResult& result, int world_size);
+/// device's measured GEMM rate (every rank's: MFU per device).
+struct TrainCompute {
+  double flops_per_sample = 0;
+  std::optional<double> analytic_flops_per_sample;
+  double achieved_flops_per_s = 0;
+  double peak_flops_per_s = 0;
+  std::string peak_method;
+  double mfu = 0;
+  /// flops_per_sample, flops_method, analytic_flops_per_sample, achieved_flops_per_s,
+  /// peak_flops_per_s, peak_method, mfu.
+  nlohmann::json to_json() const;
+};
+/// The compute of a run; nullopt when it counted no FLOPs.
+std::optional<TrainCompute> train_compute(Workload& workload, MemoryMeter& meter, const TrainOptions& options,
+                                          const TrainResult& result, int world_size);
 
 struct TrainSummary {
   RunContext context;
@@ -72,8 +82,7 @@ struct TrainSummary {
   std::optional<TrainAdaptiveSummary> adaptive;
   std::optional<TrainNoiseSummary> noise;
   std::optional<TrainInterruption> interrupted;
-  /// FLOPs per sample, the rate sustained, the peak and MFU (train_compute_json); {} when not counted.
-  nlohmann::json compute = nlohmann::json::object();
+  std::optional<TrainCompute> compute;  ///< nullopt when the run counted no FLOPs
 
   /// The train JSON (docs/train.md), without the ranks' keys.
   nlohmann::json to_json() const;

@@ -1,0 +1,19 @@
+// Implements: a training run's summary for people (what `saturate train` prints at the end), read
+// from the typed summary: what trained on what and how long, the batch, the losses on the
+// held-out split under its name, the bottleneck, the ranks' all-reduce, the noise scale, the
+// compute (MFU), the throughput, back-offs and checkpoints, and how an interrupted run goes on.
+// Every number shown is one the JSON (TrainSummary::to_json) holds. Options in backticks.
+#pragma once
+#include <string>
+
+#include "saturate/session/train_ranks.h"
+#include "saturate/session/train_summary.h"
+
+namespace saturate {
+
+/// The summary's lines, each ending in a newline.
+std::string train_summary_text(const TrainSummary& summary, const TrainRanksSummary& ranks);
+/// The ranks' line ("" for one process).
+std::string train_rank_text(const TrainRanksSummary& ranks);
+
+}  // namespace saturate

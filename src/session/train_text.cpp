@@ -1,0 +1,66 @@
+#include "saturate/session/train_text.h"
+
+#include <fmt/format.h>
+
+#include "saturate/core/units.h"
+#include "saturate/session/train_session.h"
+
+namespace saturate {
+
+std::string train_rank_text(const TrainRanksSummary& r) {
+  if (r.backend == "none") return "";
+  return fmt::format("ranks       {} ({}): all-reduce {:.2f} ms per step, {:.0f} % overlapped with backward, {} "
+                     "bucket(s) of {} in all\n",
+                     r.world_size, r.backend, r.allreduce_ms, 100.0 * r.allreduce_overlap_fraction.value_or(0),
+                     r.gradient_buckets, format_bytes(r.gradient_bytes));
+}
+
+namespace {
+
+std::string optional_lines(const TrainSummary& s) {
+  std::string text;
+  if (s.noise)
+    text += fmt::format("noise scale {} (B_simple, smoothed over the last ~20 of {} steps measured)\n",
+                        s.noise->value ? fmt::format("{:.0f} samples", *s.noise->value)
+                                       : std::string("not measurable (the gradient is all noise)"),
+                        s.noise->measurements);
+  // the held-out split's results under its name: "test" or "val"
+  const TrainResult& r = s.result;
+  if (!s.eval_split.empty() && r.final_test_accuracy)
+    text += fmt::format("{:<12}loss {:.4f}, accuracy {:.2f} %\n", s.eval_split, r.final_test_loss.value_or(0),
+                        100.0 * *r.final_test_accuracy);
+  if (s.compute)
+    text += fmt::format("compute     {}/sample, {}/s = {:.1f} % MFU of {}/s ({})\n",
+                        format_flops(s.compute->flops_per_sample), format_flops(s.compute->achieved_flops_per_s),
+                        100 * s.compute->mfu, format_flops(s.compute->peak_flops_per_s), s.compute->peak_method);
+  return text;
+}
+
+}  // namespace
+
+std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& ranks) {
+  const TrainResult& r = s.result;
+  std::string text = fmt::format(
+      "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       micro {} x {} = global {}\n"
+      "train loss  {:.4f}\n",
+      s.context.model_name, s.data, r.steps, r.samples_seen, r.epochs, r.micro_batch, r.accumulation, r.global_batch,
+      r.final_train_loss);
+  if (s.monitor && s.monitor->bottleneck)
+    text += fmt::format("bottleneck  {}: {}\nfix         {}\n", s.monitor->bottleneck->verdict,
+                        s.monitor->bottleneck->reason, s.monitor->bottleneck->fix);
+  text += train_rank_text(ranks);
+  text += optional_lines(s);
+  text += fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
+                      r.oom_backoffs.size(), r.checkpoints_written,
+                      r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "");
+  if (s.interrupted)
+    text += fmt::format("interrupted by {} after step {}: {}\n", s.interrupted->signal, s.interrupted->after_step,
+                        !s.interrupted->checkpoint.empty()
+                            ? fmt::format("checkpoint written; continue with `resume` {}", s.interrupted->checkpoint)
+                            : std::string("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"));
+  return text;
+}
+
+std::string TrainSessionResult::to_text() const { return train_summary_text(summary, ranks); }
+
+}  // namespace saturate

@@ -1,0 +1,107 @@
+// train's summary for people is read from the typed summary (session/train_text.h): each line
+// shows the summary's numbers, optional lines appear with what they report, and every number
+// shown is one the train JSON holds too.
+#include "saturate/session/train_text.h"
+
+#include <gtest/gtest.h>
+
+namespace saturate {
+namespace {
+
+/// A one-process run's summary: 120 steps of micro-batch 32 x 2 on fashion-mnist, evaluated on a
+/// val split, one OOM back-off, resumed at step 40.
+TrainSummary one_process_summary() {
+  TrainSummary s;
+  s.context.model_name = "convnet";
+  s.data = "fashion-mnist";
+  TrainResult& r = s.result;
+  r.steps = 120;
+  r.samples_seen = 7680;
+  r.epochs = 0.128;
+  r.micro_batch = 32;
+  r.accumulation = 2;
+  r.global_batch = 64;
+  r.final_train_loss = 0.61234;
+  s.eval_split = "val";
+  r.final_test_loss = 0.70049;
+  r.final_test_accuracy = 0.7813;
+  r.samples_per_s = 1523.46;
+  r.oom_backoffs.push_back({3, 64, 32});
+  r.checkpoints_written = 2;
+  r.resumed_from = 40;
+  return s;
+}
+
+TEST(TrainTextTest, TheSummaryShowsTheRunsNumbers) {
+  EXPECT_EQ(train_summary_text(one_process_summary(), {}),
+            "trained     convnet on fashion-mnist: 120 steps, 7680 samples, 0.13 epochs\n"
+            "batch       micro 32 x 2 = global 64\n"
+            "train loss  0.6123\n"
+            "val         loss 0.7005, accuracy 78.13 %\n"
+            "throughput  1523.5 samples/s\n"
+            "oom backoffs 1\n"
+            "checkpoints 2 (resumed from step 40)\n");
+}
+
+TEST(TrainTextTest, OptionalLinesAppearWithWhatTheyReport) {
+  TrainSummary s = one_process_summary();
+  s.result.resumed_from.reset();
+  s.eval_split = "";
+  s.monitor = TrainMonitorSummary{};
+  s.monitor->bottleneck = BottleneckFinding{"data-bound", "waits 40 % of the step", {}, "raise `workers`", {}};
+  TrainRanksSummary ranks;
+  ranks.world_size = 2;
+  ranks.parallel = "ddp";
+  ranks.backend = "gloo";
+  ranks.allreduce_ms = 3.104;
+  ranks.allreduce_overlap_fraction = 0.412;
+  ranks.gradient_buckets = 4;
+  ranks.gradient_bytes = 1258291;
+  s.noise = TrainNoiseSummary{812.4, 0, 0, 119};
+  s.compute = TrainCompute{2.5e6, std::nullopt, 3.8e9, 3.09e11, "measured fp32 GEMM", 0.0123};
+  s.interrupted = TrainInterruption{"SIGINT", 130, 120, "ckpt"};
+  const std::string text = train_summary_text(s, ranks);
+  EXPECT_NE(text.find("bottleneck  data-bound: waits 40 % of the step\nfix         raise `workers`\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("ranks       2 (gloo): all-reduce 3.10 ms per step, 41 % overlapped with backward, 4 bucket(s) "
+                      "of 1.2 MiB in all\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("noise scale 812 samples (B_simple, smoothed over the last ~20 of 119 steps measured)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("compute     2.50 MFLOP/sample, 3.80 GFLOP/s = 1.2 % MFU of 309.0 GFLOP/s (measured fp32 GEMM)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("checkpoints 2\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("loss 0.7005"), std::string::npos) << text;  // no evaluation
+  EXPECT_NE(text.find("interrupted by SIGINT after step 120: checkpoint written; continue with `resume` ckpt\n"),
+            std::string::npos)
+      << text;
+  s.interrupted->checkpoint = "";
+  s.noise->value.reset();
+  const std::string without = train_summary_text(s, ranks);
+  EXPECT_NE(without.find("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"), std::string::npos) << without;
+  EXPECT_NE(without.find("noise scale not measurable (the gradient is all noise)"), std::string::npos) << without;
+}
+
+TEST(TrainTextTest, OneProcessHasNoRanksLine) { EXPECT_EQ(train_rank_text(TrainRanksSummary{}), ""); }
+
+TEST(TrainTextTest, EveryNumberTheSummaryShowsIsInTheJson) {
+  const TrainSummary s = one_process_summary();
+  const nlohmann::json j = s.to_json();
+  EXPECT_EQ(j["steps"], 120);
+  EXPECT_EQ(j["global_batch"], 64);
+  EXPECT_DOUBLE_EQ(j["final_val_accuracy"].get<double>(), 0.7813);
+  EXPECT_TRUE(j["final_test_accuracy"].is_null());  // the split's results under its own name
+  EXPECT_EQ(j["resumed_from"], 40);
+  EXPECT_EQ(j["oom_backoffs"].size(), 1u);
+  nlohmann::json ranks;
+  TrainRanksSummary{}.add_to_json(ranks);
+  EXPECT_EQ(ranks["backend"], "none");
+  EXPECT_TRUE(ranks["allreduce_overlap_fraction"].is_null());
+}
+
+}  // namespace
+}  // namespace saturate
