@@ -38,6 +38,7 @@
 #include "saturate/session/fast_path_trials.h"
 #include "saturate/search/config_choice.h"
 #include "saturate/session/memory_session.h"
+#include "saturate/session/run_options.h"
 #include "saturate/session/search_session.h"
 #include "saturate/session/workload_search.h"
 #include "saturate/session/workload_session.h"
@@ -522,14 +523,12 @@ std::pair<std::string, std::string> zoo_search(const std::string& model, const s
   wo.objective.knee_fraction = knee_fraction;
   wo.objective.noise_steps = noise_steps;
   wo.objective.base_batch = base_batch;
-  wo.footprint.precision = parse_precision(precision);
-  wo.checkpointing_policy = "none";
-  wo.fast_paths_policy = "auto";
+  StepSettings step{precision, "none", "auto", /*search=*/true};  // as `saturate search`'s defaults
+  step.apply_to(wo);
   wo.check();
   auto session = open_workload(zoo_workload(model, device, memory_budget, spec));
   session->context.command = "search";
-  wo.try_fast_paths = session->device.is_cuda();  // auto: tried on CUDA
-  if (!wo.try_fast_paths) wo.fast_paths_not_tried = "auto tries them on CUDA";
+  wo.try_fast_paths = step.tries_fast_paths(session->device.is_cuda());
   SearchSessionOptions so;
   so.search = wo;
   py::gil_scoped_release nogil;

@@ -43,6 +43,15 @@ bool StepSettings::tries_fast_paths(bool cuda) const {
   return search && (fast_paths == "try" || (fast_paths == "auto" && cuda));
 }
 
+void StepSettings::apply_to(WorkloadSearchOptions& o) const {
+  o.footprint = footprint();
+  o.compare_checkpointing = compares_checkpointing();
+  o.checkpointing_policy = checkpointing;
+  o.fast_paths_policy = fast_paths;
+  if (fast_paths == "auto")
+    o.fast_paths_not_tried = "auto tries them on CUDA; try measures them on this CPU";
+}
+
 std::optional<MonitorOptions> MonitorSettings::on(const c10::Device& device) const {
   if (off) {
     if (!trace.empty()) throw UsageError("`trace` needs the monitor; drop `no_monitor`");

@@ -70,7 +70,7 @@ std::string search_failure(const SearchResult& result, WorkloadSession& session,
 }  // namespace
 
 std::string trial_data_name(const OpenedData& data) {
-  return data.dataset ? data.dataset->name() : "synthetic batches (random labels; give `data` for yours)";
+  return data.dataset ? data.dataset->name() : "synthetic batches (random labels, not your data)";
 }
 
 SearchSessionResult run_search_session(WorkloadSession& session, const OpenedData& opened,

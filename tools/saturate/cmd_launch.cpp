@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "flag_checks.h"
 #include "saturate/core/errors.h"
 #include "saturate/dist/launch.h"
 

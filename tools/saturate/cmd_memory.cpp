@@ -6,8 +6,6 @@
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "html_flag.h"
-#include "flag_checks.h"
 #include "step_flags.h"
 #include "memory_flags.h"
 #include "saturate/core/errors.h"

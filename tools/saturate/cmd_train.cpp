@@ -7,8 +7,6 @@
 #include "commands.h"
 #include "data_flags.h"
 #include "dist_flags.h"
-#include "flag_checks.h"
-#include "html_flag.h"
 #include "monitor_flags.h"
 #include "objective_flags.h"
 #include "step_flags.h"

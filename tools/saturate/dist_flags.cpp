@@ -1,5 +1,4 @@
 #include "dist_flags.h"
-#include "flag_checks.h"
 
 #include <algorithm>
 

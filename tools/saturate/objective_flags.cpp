@@ -1,6 +1,5 @@
 #include "objective_flags.h"
 #include "option_flags.h"
-#include "flag_checks.h"
 
 #include <iostream>
 

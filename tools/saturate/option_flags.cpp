@@ -1,14 +1,38 @@
 #include "option_flags.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
-#include "flag_checks.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/option_doc.h"
 #include "saturate/core/option_text.h"
+#include "saturate/session/data_session.h"
 
 namespace saturate::cli {
 namespace {
+
+/// The value is a finite number in [lo, hi]; `meaning` ends the message ("0: no cap").
+CLI::Validator in_range(double lo, double hi, const std::string& meaning) {
+  const std::string range = limit_text(lo) + ".." + limit_text(hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const char* begin = text.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(begin, &end);
+        if (text.empty() || end != begin + text.size() || !std::isfinite(v))
+          return fmt::format("'{}' is not a number; give one in {}{}", text, range, meaning.empty() ? "" : " (" + meaning + ")");
+        if (errno == ERANGE || v < lo || v > hi)
+          return fmt::format("{} is outside {}{}", text, range, meaning.empty() ? "" : " (" + meaning + ")");
+        return "";
+      },
+      range);
+}
 
 constexpr bool kShown = true;  // --help shows the default
 
@@ -99,6 +123,11 @@ CLI::Option* describe(CLI::Option* option, const FlagRow& row) {
   if (row.show_default) option->capture_default_str();
   if (row.env) option->envname(row.env);
   return option;
+}
+
+CLI::Validator thread_count(const std::string& meaning) {
+  const int most = max_loader_threads();
+  return in_range(0, most, fmt::format("{}; at most 4 per core on this machine's {}", meaning, most / 4));
 }
 
 std::optional<std::string> find_flag_for_option(const std::string& option) {

@@ -36,6 +36,9 @@ CLI::Option* add_option_flag(CLI::App& app, std::string_view key, T& field) {
     return describe(app.add_option(row.names, field), row);
 }
 
+/// A check for a count of CPU threads: 0..4 per core of this machine.
+CLI::Validator thread_count(const std::string& meaning);
+
 /// The flag that sets a library option ("global_batch" -> "--global-batch"); nullopt when no
 /// flag sets it.
 std::optional<std::string> find_flag_for_option(const std::string& option);

@@ -5,11 +5,11 @@
 #include <torch/version.h>
 
 #include "commands.h"
-#include "flag_checks.h"
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
+#include "saturate/report/html_report.h"
 
 namespace saturate::cli {
 
@@ -31,6 +31,17 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
   add_option_flag(app, "seed", m.seed);
   add_option_flag(app, "threads", f.o.threads)->check(thread_count("CPU threads; 0: LibTorch's choice"));
   add_option_flag(app, "json", f.json);
+}
+
+void add_html_flag(CLI::App& app, std::string& path) { add_option_flag(app, "html", path); }
+
+void check_html_path(const std::string& path) {
+  if (!path.empty()) check_output_path(path, {"--html", "report.html"});
+}
+
+void write_html_report(const nlohmann::json& run, const std::string& path) {
+  // the report names options (`json`); the command line's report names its flags
+  if (!path.empty()) write_output_file(path, with_flags(render_html_report(run)), {"--html", "report.html"});
 }
 
 void print_line(const std::string& line) { std::cerr << with_flags(line) << "\n"; }

@@ -11,6 +11,7 @@
 
 #include "saturate/monitor/monitor_observer.h"
 #include "saturate/probe/workload_trial_step.h"
+#include "saturate/session/workload_search.h"
 
 namespace saturate {
 
@@ -29,6 +30,9 @@ struct StepSettings {
   bool compares_checkpointing() const { return search && checkpointing == "auto"; }
   /// The search times the fast paths at the batch found (`fast_paths` try, or auto on CUDA).
   bool tries_fast_paths(bool cuda) const;
+  /// A search's options for this step: the footprint, whether it compares checkpointing, and
+  /// the policies its JSON reports.
+  void apply_to(WorkloadSearchOptions& search) const;
 };
 
 struct MonitorSettings {
