@@ -1,0 +1,79 @@
+// `saturate search` as a library call (session/search_session.h): the answer with its JSON and
+// notes, the failure said in words when there is no answer (naming options, not flags), and
+// `plan_for`'s options refused by name before any work.
+#include "saturate/session/search_session.h"
+
+#include "saturate/core/errors.h"
+#include "support/support.h"
+
+using namespace saturate;
+
+namespace {
+
+std::unique_ptr<WorkloadSession> mlp_within(const std::string& budget, int64_t width = 64) {
+  WorkloadOptions o;
+  o.model.name = "mlp";
+  o.model.width = width;
+  o.model.layers = 2;
+  o.device = "cpu";
+  o.memory_budget = budget;
+  auto s = open_workload(o);
+  s->context.command = "search";
+  return s;
+}
+
+SearchSessionOptions capped(int64_t max_batch) {
+  SearchSessionOptions o;
+  o.search.search.max_batch = max_batch;
+  o.search.search.measure_steps = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST(SearchSessionTest, TheAnswerComesWithItsJsonBreakdownAndNotes) {
+  auto session = mlp_within("24MiB");
+  const SearchSessionResult r = run_search_session(*session, {}, capped(256), nullptr);
+  EXPECT_EQ(r.failure, "");
+  const SearchResult& s = r.found.search();
+  EXPECT_GT(s.recommended_batch, 0);
+  EXPECT_EQ(r.json["recommended_batch"], s.recommended_batch);
+  EXPECT_TRUE(r.json.contains("memory_breakdown")) << r.json.dump();
+  EXPECT_FALSE(r.plan.has_value());
+  EXPECT_FALSE(r.data.has_value());
+  EXPECT_EQ(r.json["command"], "search");
+}
+
+TEST(SearchSessionTest, BatchOneTooLargeIsAFailureThatSaysWhatItNeeds) {
+  auto session = mlp_within("3MiB", 512);  // the parameters fit, a step does not
+  const SearchSessionResult r = run_search_session(*session, {}, capped(64), nullptr);
+  EXPECT_EQ(r.found.search().max_batch, 0);
+  EXPECT_NE(r.failure.find("batch 1 does not fit in `memory_budget` 3.0 MiB"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("needs"), std::string::npos) << r.failure;
+}
+
+TEST(SearchSessionTest, NoBatchWithinTheTargetIsAFailureNamingTheTarget) {
+  auto session = mlp_within("24MiB");
+  SearchSessionOptions o = capped(256);
+  o.search.search.target_fraction = 0.01;
+  const SearchSessionResult r = run_search_session(*session, {}, o, nullptr);
+  EXPECT_GT(r.found.search().max_batch, 0);
+  EXPECT_NE(r.failure.find("within `target_fraction` 0.01"), std::string::npos) << r.failure;
+}
+
+TEST(SearchSessionTest, PlanForOptionsAreRefusedByName) {
+  PlanForOptions p;
+  p.plan_only = true;
+  ASSERT_USAGE_ERROR_ABOUT(p.check(), "plan_only", "needs `plan_for`");
+  p.plan_for = "tpu-v9";
+  EXPECT_THROW(p.check(), UsageError);
+  p.plan_for = "h100-80gb";
+  p.plan_batches = "8";
+  EXPECT_THROW(p.check(), UsageError);
+  p.plan_batches = "4,8";
+  EXPECT_NO_THROW(p.check());
+}
+
+TEST(SearchSessionTest, TheTrialsDataIsNamedSyntheticWithoutData) {
+  EXPECT_NE(trial_data_name({}).find("synthetic"), std::string::npos);
+}
