@@ -39,6 +39,7 @@
 #include "saturate/search/config_choice.h"
 #include "saturate/session/memory_session.h"
 #include "saturate/session/run_options.h"
+#include "saturate/step/fast_paths.h"
 #include "saturate/session/search_session.h"
 #include "saturate/session/workload_search.h"
 #include "saturate/session/workload_session.h"
@@ -651,6 +652,10 @@ PYBIND11_MODULE(_saturate, m) {
   m.def("fast_paths", &fast_paths, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("batch"),
         py::arg("budget_bytes") = 0, py::arg("timed_steps") = 3, py::arg("parameters"),
         py::arg("after_trial") = py::none(), py::arg("name") = "user step");
+  m.def(
+      "apply_fast_paths",
+      [](const std::string& chosen) { set_process_switches(parse_fast_paths(chosen)); },  // the library's switches
+      py::arg("chosen"));
   m.def("plan_for", &plan_for, py::arg("run_step"), py::kw_only(), py::arg("target"), py::arg("device"),
         py::arg("budget_bytes") = 0, py::arg("batch_a") = 4, py::arg("batch_b") = 8, py::arg("target_fraction") = 0.9,
         py::arg("allocator") = "", py::arg("parameters"), py::arg("after_trial") = py::none(),

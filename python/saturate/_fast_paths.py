@@ -7,8 +7,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List
 
-import torch
-
 from . import _saturate as _C
 from ._budget import Size, to_bytes
 from ._step import StepRunner, StepState, step_name
@@ -24,14 +22,8 @@ class FastPaths:
 
     def apply(self) -> None:
         """Turns the chosen switches on in this process (saturate put them back after timing)."""
-        for name in self.chosen:
-            if name == "cudnn_benchmark":
-                torch.backends.cudnn.benchmark = True
-            elif name == "tf32":
-                torch.backends.cuda.matmul.allow_tf32 = True
-                torch.backends.cudnn.allow_tf32 = True
-            elif name.startswith("threads="):
-                torch.set_num_threads(int(name.split("=", 1)[1]))
+        if self.chosen:
+            _C.apply_fast_paths(",".join(self.chosen))  # the switches as the library sets them
 
 
 def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: str = "cuda", memory_budget: Size = None,

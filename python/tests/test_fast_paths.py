@@ -39,6 +39,21 @@ def test_half_the_threads_is_timed_against_the_step_and_the_threads_are_put_back
         torch.set_num_threads(before)
 
 
+def test_apply_sets_the_switches_as_the_library_does():
+    threads, tf32 = torch.get_num_threads(), torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.set_num_threads(2)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        saturate.FastPaths(chosen=["threads=1", "tf32"], baseline_ms=2.0, chosen_ms=1.0, tried=[]).apply()
+        assert torch.get_num_threads() == 1
+        assert torch.backends.cuda.matmul.allow_tf32
+        with pytest.raises(ValueError, match="warp_drive"):
+            saturate.FastPaths(chosen=["warp_drive"], baseline_ms=2.0, chosen_ms=1.0, tried=[]).apply()
+    finally:
+        torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
 def test_a_bad_batch_is_refused_by_keyword():
     with pytest.raises(ValueError, match="batch_size=0"):
         saturate.fast_paths(make_step(), 0, device="cpu")

@@ -70,18 +70,23 @@ FastPaths parse_fast_paths(const std::string& text) {
   return p;
 }
 
+void set_process_switches(const FastPaths& paths) {
+  auto& ctx = at::globalContext();
+  if (paths.cudnn_benchmark) ctx.setBenchmarkCuDNN(true);
+  if (paths.tf32) {
+    ctx.setAllowTF32CuBLAS(true);
+    ctx.setAllowTF32CuDNN(true);
+  }
+  if (paths.threads > 0) at::set_num_threads(paths.threads);
+}
+
 ProcessSwitches::ProcessSwitches(const FastPaths& paths) {
   auto& ctx = at::globalContext();
   cudnn_benchmark_ = ctx.benchmarkCuDNN();
   tf32_cublas_ = ctx.allowTF32CuBLAS();
   tf32_cudnn_ = ctx.allowTF32CuDNN();
   threads_ = at::get_num_threads();
-  ctx.setBenchmarkCuDNN(paths.cudnn_benchmark || cudnn_benchmark_);
-  if (paths.tf32) {
-    ctx.setAllowTF32CuBLAS(true);
-    ctx.setAllowTF32CuDNN(true);
-  }
-  if (paths.threads > 0) at::set_num_threads(paths.threads);
+  set_process_switches(paths);
 }
 
 ProcessSwitches::~ProcessSwitches() {

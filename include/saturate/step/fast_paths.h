@@ -40,6 +40,10 @@ const std::vector<std::string>& fast_path_names();
 /// Throws UsageError (option "fast_paths") naming the unknown entry and the allowed names.
 FastPaths parse_fast_paths(const std::string& text);
 
+/// Turns on the process-wide switches of `paths` (cudnn_benchmark, tf32, threads=N) for good:
+/// what a user keeps after the trials put them back (Python's FastPaths.apply()).
+void set_process_switches(const FastPaths& paths);
+
 /// Sets the process-wide switches of `paths` for its lifetime and puts the previous ones back.
 class ProcessSwitches {
  public:
