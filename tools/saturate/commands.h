@@ -24,7 +24,8 @@ using Action = std::function<int()>;
 /// Flags every workload command shares (probe, search, ...): the library's WorkloadOptions, the
 /// sample shape as written (--input 3x32x32) and where the JSON goes.
 struct WorkloadFlags {
-  WorkloadOptions o{ModelSpec{"convnet"}};
+  WorkloadFlags() { o.model.name = "convnet"; }  // the command line's default model
+  WorkloadOptions o;
   std::string input;
   std::string json;
 };

@@ -23,8 +23,6 @@ void add_dist_flags(CLI::App& app, DistFlags& f, bool search) {
 
 DistEnv prepare_dist(const DistFlags& f, WorkloadFlags& w) {
   (void)parse_dist_backend(f.backend);
-  if (!(f.timeout_s > 0))
-    throw UsageError(fmt::format("--dist-timeout: {} is not a positive number of seconds (e.g. 300)", f.timeout_s));
   DistEnv env = read_dist_env();
   if (env.distributed() && (w.o.device == "cuda" || (w.o.device == "auto" && cuda_available())))
     w.o.device = fmt::format("cuda:{}", env.local_rank);

@@ -1,10 +1,6 @@
 #include "objective_flags.h"
 #include "option_flags.h"
 
-#include <iostream>
-
-#include <fmt/format.h>
-
 namespace saturate::cli {
 
 void add_objective_flags(CLI::App& app, ObjectiveFlags& f, bool base_batch_flag) {
