@@ -99,7 +99,7 @@ void add_batch_choice_lines(TrainEvents& e, const LineSink& line, const TrainSes
 TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, const TrainSessionOptions& o,
                                  const TrainLinesStyle& style, const std::string& eval_split, bool quiet) {
   TrainEvents e;
-  e.on_warning = [warning](const std::string& w) { warning(w); };
+  e.on_warning = warning;
   if (quiet) return e;
   add_batch_choice_lines(e, line, o);
   const int64_t base_batch = o.base_batch > 0 ? o.base_batch : 64;

@@ -42,7 +42,8 @@ TEST(WatchSessionTest, TheChildsExitStatusComesBackAndEverySampleIsLogged) {
   int rows = 0;
   while (std::getline(log, row)) ++rows;
   EXPECT_NE(header.find(','), std::string::npos) << header;
-  EXPECT_GE(rows, 3) << "0.3 s at 50 Hz";
+  EXPECT_GE(rows, 1);
+  EXPECT_EQ(rows, r.watch.summary.value("samples", -1)) << "every sample the summary counts is a row";
 }
 
 TEST(WatchSessionTest, ASigtermToTheWatcherEndsTheChildAndTheWatcherGivesItsSummary) {
