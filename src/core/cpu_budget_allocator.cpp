@@ -1,5 +1,7 @@
 #include "saturate/core/cpu_budget_allocator.h"
 
+#include "saturate/core/errors.h"
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -44,6 +46,14 @@ class BudgetAllocator final : public c10::Allocator {
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       allocated_bytes_ -= static_cast<int64_t>(n);
+      // within the budget and still refused: the operating system's limit (ulimit -v, a cgroup)
+      // is below the budget. Not an OOM of the step: a search must not take it for the budget's
+      // edge and call its answer exact. The words avoid what OOM checks look for.
+      if (budget_bytes_ > 0)
+        throw RuntimeFailure("the operating system refused " + format_bytes(static_cast<int64_t>(n)) + " with " +
+                             format_bytes(allocated_bytes_) + " of the " + format_bytes(budget_bytes_) + " budget (" +
+                             budget_name_ + ") in use: a limit below the budget (ulimit -v, a cgroup's memory.max, "
+                             "the machine's free memory) ends the process first; give a budget below that limit");
       throw;
     }
     if (ptr) {

@@ -1,5 +1,7 @@
 #include "saturate/core/oom.h"
 
+#include "saturate/core/torch_error.h"
+
 #include <cstring>
 #include <exception>
 #include <new>
@@ -33,38 +35,10 @@ const char* const kMarks[] = {
     "CUFFT_ALLOC_FAILED",
 };
 
-bool starts_with(const std::string& s, size_t at, const char* prefix) {
-  return s.compare(at, std::strlen(prefix), prefix) == 0;
-}
-
-// The message without the TorchScript tracebacks: their indented lines quote the model's source
-// code (comments and names included), which must not make an ordinary error look like an OOM.
-std::string without_script_source(const std::string& msg) {
-  std::string out;
-  out.reserve(msg.size());
-  bool in_traceback = false;
-  size_t pos = 0;
-  while (pos < msg.size()) {
-    size_t end = msg.find('\n', pos);
-    if (end == std::string::npos) end = msg.size();
-    const bool indented = pos < end && (msg[pos] == ' ' || msg[pos] == '\t');
-    if (starts_with(msg, pos, "Traceback of TorchScript")) {
-      in_traceback = true;
-    } else if (in_traceback && indented) {
-      // a source line, its "~~~ <--- HERE" marker or a "File ..., line N" line: skipped
-    } else {
-      in_traceback = false;
-      out.append(msg, pos, end - pos).push_back('\n');
-    }
-    pos = end + 1;
-  }
-  return out;
-}
-
 bool message_says_out_of_memory(const std::exception& e) {
   // c10::Error: the message and its context lines, without the C++ backtrace.
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-  const std::string text = without_script_source(c10_error ? c10_error->what_without_backtrace() : e.what());
+  const std::string text = without_script_traceback(c10_error ? c10_error->what_without_backtrace() : e.what());
   for (const char* mark : kMarks)
     if (text.find(mark) != std::string::npos) return true;
   return false;

@@ -122,6 +122,11 @@ std::vector<int64_t> parse_shape(const std::string& text, const std::string& fla
     start = end + 1;
   }
   if (dims.size() > 4) throw bad("at most 4 dimensions");
+  // one sample's elements: a batch of them must still be counted in 64 bits (and held)
+  double product = 1;
+  for (int64_t d : dims) product *= static_cast<double>(d);
+  if (product > 1e12)
+    throw bad(fmt::format("{:.3g} values per sample, more than 10^12; no sample is that large", product));
   return dims;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -45,6 +46,12 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string mib_text(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -56,10 +63,18 @@ std::vector<uint8_t> gunzip(const uint8_t* data, size_t size, const std::string&
   zs.next_in = const_cast<Bytef*>(data);
   zs.avail_in = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
   size_t fed = zs.avail_in;
-  out.resize(std::max<size_t>(size * 4, 1 << 16));
+  out.resize(std::min(std::max<size_t>(size * 4, 1 << 16), std::max<size_t>(size_t{64} << 20, 16 * size)));
   int rc = Z_OK;
+  // a decompression bomb stops here, not in the machine's memory: no real data set packs 16x
+  const size_t most = std::max<size_t>(size_t{64} << 20, 16 * size);
   while (true) {
-    if (zs.total_out == out.size()) out.resize(out.size() * 2);
+    if (zs.total_out >= most) {
+      inflateEnd(&zs);
+      throw DataError(name, -1, "unpacks to more than " + mib_text(static_cast<int64_t>(most)) + " (16 x its " +
+                                    mib_text(static_cast<int64_t>(size)) +
+                                    " on disk, at least 64 MiB): a decompression bomb, not data");
+    }
+    if (zs.total_out == out.size()) out.resize(std::min(out.size() * 2, most));
     zs.next_out = out.data() + zs.total_out;
     zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - zs.total_out, 1u << 30));
     if (zs.avail_in == 0 && fed < size) {

@@ -79,5 +79,15 @@ SampleShape image_shape(const uint8_t* data, size_t size, const std::string& fil
 void decode_image(const uint8_t* data, size_t size, int64_t channels, const std::string& file, Image& out);
 /// Largest side accepted (guards against absurd headers).
 constexpr int64_t kMaxImageSide = 16384;
+/// The most one decoded image may take: 256 MiB (9000 x 9000 RGB), and no more than 1/8 of the
+/// CPU budget when one is set (the loader's workers decode several at once; the loader tells
+/// the budget with set_image_memory_budget, so that the parsers need no LibTorch).
+int64_t max_decoded_image_bytes();
+void set_image_memory_budget(int64_t budget_bytes);
+/// "64.0 MiB".
+std::string mib_text(int64_t bytes);
+/// Throws DataError naming `file` when a `format` image of h x w x c decodes to more than
+/// max_decoded_image_bytes(); checked on the header, before any pixel is decoded.
+void check_decoded_size(const std::string& file, const char* format, int64_t h, int64_t w, int64_t c);
 
 }  // namespace saturate::data

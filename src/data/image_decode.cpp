@@ -11,6 +11,9 @@
 
 #include "formats.h"
 
+#include <algorithm>
+#include <atomic>
+
 namespace saturate::data {
 namespace {
 
@@ -89,6 +92,11 @@ void decode_jpeg(const uint8_t* data, size_t size, int64_t want, const std::stri
   JpegError err;
   uint8_t* pixels = nullptr;
   int h = 0, w = 0, c = 0;
+  if (out) {  // the header first: no pixel is decoded for an image too large to hold
+    if (decode_jpeg_c(data, size, static_cast<int>(want), 1, &pixels, &h, &w, &c, &err) != 0)
+      throw DataError(file, -1, std::string("undecodable JPEG: ") + err.message);
+    check_decoded_size(file, "JPEG", h, w, c);
+  }
   if (decode_jpeg_c(data, size, static_cast<int>(want), out == nullptr, &pixels, &h, &w, &c, &err) != 0)
     throw DataError(file, -1, std::string("undecodable JPEG: ") + err.message);
   if (shape) *shape = {c, h, w};
@@ -117,6 +125,12 @@ void decode_png(const uint8_t* data, size_t size, int64_t want, const std::strin
     png_image_free(&img);
     return;
   }
+  try {
+    check_decoded_size(file, "PNG", img.height, img.width, channels);
+  } catch (...) {
+    png_image_free(&img);
+    throw;
+  }
   img.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;  // alpha composited away
   out->resize(img.height, img.width, channels);
   if (!png_image_finish_read(&img, nullptr, out->pixels.data(), 0, nullptr))
@@ -124,6 +138,29 @@ void decode_png(const uint8_t* data, size_t size, int64_t want, const std::strin
 }
 
 }  // namespace
+
+namespace {
+std::atomic<int64_t> g_image_budget{0};
+}  // namespace
+
+void set_image_memory_budget(int64_t budget_bytes) { g_image_budget = budget_bytes; }
+
+int64_t max_decoded_image_bytes() {
+  const int64_t most = int64_t{256} << 20;
+  const int64_t budget = g_image_budget.load();
+  return budget > 0 ? std::min(most, budget / 8) : most;
+}
+
+void check_decoded_size(const std::string& file, const char* format, int64_t h, int64_t w, int64_t c) {
+  const int64_t bytes = h * w * c;
+  const int64_t most = max_decoded_image_bytes();
+  if (bytes > most)
+    throw DataError(file, -1,
+                    std::string("the ") + format + " is " + std::to_string(h) + "x" + std::to_string(w) + "x" +
+                        std::to_string(c) + ": decoded it takes " + mib_text(bytes) + ", more than one image may (" +
+                        mib_text(most) + ": at most 256 MiB and 1/8 of the CPU memory budget); shrink the image or "
+                        "give a larger budget");
+}
 
 ImageFormat sniff_image(const uint8_t* data, size_t size) {
   if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return ImageFormat::kJpeg;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "formats.h"
+#include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/oom.h"
 #include "saturate/data/data_error.h"
@@ -11,6 +13,8 @@ namespace saturate {
 Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   if (!dataset_) throw UsageError("the loader needs a dataset");
+  // no decoded image may take more than its share of the CPU budget (checked on its header)
+  data::set_image_memory_budget(cpu_memory_counters().budget_bytes);
   if (options_.batch_size < 1) throw UsageError("batch size " + std::to_string(options_.batch_size) + ": need at least 1");
   if (options_.workers < 0) throw UsageError("`workers` " + std::to_string(options_.workers) + ": need 0 or more");
   if (options_.prefetch < 1) throw UsageError("`prefetch` " + std::to_string(options_.prefetch) + ": need at least 1");

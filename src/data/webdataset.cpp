@@ -57,6 +57,9 @@ std::string archive_message(archive* a) {
   return m ? m : "no message";
 }
 
+/// The most one member of a sample may hold (an image, a label, an array).
+constexpr int64_t kMaxMemberBytes = int64_t{256} << 20;
+
 struct ArchiveCloser {
   archive* a;
   ~ArchiveCloser() { archive_read_free(a); }
@@ -80,6 +83,8 @@ std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const st
     skips->add(e.what());
   };
   bool damaged = false;
+  int64_t unpacked = 0;  // bytes of members read so far, bounded against a decompression bomb
+  const int64_t most_unpacked = std::max<int64_t>(int64_t{64} << 20, 16 * static_cast<int64_t>(size));
   while (true) {
     archive_entry* entry = nullptr;
     const int64_t before = archive_filter_bytes(a, 0);
@@ -104,8 +109,9 @@ std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const st
     std::string ext;
     const std::string key = member_key(name, &ext);
     const int64_t declared = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : -1;
-    if (declared > (int64_t{1} << 30)) {
-      fail(header_at, "member '" + name + "' declares " + std::to_string(declared) + " bytes; not a sample");
+    if (declared > kMaxMemberBytes) {
+      fail(header_at, "member '" + name + "' declares " + mib_text(declared) + ", more than a sample's member may "
+                      "take (" + mib_text(kMaxMemberBytes) + "); not a sample");
       damaged = true;
       break;
     }
@@ -123,6 +129,17 @@ std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const st
         break;
       }
       bytes.insert(bytes.end(), buf, buf + n);
+      unpacked += n;
+      if (static_cast<int64_t>(bytes.size()) > kMaxMemberBytes || unpacked > most_unpacked) {
+        // a decompression bomb: stop before it takes the machine's memory
+        broken = true;
+        why = static_cast<int64_t>(bytes.size()) > kMaxMemberBytes
+                  ? "it unpacks to more than " + mib_text(kMaxMemberBytes) + ", what a sample's member may take"
+                  : "the shard unpacks to more than " + mib_text(most_unpacked) + " (16 x its " +
+                        mib_text(static_cast<int64_t>(size)) + " on disk, at least 64 MiB): a decompression bomb, "
+                        "not samples";
+        break;
+      }
     }
     if (!broken && declared >= 0 && static_cast<int64_t>(bytes.size()) != declared) {
       broken = true;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/units.h"
 #include "saturate/report/html_report.h"
 
 namespace saturate {
@@ -26,10 +27,22 @@ std::string read_run_file(const std::string& path) {
   if (S_ISDIR(st.st_mode)) throw UsageError(fmt::format("{}: is a folder; {}", path, kWhatToGive));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(fmt::format("{}: cannot be read: {}", path, std::strerror(errno)));
-  return text.str();
+  return read_run_text(in, path);
+}
+
+std::string read_run_text(std::istream& in, const std::string& name) {
+  // a run's JSON is kilobytes (a million losses: ~20 MiB); /dev/zero or a stray disk image is not one
+  constexpr int64_t kMost = int64_t{64} << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMost)
+      throw UsageError(fmt::format("{}: more than {}, larger than any run's JSON; {}", name, format_bytes(kMost),
+                                   kWhatToGive));
+  }
+  if (in.bad()) throw UsageError(fmt::format("{}: cannot be read: {}", name, std::strerror(errno)));
+  return text;
 }
 
 nlohmann::json parse_run_json(const std::string& text, const std::string& name) {

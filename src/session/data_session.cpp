@@ -167,6 +167,9 @@ TrainSessionData train_session_data(const DataOptions& f, const OpenedData& open
   d.prefetch = f.prefetch;
   d.skip_bad_samples = f.skip_bad_samples;
   d.augment = !f.no_augment;
+  d.data = f.data;
+  d.val_fraction = f.val_fraction;
+  d.drop_last = f.drop_last;
   if (tokens) {
     if (is_token_data(f.data)) d.corpus = read_token_corpus(f.data.substr(7), token_val_fraction(f.val_fraction), seq_len);
     return d;

@@ -1,5 +1,9 @@
 #include "saturate/session/train_session.h"
 
+#include "saturate/session/run_settings.h"
+#include "saturate/train/checkpoint_file.h"
+
+#include <filesystem>
 #include <limits>
 
 #include <fmt/format.h>
@@ -7,6 +11,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/option_doc.h"
 #include "saturate/core/signal_name.h"
+#include "saturate/core/units.h"
 #include "saturate/dist/rank_synced.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/monitor/op_profile.h"
@@ -45,6 +50,12 @@ LoaderOptions loader_options(const Workload& workload, const TrainSessionData& d
   const auto& sample = workload.built().sample_shape;
   if (sample.size() == 3) lo.shape = {sample[0], sample[1], sample[2]};
   else if (sample.size() == 2) lo.shape = {1, sample[0], sample[1]};
+  // a flat input takes the images as they are: their values must be as many as it takes
+  else if (const SampleShape d = data.train ? data.train->shape() : SampleShape{};
+           sample.size() == 1 && !d.empty() && !data.tokens && d.numel() != sample[0])
+    throw UsageError(fmt::format("`data` {} gives samples of {} = {} values; the model's input {} takes {} (use "
+                                 "`input` CxHxW to resize the images, or leave `input` out to take the data's)",
+                                 data.train->name(), to_string(d), d.numel(), format_shape(sample), sample[0]));
   lo.classes = workload.built().classes;
   return lo;
 }
@@ -324,6 +335,15 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     throw UsageError("data", "training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR; tokens:FILE for "
                              "token models)");
   if (data.tokens) data.workers = 0;
+  // before any work: every rank runs the same settings; one writer per checkpoint folder
+  const std::vector<RunSetting> settings = train_run_settings(workload, options, data);
+  if (ranks.group()) check_ranks_agree(settings, *ranks.group());
+  CheckpointLock checkpoint_lock;
+  if (!options.checkpoint_dir.empty() && ranks.writer() &&
+      (!options.resume || std::filesystem::is_directory(options.checkpoint_dir))) {  // else: no checkpoint there
+    check_checkpoint_dir(options.checkpoint_dir, options.resume ? "resume" : "checkpoint_dir");
+    checkpoint_lock = CheckpointLock(options.checkpoint_dir);
+  }
   BatchChoice choice;
   choice.request.micro_batch = options.micro_batch;  // 0: auto
   choice.request.accumulation = options.accumulation;
@@ -361,7 +381,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.checkpoint_dir = options.checkpoint_dir;
   t.checkpoint_every = options.checkpoint_every;
   t.resume = options.resume;
-  t.resume_settings = {{"`seed`", std::to_string(options.seed)}};
+  t.resume_settings = resume_checked_settings(settings);
   LoaderOptions lo = loader_options(workload, data, options.seed, meter.device());
   lo.batch_size = rank_batch;
   ranks.setup(workload, lo, t);  // shard, DDP, rank-0 checkpoints; dp replicas
@@ -421,7 +441,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     s.adaptive = adaptive_summary(*choice.adaptive, base_batch_of(options), options.adaptive_max, lr_rule_for(workload));
   if (r.stopped_by_signal)
     s.interrupted = TrainInterruption{signal_name(r.stopped_by_signal), 128 + r.stopped_by_signal, r.steps,
-                                      t.checkpoint_dir};
+                                      r.checkpoints_failed ? std::string() : t.checkpoint_dir};
   if (noise)
     s.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
                                 noise->measurements()};

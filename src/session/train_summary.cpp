@@ -84,6 +84,8 @@ nlohmann::json TrainSummary::to_json() const {
             {"oom_backoffs", backoffs},
             {"skipped_steps", r.skipped_steps},
             {"checkpoints_written", r.checkpoints_written},
+            {"checkpoints_failed", r.checkpoints_failed},
+            {"checkpoint_error", r.checkpoint_error.empty() ? nlohmann::json() : nlohmann::json(r.checkpoint_error)},
             {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
             {"leak", leak_json(leak)},
             {"losses", r.losses}});

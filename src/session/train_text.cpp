@@ -50,17 +50,34 @@ std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& r
                         s.monitor->bottleneck->reason, s.monitor->bottleneck->fix);
   text += train_rank_text(ranks);
   text += optional_lines(s);
-  text += fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}\n", r.samples_per_s,
+  text += fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}{}\n", r.samples_per_s,
                       r.oom_backoffs.size(), r.checkpoints_written,
-                      r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "");
+                      r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "",
+                      r.checkpoints_failed ? fmt::format(", {} FAILED (first {})", r.checkpoints_failed, r.checkpoint_error)
+                                           : "");
   if (s.interrupted)
     text += fmt::format("interrupted by {} after step {}: {}\n", s.interrupted->signal, s.interrupted->after_step,
                         !s.interrupted->checkpoint.empty()
                             ? fmt::format("checkpoint written; continue with `resume` {}", s.interrupted->checkpoint)
-                            : std::string("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"));
+                        : r.checkpoints_failed ? std::string("its checkpoint was not written (see checkpoints)")
+                                               : std::string("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"));
   return text;
 }
 
 std::string TrainSessionResult::to_text() const { return train_summary_text(summary, ranks); }
+
+std::string checkpoint_failure_text(const TrainResult& r, const std::string& checkpoint_dir,
+                                    const std::vector<std::pair<std::string, std::string>>& kept) {
+  if (r.checkpoints_failed == 0) return "";
+  std::string written;
+  for (const auto& [option, path] : kept)
+    if (!path.empty()) written += fmt::format("{}`{}` {}", written.empty() ? "" : ", ", option, path);
+  return fmt::format("{} of {} checkpoint write(s) into `checkpoint_dir` {} failed, the first {}; the run trained to "
+                     "the end and kept {}; not kept: the failed checkpoints ({}); free the space or give a folder "
+                     "that can be written",
+                     r.checkpoints_failed, r.checkpoints_failed + r.checkpoints_written, checkpoint_dir, r.checkpoint_error,
+                     written.empty() ? std::string("the summary above") : written,
+                     r.checkpoints_written ? "the folder holds the last one written" : "the folder holds none");
+}
 
 }  // namespace saturate

@@ -1,10 +1,15 @@
 #include "saturate/train/checkpoint_file.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +18,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
+#include "saturate/core/units.h"
 
 namespace saturate {
 namespace {
@@ -48,7 +54,75 @@ uint64_t fnv1a64(const std::string& data) {
   return h;
 }
 
-std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.pt"; }
+std::string checkpoint_path(const std::string& dir) { return dir + "/" + checkpoint_file_name(); }
+const char* checkpoint_file_name() { return "checkpoint.pt"; }
+const char* checkpoint_lock_file_name() { return ".saturate.lock"; }
+
+void check_checkpoint_dir(const std::string& dir, const std::string& option) {
+  if (dir.empty())
+    throw UsageError(option, "an empty path (an unset shell variable?); give a folder, or leave the option out");
+  struct stat st {};
+  std::filesystem::path p(dir);
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      throw UsageError(option, fmt::format("{} is not a folder; give a folder for the checkpoints (it is created "
+                                           "when missing)",
+                                           dir));
+  } else {
+    // the nearest existing parent must let the folder be created
+    for (p = std::filesystem::absolute(p).parent_path(); !p.empty() && ::stat(p.c_str(), &st) != 0; p = p.parent_path())
+      if (p == p.parent_path()) break;
+    if (!S_ISDIR(st.st_mode))
+      throw UsageError(option, fmt::format("{} cannot be created: {} is not a folder", dir, p.string()));
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(option, fmt::format("{}: {} cannot be written ({}); give a folder this user can write",
+                                         dir, p.string(), std::strerror(errno)));
+}
+
+CheckpointLock::CheckpointLock(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot create it: {}", dir, ec.message()));
+  const std::string path = dir + "/" + checkpoint_lock_file_name();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot open its lock {}: {}", dir, path, std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char owner[256] = {};
+    const ssize_t n = ::pread(fd_, owner, sizeof owner - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    std::string who = n > 0 ? std::string(owner, static_cast<size_t>(n)) : std::string("another process");
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    if (error != EWOULDBLOCK)
+      throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot lock {}: {}", dir, path, std::strerror(error)));
+    throw UsageError("checkpoint_dir", fmt::format("{} is in use by another run ({}): two runs writing one folder "
+                                                   "would leave only the last one's state; wait for it to end, or give "
+                                                   "this run another folder",
+                                                   dir, who));
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = fmt::format("pid {} on {}\n", ::getpid(), host);
+  if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
+    // the owner's name is only for the message of a second run: the lock holds without it
+  }
+}
+
+CheckpointLock& CheckpointLock::operator=(CheckpointLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+CheckpointLock::~CheckpointLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
 
 void write_checkpoint_file(const std::string& dir, const std::string& payload) {
   std::error_code ec;
@@ -69,16 +143,27 @@ void write_checkpoint_file(const std::string& dir, const std::string& payload) {
   remove_stale_temporaries(dir);
 }
 
-std::string read_checkpoint_file(const std::string& dir) {
+std::string read_checkpoint_file(const std::string& dir, int64_t max_bytes) {
   const std::string path = checkpoint_path(dir);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
     throw UsageError(fmt::format("`resume` {}: no checkpoint there ({} is missing); give the folder a run wrote "
                                  "with `checkpoint_dir`",
                                  dir, path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string data = buf.str();
+  // read no more than the file holds, and no file larger than the model's state can be
+  if (!S_ISREG(st.st_mode))
+    throw UsageError(fmt::format("`resume` {}: {} is not a regular file (a device, a FIFO or a folder); give the "
+                                 "folder a run wrote with `checkpoint_dir`",
+                                 dir, path));
+  if (st.st_size > max_bytes)
+    throw UsageError(fmt::format("`resume` {}: {} holds {}, more than this model's state can take ({}); it was not "
+                                 "written for this model: give its folder, or start a new `checkpoint_dir`",
+                                 dir, path, format_bytes(st.st_size), format_bytes(max_bytes)));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("`resume` {}: cannot read {}: {}", dir, path, std::strerror(errno)));
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  in.read(data.data(), st.st_size);
+  data.resize(static_cast<size_t>(in.gcount()));
   const size_t header = sizeof kMagic + 2 * sizeof(uint64_t);
   if (data.size() < header || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
     throw UsageError(fmt::format("`resume` {}: {} is not a saturate checkpoint (bad header)", dir, path));

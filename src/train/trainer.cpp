@@ -136,9 +136,41 @@ void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::opt
   write_checkpoint_file(opt_.checkpoint_dir, out.str());
 }
 
+void Trainer::try_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer,
+                             GradScaler& scaler, TrainResult& result) {
+  try {
+    if (opt_.write_checkpoints) save_checkpoint(steps_done, units_done, optimizer, scaler, result);
+    ++result.checkpoints_written;
+  } catch (const RuntimeFailure& e) {
+    // the previous checkpoint stays whole (the write is atomic); the run goes on, so that the
+    // trained model and the summary are not lost with it
+    if (result.checkpoint_error.empty()) result.checkpoint_error = fmt::format("at step {}: {}", steps_done, e.what());
+    ++result.checkpoints_failed;
+  }
+}
+
 int64_t Trainer::load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result,
                                  int64_t& units_done) {
-  const std::string payload = read_checkpoint_file(opt_.checkpoint_dir);
+  // no checkpoint of this model takes more than its tensors, 3 optimizer states each, and the
+  // run's losses (a loss per step, under 1 GiB for 100 million steps)
+  int64_t state_bytes = 0;
+  for (const auto& [name, t] : workload_.model().named_tensors()) state_bytes += t.numel() * 8;
+  const std::string payload = read_checkpoint_file(opt_.checkpoint_dir, 4 * state_bytes + (int64_t{1} << 30));
+  try {
+    return load_checkpoint_payload(payload, optimizer, scaler, result, units_done);
+  } catch (const c10::Error& e) {
+    // the checksum held, the content did not: an edited file or another program's
+    std::string cause = e.what_without_backtrace();
+    cause = cause.substr(0, cause.find('\n'));
+    throw UsageError(fmt::format("`resume` {}: {} passes its checksum but its content cannot be read ({}); it was "
+                                 "written by another version of saturate or edited: restore it, or start a new "
+                                 "`checkpoint_dir`",
+                                 opt_.checkpoint_dir, checkpoint_path(opt_.checkpoint_dir), cause));
+  }
+}
+
+int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::optim::Optimizer& optimizer,
+                                         GradScaler& scaler, TrainResult& result, int64_t& units_done) {
   torch::serialize::InputArchive archive;
   std::istringstream in(payload);
   archive.load_from(in);
@@ -431,10 +463,8 @@ TrainResult Trainer::run() {
       if (opt_.on_eval) opt_.on_eval(units_done / per_epoch, test_loss, accuracy);
       if (opt_.stop_at_accuracy > 0 && accuracy >= opt_.stop_at_accuracy) result.reached_accuracy = true;
     }
-    if (checkpoint || (result.reached_accuracy && !opt_.checkpoint_dir.empty())) {
-      if (opt_.write_checkpoints) save_checkpoint(step + 1, units_done, *optimizer, scaler, result);
-      ++result.checkpoints_written;
-    }
+    if (checkpoint || (result.reached_accuracy && !opt_.checkpoint_dir.empty()))
+      try_checkpoint(step + 1, units_done, *optimizer, scaler, result);
     if (result.reached_accuracy) {
       ++step;
       break;
@@ -449,10 +479,7 @@ TrainResult Trainer::run() {
       }
       if (signal != 0) {
         read_losses();
-        if (!opt_.checkpoint_dir.empty() && !checkpoint) {
-          if (opt_.write_checkpoints) save_checkpoint(step + 1, units_done, *optimizer, scaler, result);
-          ++result.checkpoints_written;
-        }
+        if (!opt_.checkpoint_dir.empty() && !checkpoint) try_checkpoint(step + 1, units_done, *optimizer, scaler, result);
         result.stopped_by_signal = signal;
         ++step;
         break;

@@ -1,7 +1,6 @@
 // saturate report: a run's JSON (search, memory, probe or train --json) as one self-contained
 // HTML page with charts and the decision in words (report/html_report.h; docs/report.md).
 #include <iostream>
-#include <iterator>
 
 #include <fmt/format.h>
 
@@ -20,15 +19,14 @@ void add_report_command(CLI::App& app, Action& action) {
   auto input = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
-  cmd->add_option("RUN.json", *input, "the JSON a run wrote with --json FILE ('-': stdin)")->required();
+  cmd->add_option("RUN.json", *input, "the JSON a run wrote with --json FILE ('-': stdin)")->required()->check(kNotEmpty);
   add_option_flag(*cmd, "output", *output);
   add_option_flag(*cmd, "report.quiet", *quiet);
   cmd->callback([=, &action] {
     action = [=]() -> int {
       const std::string out = output->empty() ? default_report_path(*input) : *output;
       if (out != "-") check_output_path(out, {"-o", "report.html"});
-      const std::string text = *input == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
-                                             : read_run_file(*input);
+      const std::string text = *input == "-" ? read_run_text(std::cin, "stdin") : read_run_file(*input);
       const std::string name = *input == "-" ? std::string("stdin") : *input;
       const nlohmann::json run = parse_run_json(text, name);
       const std::string html = with_flags(render_run_report(run, name));

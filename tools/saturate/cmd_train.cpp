@@ -16,6 +16,7 @@
 #include "saturate/core/units.h"
 #include "saturate/session/progress_lines.h"
 #include "saturate/session/train_session.h"
+#include "saturate/session/train_text.h"
 
 namespace saturate::cli {
 namespace {
@@ -144,6 +145,8 @@ int run_train(TrainCommand& c) {
   // an interrupted run's weights are not the trained model --save names: its checkpoint has them
   if (!c.tf.save.empty() && !result.stopped_by_signal) save_model(workload.model(), c.tf.save);
   write_summary(r, c.flags, c.tf);
+  const std::string lost = checkpoint_failure_text(result, o.checkpoint_dir, {{"save", result.stopped_by_signal ? "" : c.tf.save}, {"json", c.flags.json}});
+  if (!lost.empty()) throw RuntimeFailure(lost);
   return exit_status;
 }
 

@@ -5,11 +5,10 @@
 
 #include <iostream>
 
-#include <c10/util/Exception.h>
-
 #include "commands.h"
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/torch_error.h"
 
 namespace {
 
@@ -32,8 +31,9 @@ bool refuse_unknown_command(CLI::App& app, int argc, char** argv) {
 }
 
 /// Runs the command; its failures become exit statuses, its messages name flags.
-int run(const saturate::cli::Action& action) {
+int run(const CLI::App& app, const saturate::cli::Action& action) {
   try {
+    for (const CLI::App* cmd : app.get_subcommands()) saturate::check_path_plan(saturate::cli::path_uses(*cmd));
     return action();
   } catch (const saturate::UsageError& e) {
     // a library error names its option; the command line names the flag that set it, before the
@@ -47,11 +47,8 @@ int run(const saturate::cli::Action& action) {
   } catch (const saturate::InternalError& e) {
     std::cerr << "saturate: internal error: " << saturate::cli::with_flags(e.what()) << "\n";
     return 70;  // EX_SOFTWARE
-  } catch (const c10::Error& e) {
-    std::cerr << "saturate: error: " << e.what_without_backtrace() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "saturate: error: " << e.what() << "\n";
+  } catch (const std::exception& e) {  // LibTorch's: the error without its backtraces
+    std::cerr << "saturate: error: " << saturate::cli::with_flags(saturate::torch_error_text(e)) << "\n";
     return 1;
   }
 }
@@ -91,5 +88,5 @@ int main(int argc, char** argv) {
     std::cerr << "saturate: error: " << e.what() << "\nRun 'saturate --help' or 'saturate COMMAND --help'.\n";
     return 2;
   }
-  return run(action);
+  return run(app, action);
 }

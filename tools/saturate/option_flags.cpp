@@ -12,6 +12,7 @@
 #include "saturate/core/option_doc.h"
 #include "saturate/core/option_text.h"
 #include "saturate/session/data_session.h"
+#include "saturate/session/run_paths.h"
 
 namespace saturate::cli {
 namespace {
@@ -86,6 +87,7 @@ const FlagRow kRows[] = {
     {"format", "--format", kShown, nullptr,
      "stdout: console (table) | json | jsonl (a line per trial as it finishes) | csv | markdown"},
     {"output", "-o,--output", false, nullptr, "the HTML file to write ('-': stdout; default: RUN.html next to RUN.json)"},
+    {"run", "RUN.json"},
     // options the library's messages name that no flag of their own sets
     {"world_size", "the world size (WORLD_SIZE)"}, {"prefetched_batches", "--workers x --prefetch"},
     {"eval_every_samples", "--eval-every-samples"}, {"compare_checkpointing", "--checkpointing auto"},
@@ -109,6 +111,21 @@ std::string first_flag(const FlagRow& row) {
 }
 
 }  // namespace
+
+const CLI::Validator kNotEmpty(
+    [](std::string& text) {
+      return text.empty() ? std::string("an empty value (an unset shell variable?); give one, or leave the flag out") : "";
+    },
+    "");
+
+std::vector<PathUse> path_uses(const CLI::App& cmd) {
+  std::vector<PathUse> uses;
+  for (const CLI::Option* o : cmd.get_options())
+    for (const FlagRow& row : kRows)
+      if (o->count() > 0 && first_flag(row) == o->get_name())
+        if (auto use = path_use(row.key, o->as<std::string>())) uses.push_back(*use);
+  return uses;
+}
 
 const FlagRow& flag_row(std::string_view key) {
   for (const FlagRow& row : kRows)

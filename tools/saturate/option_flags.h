@@ -8,8 +8,11 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "saturate/core/path_plan.h"
 
 namespace saturate::cli {
 
@@ -26,15 +29,23 @@ const FlagRow& flag_row(std::string_view key);
 /// Help, range check, default and environment variable of `row` on `option`.
 CLI::Option* describe(CLI::Option* option, const FlagRow& row);
 
-/// The flag of the option `key` bound to `field`: `bool` fields as switches.
+/// Refuses an empty value (an unset shell variable) naming the flag.
+extern const CLI::Validator kNotEmpty;
+
+/// The flag of the option `key` bound to `field`: `bool` fields as switches; text never empty.
 template <class T>
 CLI::Option* add_option_flag(CLI::App& app, std::string_view key, T& field) {
   const FlagRow& row = flag_row(key);
   if constexpr (std::is_same_v<T, bool>)
     return describe(app.add_flag(row.names, field), row);
+  else if constexpr (std::is_same_v<T, std::string>)
+    return describe(app.add_option(row.names, field), row)->check(kNotEmpty);
   else
     return describe(app.add_option(row.names, field), row);
 }
+
+/// The paths the parsed command `cmd` reads and writes (session/run_paths.h), for check_path_plan.
+std::vector<PathUse> path_uses(const CLI::App& cmd);
 
 /// A check for a count of CPU threads: 0..4 per core of this machine.
 CLI::Validator thread_count(const std::string& meaning);

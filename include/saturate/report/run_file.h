@@ -2,6 +2,7 @@
 // saturate.report): a missing, unreadable, empty or invalid file is bad input, named with what to
 // give instead; and where the report goes by default (RUN.html next to RUN.json).
 #pragma once
+#include <istream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +11,9 @@ namespace saturate {
 
 /// The text of the file at `path`; a UsageError for a missing, unreadable file or a folder.
 std::string read_run_file(const std::string& path);
+/// The text of `in` (a file, stdin), read from `name`: no more than 64 MiB, past that a
+/// UsageError (no run's JSON is that large; /dev/zero is endless).
+std::string read_run_text(std::istream& in, const std::string& name);
 /// The run JSON in `text`, read from `name`; a UsageError for empty text or invalid JSON.
 nlohmann::json parse_run_json(const std::string& text, const std::string& name);
 /// The HTML report of `run`, read from `name` (errors of the run name the file).

@@ -97,6 +97,10 @@ struct TrainSessionData {
   int prefetch = 2;  ///< batches each worker keeps ready
   bool skip_bad_samples = false;
   bool augment = true;
+  /// As the data options gave them (checked on resume and across ranks; run_settings.h).
+  std::string data;
+  std::string val_fraction;
+  bool drop_last = false;
   /// "test", "val", or "" (no evaluation): the name the held-out results go under.
   std::string eval_split() const;
 };

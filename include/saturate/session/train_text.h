@@ -5,6 +5,8 @@
 // Every number shown is one the JSON (TrainSummary::to_json) holds. Options in backticks.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "saturate/session/train_ranks.h"
 #include "saturate/session/train_summary.h"
@@ -13,6 +15,11 @@ namespace saturate {
 
 /// The summary's lines, each ending in a newline.
 std::string train_summary_text(const TrainSummary& summary, const TrainRanksSummary& ranks);
+/// Why a run whose checkpoint writes failed ends with an error although it trained: the first
+/// failure, what was kept ({option, path} of the outputs written, e.g. {"save", "m.pt"}) and what
+/// was not. "" when every checkpoint was written.
+std::string checkpoint_failure_text(const TrainResult& result, const std::string& checkpoint_dir,
+                                    const std::vector<std::pair<std::string, std::string>>& kept);
 /// The ranks' line ("" for one process).
 std::string train_rank_text(const TrainRanksSummary& ranks);
 

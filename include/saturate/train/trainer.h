@@ -155,6 +155,10 @@ struct TrainResult {
   int64_t global_batch = 0;
   std::vector<OomBackoff> oom_backoffs;
   int64_t checkpoints_written = 0;
+  /// Checkpoint writes that failed (a full disk, a folder gone read-only): training went on, the
+  /// model and the summary are still written; checkpoint_error is the first failure's message.
+  int64_t checkpoints_failed = 0;
+  std::string checkpoint_error;
   std::optional<int64_t> resumed_from;
   int64_t skipped_steps = 0;         ///< fp16 steps skipped for inf/NaN gradients
   double flops_per_step = 0;         ///< with TrainOptions::count_flops: the first step's FLOPs
@@ -172,8 +176,13 @@ class Trainer {
  private:
   void save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
                        const TrainResult& result);
+  /// save_checkpoint; a failed write is counted in `result` (checkpoints_failed), not thrown.
+  void try_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
+                      TrainResult& result);
   int64_t load_checkpoint(torch::optim::Optimizer& optimizer, GradScaler& scaler, TrainResult& result,
                           int64_t& units_done);
+  int64_t load_checkpoint_payload(const std::string& payload, torch::optim::Optimizer& optimizer, GradScaler& scaler,
+                                  TrainResult& result, int64_t& units_done);
   std::string model_signature();
   /// {flag, value} of every setting an exact resume needs unchanged (resume_settings included).
   std::vector<std::pair<std::string, std::string>> exact_resume_settings() const;

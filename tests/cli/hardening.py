@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""Hostile input, as an adversarial user gives it (issue 25): nothing a user has is lost, no input
+takes the machine's memory, every rank agrees. One case per run:
+
+    hardening.py SATURATE_BIN WORK_DIR CASE
+
+Each case runs the real binary and checks the exit status, the message and what is on disk
+afterwards (an input unchanged, a summary written). The classes: clash (an output onto an input
+or another output), ckfail (a checkpoint write that fails), empty (empty values), lock (two runs
+on one checkpoint folder), resume (a changed setting on resume), ranks (ranks that disagree),
+bounded (readers that must not read without end), clear (errors that say what is wrong).
+"""
+import gzip
+import hashlib
+import io
+import os
+import re
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tarfile
+import time
+import zlib
+
+BIN, WORK, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+DIR = os.path.join(WORK, "hardening_" + CASE)
+shutil.rmtree(DIR, ignore_errors=True)
+os.makedirs(DIR)
+os.chdir(DIR)
+
+# the cheapest runs that write something
+TRAIN = ["train", "--model", "mlp", "--width", "32", "--data", "synthetic", "--device", "cpu", "--batch", "8",
+         "--threads", "1", "-q"]
+PROBE = ["probe", "--model", "mlp", "--width", "32", "--device", "cpu", "--batch", "8", "--steps", "1",
+         "--threads", "1"]
+
+
+def fail(why, out=""):
+    print(f"FAIL ({CASE}): {why}\n--- output ---\n{out}\n--- {DIR} ---\n" + "\n".join(sorted(os.listdir(DIR))))
+    sys.exit(1)
+
+
+def run(args, status, pattern=None, env=None, limits=None, timeout=600):
+    """Runs saturate with `args`; checks the exit status and that the output matches `pattern`."""
+    def preexec():
+        for what, value in (limits or {}).items():
+            resource.setrlimit(what, (value, value))
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, env=env, timeout=timeout,
+                       preexec_fn=preexec if limits else None)
+    out = p.stdout + p.stderr
+    if p.returncode != status:
+        fail(f"exit status {p.returncode}, expected {status}: saturate {' '.join(args)}", out)
+    if pattern and not re.search(pattern, out, re.S):
+        fail(f"no /{pattern}/ in the output of saturate {' '.join(args)}", out)
+    return out
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write(path, data):
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+
+
+def unchanged(path, before):
+    if digest(path) != before:
+        fail(f"{path} was changed")
+
+
+def text_corpus(path, n=20000):
+    write(path, ("the quick brown fox jumps over the lazy dog. " * (n // 45 + 1))[:n])
+
+
+# ---- 1: an output that is an input or another output is refused before any work ----
+def clash_json_onto_the_model():
+    write("v.pt", b"PK not really a model, but the user's file")
+    before = digest("v.pt")
+    run(PROBE[:1] + ["--model", "v.pt", "--batch", "2", "--json", "v.pt"], 2,
+        r"--json v\.pt is the same file as --model v\.pt: writing it would overwrite the input")
+    unchanged("v.pt", before)
+
+
+def clash_report_onto_its_run():
+    run(PROBE + ["--json", "a.json"], 0)
+    before = digest("a.json")
+    run(["report", "a.json", "-o", "a.json"], 2, r"-o a\.json is the same file as RUN\.json a\.json")
+    unchanged("a.json", before)
+
+
+def clash_json_onto_a_hard_link_of_the_corpus():
+    text_corpus("corpus.txt")
+    os.link("corpus.txt", "linked.json")
+    before = digest("corpus.txt")
+    run(["train", "--model", "gpt", "--data", "tokens:corpus.txt", "--device", "cpu", "--steps", "1",
+         "--json", "linked.json", "-q"], 2, r"--json linked\.json is the same file as --data corpus\.txt")
+    unchanged("corpus.txt", before)
+
+
+def clash_save_onto_a_symlink_to_the_json():
+    os.symlink("out.json", "model.pt")
+    run(TRAIN + ["--steps", "1", "--json", "out.json", "--save", "model.pt"], 2,
+        r"--save model\.pt is the same file as --json out\.json: writing it would replace the other output")
+
+
+def clash_json_onto_the_checkpoint():
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 0)
+    before = digest("ck/checkpoint.pt")
+    run(TRAIN + ["--steps", "2", "--resume", "ck", "--json", "ck/checkpoint.pt"], 2,
+        r"--json ck/checkpoint\.pt is the same file as --resume ck \(its ck/checkpoint\.pt\)")
+    unchanged("ck/checkpoint.pt", before)
+
+
+def clash_two_outputs_not_yet_there():
+    run(TRAIN + ["--steps", "1", "--json", "sub/../same.out", "--html", "same.out"], 2,
+        r"--html same\.out is the same file as --json sub/\.\./same\.out")
+
+
+# ---- 2: a checkpoint write that fails loses neither the model nor the summary ----
+def ckfail_regular_file_as_the_folder():
+    write("not_a_folder", "x")
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "not_a_folder", "--json", "s.json"], 2,
+        r"--checkpoint-dir: not_a_folder is not a folder")
+    if os.path.exists("s.json"):
+        fail("a run refused before the work wrote its summary")
+
+
+def ckfail_folder_that_cannot_be_created():
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "/proc/saturate_ck", "--json", "s.json"], None or 1,
+        r"checkpoint-dir.*/proc/saturate_ck.*(cannot|not)")
+    if os.path.exists("s.json"):
+        fail("a run refused before the work wrote its summary")
+
+
+def ckfail_past_the_file_size_limit_keeps_the_model_and_summary():
+    # the checkpoint (weights, Adam's two moments) is 3x the model; the limit lets the model through
+    limit = 160 * 1024  # the mlp of width 32 on 784 inputs: ~105 KB of weights, ~315 KB of checkpoint
+    out = run(TRAIN + ["--steps", "3", "--optimizer", "adam", "--checkpoint-dir", "ck", "--checkpoint-every", "1",
+                       "--json", "s.json", "--save", "m.pt"], 1,
+              r"3 of 3 checkpoint write\(s\) into --checkpoint-dir ck failed, the first at step 1: .*file size limit.*"
+              r"kept --save m\.pt, --json s\.json",
+              limits={resource.RLIMIT_FSIZE: limit})
+    for kept in ("s.json", "m.pt"):
+        if not os.path.exists(kept) or os.path.getsize(kept) == 0:
+            fail(f"{kept} was not written", out)
+    import json
+    summary = json.load(open("s.json"))
+    if summary["checkpoints_failed"] != 3 or summary["steps"] != 3:
+        fail(f"the summary says {summary['checkpoints_failed']} failed after {summary['steps']} steps", out)
+
+
+def ckfail_after_sigint_keeps_the_summary():
+    limit = 160 * 1024
+    p = subprocess.Popen([BIN] + TRAIN + ["--steps", "100000", "--optimizer", "adam", "--checkpoint-dir", "ck",
+                                          "--checkpoint-every", "1000000", "--json", "s.json", "--save", "m.pt"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    # the lock file appears once the run has started: then the signal stops it after a step
+    for _ in range(6000):
+        if os.path.exists("ck/.saturate.lock") or p.poll() is not None:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    p.send_signal(2)
+    out, _ = p.communicate(timeout=600)
+    if p.returncode != 1 or "checkpoint write(s) into --checkpoint-dir ck failed" not in out:
+        fail(f"exit status {p.returncode}, expected 1 naming the failed checkpoint", out)
+    if "its checkpoint was not written" not in out or not os.path.exists("s.json"):
+        fail("the interrupted run's summary does not say its checkpoint was lost, or was not written", out)
+    if os.path.exists("m.pt"):
+        fail("an interrupted run's weights were saved as the trained model", out)
+
+
+# ---- 3: empty values are values ----
+def empty_checkpoint_dir():
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", ""], 2, r"--checkpoint-dir: an empty value")
+
+
+def empty_json():
+    run(TRAIN + ["--steps", "1", "--json", ""], 2, r"--json: an empty value")
+
+
+def empty_data_and_budget():
+    run(TRAIN + ["--steps", "1", "--data", ""], 2, r"--data: an empty value")
+    run(["search", "--model", "mlp", "--device", "cpu", "--memory-budget", ""], 2, r"--memory-budget: an empty value")
+    env = dict(os.environ, SATURATE_MEMORY_BUDGET="")
+    # an empty environment variable is no value: the flag's default holds (CLI11 skips it)
+    run(PROBE + ["--json", "p.json"], 0, env=env)
+    run(["report", ""], 2, r"RUN\.json: an empty value")
+
+
+# ---- 4: one checkpoint folder, one writer ----
+def lock_refuses_a_second_run():
+    slow = TRAIN + ["--steps", "1000000", "--checkpoint-dir", "ck", "--checkpoint-every", "1000000"]
+    first = subprocess.Popen([BIN] + slow, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(6000):  # until the first run holds the lock
+            if os.path.exists("ck/.saturate.lock") and subprocess.run(
+                    ["flock", "-n", "ck/.saturate.lock", "true"]).returncode != 0:
+                break
+            if first.poll() is not None:
+                fail("the first run ended early")
+            time.sleep(0.05)
+        run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 2,
+            rf"--checkpoint-dir: ck is in use by another run \(pid {first.pid} on ")
+        run(TRAIN + ["--steps", "1", "--resume", "ck"], 2, r"in use by another run")
+    finally:
+        first.send_signal(15)
+        first.wait(timeout=600)
+
+
+def lock_left_by_a_dead_run_is_not_in_the_way():
+    os.makedirs("ck")
+    write("ck/.saturate.lock", "pid 999999 on nowhere\n")
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 0)
+    # and the lock is free again once a run ends
+    if subprocess.run(["flock", "-n", "ck/.saturate.lock", "true"]).returncode != 0:
+        fail("the lock is still held after the run ended")
+
+
+def lock_held_by_another_program():
+    os.makedirs("ck")
+    holder = subprocess.Popen(["flock", "ck/.saturate.lock", "sleep", "600"])
+    try:
+        for _ in range(600):
+            if subprocess.run(["flock", "-n", "ck/.saturate.lock", "true"]).returncode != 0:
+                break
+            time.sleep(0.05)
+        run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 2, r"ck is in use by another run")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# ---- 5: a resume keeps what changes the math ----
+def resume_with_no_augment_is_refused():
+    fm = ["train", "--model", "mlp", "--width", "32", "--data", "fashion-mnist", "--device", "cpu", "--batch", "8",
+          "--threads", "1", "--workers", "0", "-q", "--checkpoint-dir", "ck"]
+    run(fm + ["--steps", "2"], 0)
+    before = digest("ck/checkpoint.pt")
+    run(fm + ["--steps", "3", "--resume", "ck", "--no-augment"], 2,
+        r"--resume ck: the checkpoint was written with --no-augment off and this run has --no-augment on")
+    unchanged("ck/checkpoint.pt", before)
+
+
+def resume_with_another_seed_or_drop_last_is_refused():
+    run(TRAIN + ["--steps", "2", "--checkpoint-dir", "ck", "--seed", "3"], 0)
+    run(TRAIN + ["--steps", "3", "--resume", "ck", "--seed", "4"], 2, r"written with --seed 3 and this run has --seed 4")
+    run(TRAIN + ["--steps", "3", "--resume", "ck", "--seed", "3", "--drop-last"], 2,
+        r"written with --drop-last off and this run has --drop-last on")
+
+
+def resume_with_what_may_change_goes_on():
+    run(TRAIN + ["--steps", "2", "--checkpoint-dir", "ck"], 0)
+    run(TRAIN + ["--steps", "4", "--resume", "ck", "--log-every", "1", "--workers", "1", "--json", "r.json"], 0)
+    import json
+    r = json.load(open("r.json"))
+    if r["resumed_from"] != 2 or r["steps"] != 4:
+        fail(f"resumed from {r['resumed_from']} to {r['steps']}")
+
+
+# ---- 6: ranks compare their settings at the start ----
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def two_ranks(extra0, extra1, args=None):
+    port = str(free_port())
+    procs = []
+    for rank, extra in ((0, extra0), (1, extra1)):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=port)
+        procs.append(subprocess.Popen([BIN] + (args or TRAIN + ["--steps", "2"]) + extra, env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    return [p.returncode for p in procs], outs
+
+
+def ranks_with_another_seed_stop_together():
+    started = time.monotonic()
+    codes, outs = two_ranks(["--seed", "1"], ["--seed", "2"])
+    if codes != [2, 2]:
+        fail(f"exit statuses {codes}, expected 2 on both ranks", "\n".join(outs))
+    if "rank 1 runs with another --seed (this rank has 1)" not in outs[0] or \
+            "rank 0 runs with another --seed (this rank has 2)" not in outs[1]:
+        fail("the ranks do not name the setting that differs", "\n".join(outs))
+    if time.monotonic() - started > 120:
+        fail("the ranks waited for a timeout instead of stopping at the start", "\n".join(outs))
+
+
+def ranks_with_another_length_or_lr_stop_together():
+    codes, outs = two_ranks([], ["--steps", "3"], args=TRAIN)
+    if codes != [2, 2] or "another --optimizer-steps" not in outs[0]:
+        fail(f"exit statuses {codes}; expected both 2 naming --optimizer-steps", "\n".join(outs))
+    codes, outs = two_ranks(["--lr", "0.1"], ["--lr", "0.2"])
+    if codes != [2, 2] or "another --lr" not in outs[1]:
+        fail(f"exit statuses {codes}; expected both 2 naming --lr", "\n".join(outs))
+
+
+def ranks_that_agree_train():
+    codes, outs = two_ranks([], [])
+    if codes != [0, 0]:
+        fail(f"exit statuses {codes}", "\n".join(outs))
+
+
+# ---- 7: readers bounded by what the format allows and the budget holds ----
+def bomb_shard(path, member_bytes):
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, data in (("s0.cls", b"1"), ("s0.bin", b"\0" * member_bytes)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    write(path, gzip.compress(raw.getvalue(), compresslevel=9))
+
+
+def png(path, width, height):
+    row = b"\0" + b"\0" * width  # filter byte, grey pixels
+    data = zlib.compress(row * height, 9)
+    chunk = lambda kind, body: struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    write(path, b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) +
+          chunk(b"IDAT", data) + chunk(b"IEND", b""))
+
+
+def bounded_gzip_bomb_shard():
+    os.makedirs("wds")
+    bomb_shard("wds/shard-000.tar.gz", 600 << 20)  # 600 MiB of zeros in ~600 KiB
+    run(TRAIN[:5] + ["--data", "wds:wds", "--device", "cpu", "--batch", "1", "--steps", "1", "--input", "1x8x8",
+                     "--workers", "0", "-q"], 1, r"unpacks to more than 64\.0 MiB .*decompression bomb")
+
+
+def bounded_tokens_from_endless_files():
+    run(["train", "--model", "gpt", "--data", "tokens:/dev/zero", "--device", "cpu", "--steps", "1", "-q"], 2,
+        r"tokens:/dev/zero: a device, a FIFO or a file of the kernel's, not a regular file")
+    run(["train", "--model", "gpt", "--data", "tokens:/proc/self/mem", "--device", "cpu", "--steps", "1", "-q"], 2,
+        r"tokens:/proc/self/mem: .*not a regular file")
+    run(["train", "--model", "gpt", "--data", "tokens:" + DIR, "--device", "cpu", "--steps", "1", "-q"], 2,
+        r"a folder, not a regular file")
+    text_corpus("big.txt", 4 << 20)
+    run(["train", "--model", "gpt", "--data", "tokens:big.txt", "--device", "cpu", "--steps", "1", "-q",
+         "--memory-budget", "6MiB"], 2, r"more than the --memory-budget 6\.0 MiB")
+
+
+def bounded_checkpoint_and_report_inputs():
+    os.makedirs("ck")
+    os.symlink("/dev/zero", "ck/checkpoint.pt")
+    run(TRAIN + ["--steps", "1", "--resume", "ck"], 2, r"ck/checkpoint\.pt is not a regular file")
+    shutil.rmtree("ck")
+    os.makedirs("ck")
+    with open("ck/checkpoint.pt", "wb") as f:  # a sparse file of 2 GiB: larger than any mlp's state
+        f.truncate(2 << 30)
+    run(TRAIN + ["--steps", "1", "--resume", "ck"], 2, r"holds 2\.0 GiB, more than this model's state can take")
+    run(["report", "/dev/zero", "-o", "r.html"], 2, r"/dev/zero: more than 64\.0 MiB, larger than any run's JSON")
+
+
+def bounded_huge_png_is_refused_before_decoding():
+    os.makedirs("imgs/a")
+    os.makedirs("imgs/b")
+    for i in range(8):
+        png(f"imgs/{'ab'[i % 2]}/{i}.png", 16384, 16384)  # 32 KB on disk, 256 MiB of pixels each
+    run(["train", "--model", "convnet", "--data", "images:imgs", "--device", "cpu", "--batch", "2", "--steps", "1",
+         "--input", "1x32x32", "--workers", "2", "-q", "--memory-budget", "512MiB"], 1,
+        r"the PNG is 16384x16384x1: decoded it takes 256\.0 MiB, more than one image may \(64\.0 MiB")
+
+
+# ---- 8: errors that say what is wrong ----
+def clear_input_that_the_data_cannot_give():
+    run(TRAIN[:5] + ["--input", "12", "--data", "synthetic", "--device", "cpu", "--steps", "1", "-q"], 2,
+        r"--data synthetic.* gives samples of 1x28x28 = 784 values; the model's input 12 takes 12 \(use --input")
+
+
+def clear_input_too_large_to_count():
+    run(PROBE + ["--input", "999999999x999999999x999999999"], 2, r"--input: invalid shape .*more than 10\^12")
+
+
+def clear_corrupt_checkpoint_with_a_valid_checksum():
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 0)
+    payload = b"PK\x03\x04 not an archive at all" * 10
+    header = b"SATCKPT1" + struct.pack("<Q", len(payload)) + struct.pack("<Q", fnv1a64(payload))
+    write("ck/checkpoint.pt", header + payload)
+    out = run(TRAIN + ["--steps", "2", "--resume", "ck"], 2,
+              r"--resume ck: ck/checkpoint\.pt passes its checksum but its content cannot be read")
+    if len(out.strip().splitlines()) > 2:
+        fail("more than a line or two of error", out)
+
+
+def fnv1a64(data):
+    h = 1469598103934665603
+    for c in data:
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def clear_torchscript_model_on_the_wrong_input():
+    code = ("import torch\n"
+            "m = torch.jit.script(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 10)))\n"
+            "m.save('m.pt')\n")
+    subprocess.run([os.environ.get("SATURATE_PYTHON", "python3"), "-c", code], check=True)
+    out = run(["train", "--model", "m.pt", "--data", "synthetic", "--device", "cpu", "--batch", "4", "--steps", "1",
+               "-q", "--threads", "1"], None or 1, r"the model's forward does not take the batch")
+    if len(out.strip().splitlines()) > 3:
+        fail("a traceback instead of an error line", out)
+
+
+def clear_os_allocation_failure_is_not_the_budget():
+    # the address space is smaller than the budget: the OS refuses first, and says so
+    out = run(["probe", "--model", "mlp", "--width", "4096", "--device", "cpu", "--batch", "8192", "--steps", "1",
+               "--threads", "1", "--memory-budget", "64GiB"], 1, r"the operating system refused .* a limit below the budget",
+              limits={resource.RLIMIT_AS: 5 << 30})
+    if "exact" in out:
+        fail("an exact answer from a run the operating system cut short", out)
+
+
+CASES = {name: f for name, f in globals().items() if callable(f) and name.split("_")[0] in
+         ("clash", "ckfail", "empty", "lock", "resume", "ranks", "bounded", "clear")}
+if CASE not in CASES:
+    fail(f"unknown case; the cases: {' '.join(CASES)}")
+CASES[CASE]()
+print(f"ok ({CASE})")
