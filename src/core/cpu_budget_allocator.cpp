@@ -22,6 +22,7 @@ class BudgetAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
     void* ptr = nullptr;
+    int64_t peak_before = -1;  // the peak before this allocation raised it (restored if it fails)
     {
       std::lock_guard<std::mutex> lock(mutex_);
       const int64_t bytes = static_cast<int64_t>(n);
@@ -39,13 +40,17 @@ class BudgetAllocator final : public c10::Allocator {
                          format_bytes(budget), " in use (", budget_name_, "; DefaultCPUAllocator: can't allocate memory)");
       }
       allocated_bytes_ += bytes;
-      if (allocated_bytes_ > peak_allocated_bytes_) peak_allocated_bytes_ = allocated_bytes_;
+      if (allocated_bytes_ > peak_allocated_bytes_) {
+        peak_before = peak_allocated_bytes_;
+        peak_allocated_bytes_ = allocated_bytes_;
+      }
     }
     try {
       ptr = n ? c10::alloc_cpu(n) : nullptr;
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       allocated_bytes_ -= static_cast<int64_t>(n);
+      if (peak_before >= 0) peak_allocated_bytes_ = std::max(peak_before, allocated_bytes_);
       // within the budget and still refused: the operating system's limit (ulimit -v, a cgroup)
       // is below the budget. Not an OOM of the step: a search must not take it for the budget's
       // edge and call its answer exact. The words avoid what OOM checks look for.

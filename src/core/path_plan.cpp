@@ -30,9 +30,16 @@ std::optional<FileIdentity> identity(const std::string& path) {
     if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISDIR(st.st_mode)) return std::nullopt;
     return FileIdentity{st.st_dev, st.st_ino, {}};
   }
+  // a dangling symlink names the file its target will be
+  std::filesystem::path target = path;
   std::error_code ec;
-  const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
-  return FileIdentity{0, 0, ec ? std::filesystem::absolute(path, ec).lexically_normal().string() : canonical.string()};
+  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(target, ec); ++hops) {
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) break;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  const std::filesystem::path canonical = std::filesystem::weakly_canonical(target, ec);
+  return FileIdentity{0, 0, ec ? std::filesystem::absolute(target, ec).lexically_normal().string() : canonical.string()};
 }
 
 struct Named {
@@ -66,8 +73,11 @@ void check_path_plan(const std::vector<PathUse>& uses) {
     for (size_t earlier = 0; earlier < later; ++earlier) {
       const Named& a = named[earlier];
       const Named& b = named[later];
-      if (a.use == b.use || !(a.output || b.output) || !(a.id == b.id)) continue;
-      const Named& written = b.output ? b : a;  // the one to move: an output (the later if both are)
+      const bool a_folder = a.use->role == PathRole::kOutputFolder, b_folder = b.use->role == PathRole::kOutputFolder;
+      // two names of one checkpoint folder (resume and checkpoint_dir) are one output
+      if (a.use == b.use || !(a.output || b.output) || !(a.id == b.id) || (a_folder && b_folder)) continue;
+      // the one to move: a file output rather than the folder it would land in (the later if both are)
+      const Named& written = b.output && !b_folder ? b : a.output && !a_folder ? a : b;
       const Named& other = &written == &b ? a : b;
       throw UsageError(fmt::format("{} is the same file as {}: writing it would {}; give `{}` another path",
                                    said(written), said(other),
