@@ -1,5 +1,6 @@
 #include "saturate/session/run_paths.h"
 
+#include "saturate/core/output_file.h"
 #include "saturate/train/checkpoint_file.h"
 
 namespace saturate {
@@ -25,6 +26,20 @@ std::optional<PathUse> path_use(const std::string& option, const std::string& va
   if (option == "model" || option == "run") return PathUse{option, value, PathRole::kInput, {}};
   if (option == "data") return PathUse{option, data_path(value), PathRole::kInput, {}};
   return std::nullopt;
+}
+
+void check_run_paths(const std::vector<PathUse>& uses) {
+  check_path_plan(uses);
+  for (const PathUse& use : uses) {
+    if (use.path.empty() || use.path == "-") continue;
+    if (use.role == PathRole::kOutputFolder && use.option == "checkpoint_dir") check_checkpoint_dir(use.path, use.option);
+    if (use.role != PathRole::kOutput) continue;
+    // the name a folder given instead of a file suggests
+    const char* name = use.option == "save" ? "model.pt" : use.option == "timeline" ? "step.svg"
+                       : use.option == "trace" ? "trace.json" : use.option == "log" ? "monitor.csv"
+                       : use.option == "html" || use.option == "output" ? "report.html" : "result.json";
+    check_output_path(use.path, {"`" + use.option + "`", name});
+  }
 }
 
 }  // namespace saturate

@@ -323,6 +323,16 @@ HeldOut open_held_out(const std::string& data, double val_fraction, bool skip_ba
   return h;
 }
 
+void resume_from(TrainSessionOptions& o, const std::string& dir) {
+  if (dir.empty()) return;
+  if (!o.checkpoint_dir.empty() && dir != o.checkpoint_dir)
+    throw UsageError(fmt::format("`resume` {} and `checkpoint_dir` {} differ; a resumed run keeps writing where it "
+                                 "resumed from",
+                                 dir, o.checkpoint_dir));
+  o.checkpoint_dir = dir;
+  o.resume = true;
+}
+
 TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, const RunContext& context,
                                      TrainSessionData data, const TrainSessionOptions& options, TrainRanks& ranks,
                                      const TrainEvents& events) {

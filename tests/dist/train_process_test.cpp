@@ -67,8 +67,8 @@ TEST(DistProcessTest, TrainOnTwoRanksFollowsTheOneProcessLossCurveAndOnlyRankZer
   EXPECT_TRUE(fs::exists(dir + "/model_0.pt"));
   EXPECT_FALSE(fs::exists(dir + "/dist_1.json")) << "rank 1 wrote a summary";
   EXPECT_FALSE(fs::exists(dir + "/model_1.pt")) << "rank 1 wrote a model";
-  EXPECT_FALSE(fs::exists(dir + "/ckpt_1") && !fs::is_empty(dir + "/ckpt_1")) << "rank 1 wrote a checkpoint";
-  EXPECT_TRUE(fs::exists(dir + "/ckpt_0") && !fs::is_empty(dir + "/ckpt_0"));
+  EXPECT_FALSE(fs::exists(dir + "/ckpt_1/checkpoint.pt")) << "rank 1 wrote a checkpoint";
+  EXPECT_TRUE(fs::exists(dir + "/ckpt_0/checkpoint.pt"));
 
   const auto dist = read_json(dir + "/dist_0.json");
   const auto single = read_json(dir + "/single.json");
@@ -155,7 +155,7 @@ TEST(DistProcessTest, KillingATrainingRankStopsTheLaunchNamingItAndTheCheckpoint
                                         "--checkpoint-dir " + ckpt + " -q");
   ASSERT_EQ(std::system(("(" + cmd + " > " + dir + "/log 2>&1; echo $? > " + dir + "/status) &").c_str()), 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!(fs::exists(ckpt) && !fs::is_empty(ckpt) && fs::exists(dir + "/pid_1")) &&
+  while (!(fs::exists(ckpt + "/checkpoint.pt") && fs::exists(dir + "/pid_1")) &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_FALSE(fs::exists(dir + "/status")) << "the run ended before the kill; make it longer";
@@ -212,10 +212,10 @@ TEST(DistProcessTest, KillingARankOfATrainingMakesTheOtherFailNamingItWithinTheT
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
   // kill rank 1 only once the ranks train together: rank 0 has written a checkpoint (step 20),
   // so the rendezvous is done however long a busy machine took to start the ranks
-  while (!(fs::exists(dir + "/pid_1") && fs::exists(ckpt) && !fs::is_empty(ckpt)) &&
+  while (!(fs::exists(dir + "/pid_1") && fs::exists(ckpt + "/checkpoint.pt")) &&
          !fs::exists(dir + "/status_0") && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_TRUE(fs::exists(ckpt) && !fs::is_empty(ckpt)) << "no checkpoint from rank 0: " << [&] {
+  ASSERT_TRUE(fs::exists(ckpt + "/checkpoint.pt")) << "no checkpoint from rank 0: " << [&] {
     std::string log;
     testing::run_command("cat " + dir + "/log_0 " + dir + "/log_1", &log);
     return log;

@@ -13,7 +13,6 @@
 #include "saturate/memory/leak_check.h"
 #include "saturate/memory/timeline.h"
 #include "saturate/probe/probe.h"
-#include "saturate/core/output_file.h"
 #include "saturate/session/memory_session.h"
 
 namespace saturate::cli {
@@ -43,8 +42,6 @@ void add_memory_command(CLI::App& app, Action& action) {
   add_option_flag(*cmd, "keep_loss", cf->o.keep_loss);
   cmd->callback([=, &action] {
     action = [=]() -> int {
-      check_html_path(cf->html);
-      if (!cf->timeline.empty()) check_output_path(cf->timeline, {"--timeline", "step.svg"});  // before the work
       MemorySessionOptions o = cf->o;
       o.step = cf->step.footprint();
       o.check();

@@ -8,7 +8,6 @@
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "step_flags.h"
-#include "saturate/core/output_file.h"
 #include "saturate/session/probe_session.h"
 #include "saturate/session/progress_lines.h"
 
@@ -22,7 +21,6 @@ struct ProbeCommand {
 };
 
 int run_probe(ProbeCommand& c) {
-  if (!c.timeline.empty()) check_output_path(c.timeline, {"--timeline", "step.svg"});  // before the work
   c.o.timeline = !c.timeline.empty();
   c.o.check();
   OpenedData opened;

@@ -86,7 +86,6 @@ int run_search(SearchCommand& c) {
   const DistEnv denv = prepare_dist(c.dist, c.flags);  // one rank of several: rank 0 reports
   SearchSessionOptions so{search_options(c, denv.world_size), c.plan, c.data, std::nullopt};
   const OutputFormat format = output_format(c);
-  check_html_path(c.html);
   so.plan.check();
   const bool talk = !c.quiet && denv.rank == 0;
   std::unique_ptr<Printer> printer = make_printer(format, std::cout, talk ? &std::cerr : nullptr, find_flag_for_option);

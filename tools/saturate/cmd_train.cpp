@@ -12,7 +12,6 @@
 #include "step_flags.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/stop_signals.h"
-#include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 #include "saturate/session/progress_lines.h"
 #include "saturate/session/train_session.h"
@@ -79,18 +78,12 @@ TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objectiv
   o.objective = objective_options(objective);
   o.step = step.footprint();
   o.oom_backoff = !tf.no_backoff;
-  if (!tf.resume.empty() && !o.checkpoint_dir.empty() && tf.resume != o.checkpoint_dir)
-    throw UsageError(fmt::format("--resume {} and --checkpoint-dir {} differ; a resumed run keeps writing where it "
-                                 "resumed from",
-                                 tf.resume, o.checkpoint_dir));
-  if (!tf.resume.empty()) o.checkpoint_dir = tf.resume;
-  o.resume = !tf.resume.empty();
+  resume_from(o, tf.resume);
   o.profile_ops = !tf.profile_ops.empty();
   o.seed = seed;
   o.check();
   BatchRequest request{o.micro_batch, o.accumulation, o.global_batch, world};
   check_batch_request(request);  // errors name --batch, --accumulate, --global-batch
-  if (!tf.save.empty()) check_output_path(tf.save, {"--save", "model.pt"});  // before the training
   return o;
 }
 
@@ -116,7 +109,6 @@ struct TrainCommand {
 };
 
 int run_train(TrainCommand& c) {
-  check_html_path(c.tf.html);
   // SIGINT, SIGTERM, SIGHUP: finish the step, checkpoint, summary, exit 128 + the signal
   const StopSignals stop_signals({"stopping after the current step (a final checkpoint with --checkpoint-dir)"});
   // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
@@ -145,8 +137,9 @@ int run_train(TrainCommand& c) {
   // an interrupted run's weights are not the trained model --save names: its checkpoint has them
   if (!c.tf.save.empty() && !result.stopped_by_signal) save_model(workload.model(), c.tf.save);
   write_summary(r, c.flags, c.tf);
-  const std::string lost = checkpoint_failure_text(result, o.checkpoint_dir, {{"save", result.stopped_by_signal ? "" : c.tf.save}, {"json", c.flags.json}});
-  if (!lost.empty()) throw RuntimeFailure(lost);
+  const std::string saved = result.stopped_by_signal ? "" : c.tf.save;
+  if (auto lost = checkpoint_failure_text(result, o.checkpoint_dir, {{"save", saved}, {"json", c.flags.json}}); !lost.empty())
+    throw RuntimeFailure(lost);
   return exit_status;
 }
 

@@ -38,9 +38,8 @@ std::unique_ptr<Session> open_session(const WorkloadFlags& f, const DataOptions*
                                       OpenedData* opened = nullptr);
 
 /// --html FILE on search, memory and train: the run's JSON drawn as the self-contained HTML
-/// report (report/html_report.h); check_html_path before the work, write_html_report after it.
+/// report (report/html_report.h), written after the work (main checks every output before it).
 void add_html_flag(CLI::App& app, std::string& path);
-void check_html_path(const std::string& path);
 void write_html_report(const nlohmann::json& run, const std::string& path);
 
 /// A line on stderr, with the options it names said as flags (with_flags).

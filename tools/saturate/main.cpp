@@ -9,6 +9,7 @@
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/torch_error.h"
+#include "saturate/session/run_paths.h"
 
 namespace {
 
@@ -33,7 +34,7 @@ bool refuse_unknown_command(CLI::App& app, int argc, char** argv) {
 /// Runs the command; its failures become exit statuses, its messages name flags.
 int run(const CLI::App& app, const saturate::cli::Action& action) {
   try {
-    for (const CLI::App* cmd : app.get_subcommands()) saturate::check_path_plan(saturate::cli::path_uses(*cmd));
+    for (const CLI::App* cmd : app.get_subcommands()) saturate::check_run_paths(saturate::cli::path_uses(*cmd));
     return action();
   } catch (const saturate::UsageError& e) {
     // a library error names its option; the command line names the flag that set it, before the

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/core/output_file.h"
 #include "saturate/memory/plan_runner.h"
 #include "saturate/memory/timeline.h"
 #include "saturate/report/memory_text.h"

@@ -35,10 +35,6 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
 
 void add_html_flag(CLI::App& app, std::string& path) { add_option_flag(app, "html", path); }
 
-void check_html_path(const std::string& path) {
-  if (!path.empty()) check_output_path(path, {"--html", "report.html"});
-}
-
 void write_html_report(const nlohmann::json& run, const std::string& path) {
   // the report names options (`json`); the command line's report names its flags
   if (!path.empty()) write_output_file(path, with_flags(render_html_report(run)), {"--html", "report.html"});
@@ -47,8 +43,6 @@ void write_html_report(const nlohmann::json& run, const std::string& path) {
 void print_line(const std::string& line) { std::cerr << with_flags(line) << "\n"; }
 
 std::unique_ptr<Session> open_session(const WorkloadFlags& f, const DataOptions* data, OpenedData* opened) {
-  // a folder or a missing folder at --json is bad input: say so before the work, not after
-  if (!f.json.empty() && f.json != "-") check_output_path(f.json, {"--json", "result.json"});
   WorkloadOptions o = f.o;
   if (!f.input.empty()) o.model.input_shape = parse_shape(f.input, "--input");
   if (data) *opened = open_data(*data, o);  // before any device work: input and classes from the data

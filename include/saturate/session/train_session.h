@@ -105,6 +105,10 @@ struct TrainSessionData {
   std::string eval_split() const;
 };
 
+/// A resume from `dir` ("": none): checkpoints go on into it (`checkpoint_dir` empty or the same;
+/// a UsageError when it names another folder).
+void resume_from(TrainSessionOptions& options, const std::string& dir);
+
 /// `micro_batch` as written: a count in 1..2^31-1, or auto (0); a UsageError about `micro_batch`
 /// otherwise.
 int64_t parse_micro_batch(const std::string& text);
