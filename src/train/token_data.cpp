@@ -38,7 +38,8 @@ TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int6
   // a regular file, read to its size and no further: never a device, a folder or /proc's endless files
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw UsageError(fmt::format("`data` tokens:{}: {}; give a readable text file", path, std::strerror(errno)));
+    throw UsageError(fmt::format("`data` tokens:{}: cannot open the file ({}); give a readable text file", path,
+                                 std::strerror(errno)));
   if (!S_ISREG(st.st_mode) || (st.st_size == 0 && path.rfind("/proc/", 0) == 0))
     throw UsageError(fmt::format("`data` tokens:{}: {}, not a regular file; give a text file", path,
                                  S_ISDIR(st.st_mode) ? "a folder" : "a device, a FIFO or a file of the kernel's"));
