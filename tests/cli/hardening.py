@@ -131,7 +131,7 @@ def ckfail_regular_file_as_the_folder():
 
 
 def ckfail_folder_that_cannot_be_created():
-    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "/proc/saturate_ck", "--json", "s.json"], None or 1,
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "/proc/saturate_ck", "--json", "s.json"], 1,
         r"checkpoint-dir.*/proc/saturate_ck.*(cannot|not)")
     if os.path.exists("s.json"):
         fail("a run refused before the work wrote its summary")
@@ -406,7 +406,7 @@ def clear_torchscript_model_on_the_wrong_input():
             "m.save('m.pt')\n")
     subprocess.run([os.environ.get("SATURATE_PYTHON", "python3"), "-c", code], check=True)
     out = run(["train", "--model", "m.pt", "--data", "synthetic", "--device", "cpu", "--batch", "4", "--steps", "1",
-               "-q", "--threads", "1"], None or 1, r"the model's forward does not take the batch")
+               "-q", "--threads", "1"], 1, r"the model's forward does not take the batch")
     if len(out.strip().splitlines()) > 3:
         fail("a traceback instead of an error line", out)
 
