@@ -47,6 +47,9 @@
 #include "saturate/core/oom.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/memory/plan_runner.h"
+#include "saturate/data/token_budget.h"
+#include "saturate/data/worst_case.h"
+#include "saturate/train/micro_batch_memory.h"
 #include <fmt/format.h>
 
 namespace py = pybind11;
@@ -670,6 +673,35 @@ PYBIND11_MODULE(_saturate, m) {
   m.def("memory_breakdown", &memory_breakdown, py::arg("run_step"), py::arg("batch"), py::arg("device"),
         py::arg("budget_bytes"), py::arg("parameters"), py::arg("after_trial"), py::arg("name"),
         py::arg("warmup_steps"));
+  // issue #26: worst-case batches, token-budget batches, the OOM guard's memory (library parts)
+  py::class_<WorstCaseOrder>(m, "WorstCaseOrder")
+      .def(py::init<std::vector<int64_t>, const std::string&>(), py::arg("sizes"), py::arg("option") = "data")
+      .def_property_readonly("items", &WorstCaseOrder::items)
+      .def_property_readonly("largest_size", &WorstCaseOrder::largest_size)
+      .def_property_readonly("median_size", &WorstCaseOrder::median_size)
+      .def("size_of", &WorstCaseOrder::size_of, py::arg("item"))
+      .def("worst_items", &WorstCaseOrder::worst_items, py::arg("batch"))
+      .def("median_items", &WorstCaseOrder::median_items, py::arg("batch"));
+  m.def(
+      "token_budget_batches",
+      [](const std::vector<int64_t>& lengths, int64_t max_tokens, int64_t max_items, bool shuffle, uint64_t seed,
+         int64_t epoch) {
+        TokenBudgetOptions o;
+        o.max_tokens = max_tokens;
+        o.max_items = max_items;
+        o.shuffle = shuffle;
+        o.seed = seed;
+        return token_budget_batches(lengths, o, epoch);
+      },
+      py::arg("lengths"), py::kw_only(), py::arg("max_tokens"), py::arg("max_items") = 0, py::arg("shuffle") = true,
+      py::arg("seed") = 0, py::arg("epoch") = 0);
+  py::class_<MicroBatchMemory>(m, "MicroBatchMemory")
+      .def(py::init<>())
+      .def("micro_for", &MicroBatchMemory::micro_for, py::arg("rows"), py::arg("length"))
+      .def("after_oom", &MicroBatchMemory::after_oom, py::arg("rows"), py::arg("length"), py::arg("micro"))
+      .def("after_success", &MicroBatchMemory::after_success, py::arg("rows"), py::arg("length"), py::arg("micro"))
+      .def_property_readonly("failed_tokens", &MicroBatchMemory::failed_tokens)
+      .def_property_readonly("working_tokens", &MicroBatchMemory::working_tokens);
   py::class_<LoopMonitor>(m, "LoopMonitor")
       .def(py::init<const std::string&, double, int, const std::string&>(), py::arg("device"), py::arg("sample_hz"),
            py::arg("warmup_steps"), py::arg("trace_path"), py::call_guard<py::gil_scoped_release>())

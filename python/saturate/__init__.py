@@ -31,6 +31,8 @@ from ._monitor import Monitor, MonitorReport, monitor, phase
 from ._accelerate import find_executable_batch_size
 from ._fast_paths import FastPaths, fast_paths
 from ._zoo import ZooMemoryReport, zoo_memory, zoo_search
+from ._data import TokenBudgetSampler, WorstCase, item_size
+from ._guard import Backoff, OomGuard
 
 __version__ = _C.__version__
 
@@ -41,4 +43,5 @@ __all__ = [
     "monitor", "Monitor", "MonitorReport", "phase",
     "find_executable_batch_size", "is_out_of_memory", "release_exception",
     "zoo_search", "zoo_memory", "ZooMemoryReport", "fast_paths", "FastPaths",
+    "TokenBudgetSampler", "WorstCase", "item_size", "OomGuard", "Backoff",
 ]

@@ -11,6 +11,7 @@ import torch
 
 from . import _saturate as _C
 from ._budget import Size, to_bytes
+from ._data import ItemBatches, WorstCase
 from ._noise import NoiseFromSteps
 from ._ranks import ranks_for
 from ._step import StepRunner, StepState, step_name
@@ -75,6 +76,8 @@ class SearchResult:
     compute: Dict[str, Any] = field(default_factory=dict)
     # objective="throughput" or "goodput": what it chose and why (None for "memory")
     objective: Optional[Objective] = None
+    # data=: the worst-case batches the search ran on, and the answer at the median length
+    worst_case: Optional[WorstCase] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -118,7 +121,9 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
            objective: str = "memory", knee_fraction: float = 0.9, noise_steps: int = 40,
            base_batch: Optional[int] = None, ranks: Any = "auto", exact_ranks: bool = False,
            after_trial: Optional[Callable[[], None]] = None,
-           on_trial: Optional[Callable[[Trial], None]] = None) -> SearchResult:
+           on_trial: Optional[Callable[[Trial], None]] = None, data: Any = None,
+           collate_fn: Optional[Callable[[list], Any]] = None, item_size: Optional[Callable[[Any], int]] = None,
+           compare_median: bool = True) -> SearchResult:
     """Finds the largest batch `step(batch_size)` runs at without running out of memory.
 
     `step` is one whole training step of yours: it builds a batch of `batch_size`, runs forward,
@@ -144,6 +149,16 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     was tuned for; default 32). A step that runs whole epochs per call is not a step: give one
     optimizer step per call.
 
+    data: your dataset (map-style) or a DataLoader over one; `step` then receives a batch, not a
+    batch size: `collate_fn` (default: the DataLoader's, else torch's default_collate) of the items
+    the search chose. Those are the costliest items of the data (their sizes read once with
+    `item_size(item)`, default: the element count of an item's largest tensor or sequence), so
+    the answer holds for every batch of an epoch, not only the first ones: variable lengths padded
+    to the batch's longest never make a batch larger than the worst one searched. With
+    compare_median (default), a second search on batches of median items reports what a typical
+    batch would have allowed. `result.worst_case` has both, and `max_tokens` (max_batch x the
+    longest item) for `saturate.TokenBudgetSampler`.
+
     ranks: under torchrun (torch.distributed initialised, several ranks) every rank runs your step
     at the same batches and all get the same answer: an OOM on any rank is one for all, the
     budget is the smallest rank's (seed M8); `result.data["ranks"]` has each rank's own budget and
@@ -161,7 +176,13 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
         raise ValueError(f"min_batch={min_batch} is above max_batch={max_batch}")
     if base_batch is not None and (not isinstance(base_batch, int) or base_batch < 1):
         raise ValueError(f"base_batch={base_batch!r}: give the batch the learning rate was tuned for, or None (32)")
-    state = StepState(step, model, optimizer)
+    if data is None and (collate_fn is not None or item_size is not None):
+        raise ValueError("collate_fn= and item_size= build batches from data=: give data= too (your dataset)")
+    items = ItemBatches(data, collate_fn, item_size) if data is not None else None
+    user_step = step
+    if items is not None:
+        step = items.step_on(user_step, "worst")
+    state = StepState(user_step, model, optimizer)
     runner = StepRunner(step)
 
     def reset():
@@ -196,7 +217,37 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
         result.error = (f"batch {min_batch} (min_batch) does not fit in {_C.format_bytes(result.budget_bytes)}: "
                         f"the largest that does is {result.max_batch}")
         result.data["error"] = result.error
+    if items is not None:
+        result.worst_case = _worst_case(items, result)
+        if compare_median and not result.error and result.max_batch > 0:
+            median = search(items.step_on(user_step, "median"), device=device, memory_budget=memory_budget,
+                            target_memory=target_memory, strategy=strategy, max_batch=max_batch,
+                            min_batch=min_batch, model=state.modules, optimizer=state.optimizers, restore=restore,
+                            warmup_steps=warmup_steps, timed_steps=timed_steps, ranks=ranks,
+                            after_trial=after_trial)
+            result.worst_case.median_max_batch = median.max_batch
+            result.worst_case.median_recommended_batch = median.recommended_batch
+            result.worst_case.median_trials = len(median.trials)
+        result.data["worst_case"] = result.worst_case.to_json()
+        result._text += _worst_case_text(result.worst_case)
     return result
+
+
+def _worst_case(items: ItemBatches, result: SearchResult) -> WorstCase:
+    order = items.order
+    worst = order.worst_items(max(1, min(result.max_batch, 16)))
+    return WorstCase(items=order.items, largest_size=order.largest_size, median_size=order.median_size,
+                     worst_items=list(worst), max_tokens=result.max_batch * order.largest_size,
+                     recommended_tokens=result.recommended_batch * order.largest_size)
+
+
+def _worst_case_text(w: WorstCase) -> str:
+    text = (f"\nworst case         the {w.items} items' costliest: size {w.largest_size} (median {w.median_size}), "
+            f"items {w.worst_items[:4]}...; max_tokens {w.max_tokens}\n")
+    if w.median_max_batch is not None:
+        text += (f"median batches     max {w.median_max_batch}, recommended {w.median_recommended_batch} "
+                 f"({w.median_trials} trials): a batch of typical items; unsafe once the longest come\n")
+    return text
 
 
 def search_eval(step: Callable[[int], Any], *, model=None, objective: str = "memory", **kwargs) -> SearchResult:

@@ -44,7 +44,8 @@ const std::vector<OptionDoc> kDocs = {
                           "cudnn_benchmark,tf32,channels_last,fused_optimizer,cuda_graphs,threads=N"},
     // data (data/dataset.h, data/loader.h)
     {"data", "real inputs through the loader: fashion-mnist | idx:DIR | cifar10:DIR | cifar100:DIR | images:DIR | "
-             "wds:DIR|GLOB | synthetic"},
+             "wds:DIR|GLOB | synthetic; token models: tokens:FILE (a byte stream) | text:FILE (one document per line, "
+             "padded batches; a search sizes for its longest documents)"},
     {"workers", "`data`: loader threads, N or auto (add workers while the step waits on data)"},
     {"prefetch", "`data`: batches each worker loads ahead", 1, 1024, "batches per worker"},
     {"drop_last", "`data`: drop each epoch's last partial batch"},
@@ -138,6 +139,8 @@ const std::vector<OptionDoc> kDocs = {
                          "an accuracy; 0: never stop early"},
     {"eval_batch", "evaluation batch (default 4x the micro-batch; no gradients kept)", 1, kBatchMax,
                    "samples per evaluation batch"},
+    {"max_tokens", "text:FILE: batches of similar lengths holding up to N padded tokens (documents x the longest) "
+                   "instead of a fixed count; auto: the micro-batch x seq_len; 0: fixed batches"},
     {"checkpoint_dir", "write checkpoints here (atomically)"},
     {"checkpoint_every", "also every N steps (default: each epoch end)", 0, 1e12, "optimizer steps; 0: at epoch ends"},
     {"resume", "continue from the checkpoint in DIR (and keep writing there)"},

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/train/text_data.h"
 #include "saturate/train/token_data.h"
 
 namespace saturate {
@@ -64,6 +65,14 @@ OpenedData open_data(const DataOptions& f, WorkloadOptions& workload) {
     return opened;
   }
   opened.workers = parse_workers(f.workers);
+  if (is_text_data(f.data)) {  // documents for a token model: read by the session that uses them
+    if (!takes_tokens(workload.model))
+      throw UsageError(fmt::format("`data` {}: text feeds token models (gpt, or a TorchScript file with `tokens`); "
+                                   "{} takes images",
+                                   f.data, workload.model.name));
+    opened.text = f.data;
+    return opened;
+  }
   if (f.prefetch < 1) throw UsageError("prefetch", fmt::format("{} must be at least 1", f.prefetch));
   ModelSpec& m = workload.model;
   if (m.tokens || m.name == "gpt")
@@ -132,7 +141,8 @@ std::unique_ptr<DataAttachment> attach_data(const OpenedData& data, const DataOp
 bool takes_tokens(const ModelSpec& m) { return m.tokens || m.name == "gpt" || m.seq_len > 0 || m.vocab > 0; }
 
 bool trains_on_tokens(const DataOptions& options, const ModelSpec& model) {
-  const bool tokens = is_token_data(options.data) || (takes_tokens(model) && options.data == "synthetic");
+  const bool tokens = is_token_data(options.data) || is_text_data(options.data) ||
+                      (takes_tokens(model) && options.data == "synthetic");
   if (tokens && !takes_tokens(model))
     throw UsageError(fmt::format("`data` {}: token data feeds token models (gpt, or a TorchScript file with "
                                  "`tokens`); {} takes images",
@@ -158,6 +168,16 @@ double token_val_fraction(const std::string& arg) {
 
 }  // namespace
 
+void check_text_vocab(const std::string& data, int64_t vocab) {
+  if (vocab < 256)
+    throw UsageError(fmt::format("`vocab` {}: `data` {} is byte-level (256 token ids); give `vocab` 256 or more", vocab,
+                                 data));
+}
+
+TextCorpus open_text_data(const DataOptions& f, int64_t seq_len) {
+  return read_text_corpus(f.data.substr(5), token_val_fraction(f.val_fraction), seq_len);
+}
+
 TrainSessionData train_session_data(const DataOptions& f, const OpenedData& opened, bool tokens, int64_t seq_len,
                                     std::string& note) {
   TrainSessionData d;
@@ -172,6 +192,7 @@ TrainSessionData train_session_data(const DataOptions& f, const OpenedData& open
   d.drop_last = f.drop_last;
   if (tokens) {
     if (is_token_data(f.data)) d.corpus = read_token_corpus(f.data.substr(7), token_val_fraction(f.val_fraction), seq_len);
+    if (is_text_data(f.data)) d.text = open_text_data(f, seq_len);
     return d;
   }
   d.train = opened.dataset;

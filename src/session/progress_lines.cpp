@@ -129,6 +129,11 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
                      "unchanged; redoing the step",
                      step, old_micro, new_micro));
   };
+  e.on_eval_backoff = [line](int64_t step, int64_t old_chunk, int64_t new_chunk) {
+    line(fmt::format("saturate: out of memory in the evaluation after step {}: evaluation batches now run in chunks "
+                     "of {} (were {}); the training batch is unchanged",
+                     step, new_chunk, old_chunk));
+  };
   return e;
 }
 

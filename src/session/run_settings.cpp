@@ -58,6 +58,7 @@ std::vector<RunSetting> train_run_settings(const Workload& workload, const Train
       {"epochs", std::to_string(o.epochs), may},
       {"max_steps", std::to_string(o.max_steps), may},
       {"eval_batch", std::to_string(o.eval_batch), may},
+      {"max_tokens", std::to_string(o.max_tokens)},  // another grouping: other batches, other updates
       {"eval_every_samples", std::to_string(o.eval_every_samples), may},
       {"stop_at_accuracy", fmt::format("{:g}", o.stop_at_accuracy), may},
       {"checkpoint_every", std::to_string(o.checkpoint_every), may},

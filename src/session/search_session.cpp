@@ -11,6 +11,8 @@
 #include "saturate/memory/plan.h"
 #include "saturate/report/data_text.h"
 #include "saturate/report/memory_text.h"
+#include "saturate/session/data_session.h"
+#include "saturate/train/text_data.h"
 
 namespace saturate {
 
@@ -70,8 +72,32 @@ std::string search_failure(const SearchResult& result, WorkloadSession& session,
 }  // namespace
 
 std::string trial_data_name(const OpenedData& data) {
+  if (!data.text.empty()) return data.text + " (its longest documents: the worst case)";
   return data.dataset ? data.dataset->name() : "synthetic batches (random labels, not your data)";
 }
+
+namespace {
+
+/// The worst case a text search sized for: which documents, how long, and the token budget.
+nlohmann::json worst_case_json(const WorstCaseOrder& w, const SearchResult& r) {
+  const std::vector<int64_t> items = w.worst_items(std::max<int64_t>(1, std::min<int64_t>(r.max_batch, 8)));
+  return {{"documents", w.items()},
+          {"longest_tokens", w.largest_size() - 1},
+          {"median_tokens", w.median_size() - 1},
+          {"worst_documents", items},
+          {"max_tokens", r.max_batch * (w.largest_size() - 1)},
+          {"recommended_tokens", r.recommended_batch * (w.largest_size() - 1)}};
+}
+
+std::string worst_case_text(const nlohmann::json& j) {
+  return fmt::format("worst case         the longest of {} documents: {} tokens (median {}); every batch of the "
+                     "epoch fits where these do\ntoken budget       max_tokens {} (recommended {}) for `max_tokens`\n",
+                     j["documents"].get<int64_t>(), j["longest_tokens"].get<int64_t>(),
+                     j["median_tokens"].get<int64_t>(), j["max_tokens"].get<int64_t>(),
+                     j["recommended_tokens"].get<int64_t>());
+}
+
+}  // namespace
 
 SearchSessionResult run_search_session(WorkloadSession& session, const OpenedData& opened,
                                        const SearchSessionOptions& options, DistGroup* dist,
@@ -85,6 +111,15 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   // the loader feeds every trial; `workers` auto is tuned once, at batch 32 (or the cap)
   const int64_t cap = options.search.search.max_batch;
   auto data = attach_data(opened, options.data, probe, session, cap > 0 ? std::min<int64_t>(32, cap) : 32, events.data);
+  // text: every trial at its size's costliest batch (the longest documents), not the first ones
+  std::optional<TextCorpus> text;
+  std::unique_ptr<WorstCaseTextSource> worst;
+  if (!opened.text.empty()) {
+    check_text_vocab(opened.text, session.workload->built().classes);
+    text = open_text_data(options.data, session.workload->built().spec.seq_len);
+    worst = std::make_unique<WorstCaseTextSource>(text->train, session.device);
+    probe.set_batch_source(worst.get());
+  }
   std::unique_ptr<MonitorObserver> monitor;
   if (options.monitor) {
     monitor = std::make_unique<MonitorObserver>(*options.monitor);
@@ -108,6 +143,10 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   add_memory_breakdown_json(r.json, result);
   r.notes = r.found.notes(r.json);
   if (r.plan) r.notes += plan_text(*r.plan);
+  if (worst) {
+    r.json["worst_case"] = worst_case_json(worst->worst(), result);
+    r.notes += worst_case_text(r.json["worst_case"]);
+  }
   if (data) {
     r.data = data->source();
     r.notes += data_search_text(*r.data, result);

@@ -17,6 +17,7 @@
 #include "saturate/monitor/op_profile.h"
 #include "saturate/monitor/train_monitor.h"
 #include "saturate/probe/probe.h"
+#include "saturate/session/data_session.h"
 #include "saturate/session/objective_session.h"
 #include "saturate/step/model_snapshot.h"
 #include "saturate/train/adaptive_batch.h"
@@ -74,11 +75,15 @@ NoiseBatches noise_batches(const TrainSessionData& data, Workload& workload, uin
   lo.workers = 0;
   const int64_t seq_len = workload.built().spec.seq_len, vocab = workload.built().classes;
   NoiseBatches out;
-  out.name = data.tokens ? (data.corpus.train.defined() ? std::string("the token file") : std::string("synthetic tokens"))
-                         : data.train->name();
+  out.name = data.text_documents()    ? data.text.name
+             : data.tokens             ? (data.corpus.train.defined() ? std::string("the token file")
+                                                                      : std::string("synthetic tokens"))
+                                       : data.train->name();
   out.next = [=, &data](int64_t b) {
     if (!*held || *batch != b) {
-      if (data.tokens) {
+      if (data.text_documents()) {
+        *held = std::make_unique<TextTrainData>(data.text, b, seed);
+      } else if (data.tokens) {
         *held = std::make_unique<TokenTrainData>(data.corpus, seq_len, vocab, b, seed);
       } else {
         LoaderOptions o = lo;
@@ -193,8 +198,15 @@ struct RunData {
   std::unique_ptr<EvalData> eval;
 };
 RunData open_run_data(const TrainSessionData& data, const Workload& workload, const LoaderOptions& lo,
-                      int64_t eval_batch, uint64_t seed, const TrainRanks& ranks) {
+                      int64_t eval_batch, uint64_t seed, const TrainRanks& ranks, int64_t max_tokens,
+                      int64_t max_documents) {
   RunData d;
+  if (data.text_documents()) {
+    d.train = std::make_unique<TextTrainData>(data.text, max_tokens > 0 ? max_documents : lo.batch_size * ranks.world_size(),
+                                              seed, ranks.rank(), ranks.world_size(), max_tokens);
+    if (data.text.val.size() > 0) d.eval = std::make_unique<TextEvalData>(data.text.val, eval_batch);
+    return d;
+  }
   if (data.tokens) {
     d.train = std::make_unique<TokenTrainData>(data.corpus, workload.built().spec.seq_len, workload.built().classes,
                                                lo.batch_size * ranks.world_size(), seed, ranks.rank(),
@@ -243,6 +255,7 @@ void wire_events(TrainOptions& t, const TrainEvents& events, int64_t total, Trai
       on_adapt(c, adaptive->micro_batch(), adaptive->lr_gain());
     };
   t.on_backoff = events.on_backoff;
+  t.on_eval_backoff = events.on_eval_backoff;
 }
 
 }  // namespace
@@ -287,8 +300,25 @@ void TrainSessionOptions::check() const {
 }
 
 std::string TrainSessionData::eval_split() const {
+  if (text_documents()) return text.val.size() > 0 ? "val" : "";
   if (tokens) return corpus.val.defined() ? "val" : "";
   return held_out ? held_out_split : "";
+}
+
+int64_t parse_max_tokens(const std::string& text) {
+  if (text == "auto") return -1;
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || n < 0)
+    throw UsageError("max_tokens", fmt::format("'{}' is not a count of tokens; give N (padded tokens per batch), "
+                                               "auto (the micro-batch x seq_len) or 0 (fixed batches)",
+                                               text));
+  return n;
 }
 
 int64_t parse_micro_batch(const std::string& text) {
@@ -345,6 +375,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     throw UsageError("data", "training needs a dataset (e.g. fashion-mnist, idx:DIR, cifar10:DIR; tokens:FILE for "
                              "token models)");
   if (data.tokens) data.workers = 0;
+  if (data.text_documents()) check_text_vocab(data.text.name, workload.built().classes);
   // before any work: every rank runs the same settings; one writer per checkpoint folder
   const std::vector<RunSetting> settings = train_run_settings(workload, options, data);
   if (ranks.group()) check_ranks_agree(settings, *ranks.group());
@@ -396,7 +427,19 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   lo.batch_size = rank_batch;
   ranks.setup(workload, lo, t);  // shard, DDP, rank-0 checkpoints; dp replicas
   const int64_t eval_batch = options.eval_batch > 0 ? options.eval_batch : 4 * plan.micro_batch;
-  RunData run_data = open_run_data(data, workload, lo, eval_batch, options.seed, ranks);
+  // text with a token budget: each step one batch of similar lengths, run whole (the budget is what
+  // the step was sized for: micro-batch x seq_len tokens), at most global_batch documents when given
+  const int64_t max_tokens =
+      options.max_tokens == -1 ? plan.micro_batch * workload.built().spec.seq_len : options.max_tokens;
+  if (max_tokens > 0) {
+    if (!data.text_documents())
+      throw UsageError("max_tokens", fmt::format("{}: token budgets batch the documents of `data` text:FILE; give "
+                                                 "text:FILE, or leave `max_tokens` out",
+                                                 options.max_tokens));
+    t.micro_batch = max_tokens;  // a batch of short documents runs whole: never split
+    t.accumulation = 1;
+  }
+  RunData run_data = open_run_data(data, workload, lo, eval_batch, options.seed, ranks, max_tokens, options.global_batch);
   const std::string data_name = run_data.train->name();
   const LrScaling scaling = options.lr_scaling.value_or(LrScaling::kNone);
   t.schedule.peak_lr = scale_learning_rate(workload.learning_rate(), rank_batch * world, options.base_batch, scaling) *

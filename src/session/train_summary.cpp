@@ -69,6 +69,9 @@ nlohmann::json TrainSummary::to_json() const {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
+  nlohmann::json eval_backoffs = nlohmann::json::array();
+  for (const auto& b : r.eval_oom_backoffs)
+    eval_backoffs.push_back({{"step", b.step}, {"old_eval_chunk", b.old_micro_batch}, {"new_eval_chunk", b.new_micro_batch}});
   nlohmann::json j = context_json(context);
   j.update({{"data", data},
             {"precision", precision},
@@ -82,6 +85,7 @@ nlohmann::json TrainSummary::to_json() const {
             {"final_train_loss", r.final_train_loss},
             {"samples_per_s", r.samples_per_s},
             {"oom_backoffs", backoffs},
+            {"eval_oom_backoffs", eval_backoffs},
             {"skipped_steps", r.skipped_steps},
             {"checkpoints_written", r.checkpoints_written},
             {"checkpoints_failed", r.checkpoints_failed},

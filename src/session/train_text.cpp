@@ -50,8 +50,12 @@ std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& r
                         s.monitor->bottleneck->reason, s.monitor->bottleneck->fix);
   text += train_rank_text(ranks);
   text += optional_lines(s);
-  text += fmt::format("throughput  {:.1f} samples/s\noom backoffs {}\ncheckpoints {}{}{}\n", r.samples_per_s,
-                      r.oom_backoffs.size(), r.checkpoints_written,
+  text += fmt::format("throughput  {:.1f} samples/s\noom backoffs {}{}\ncheckpoints {}{}{}\n", r.samples_per_s,
+                      r.oom_backoffs.size(),
+                      r.eval_oom_backoffs.empty()
+                          ? std::string()
+                          : fmt::format(" (evaluation: {}, now in chunks of {}; the training batch is unchanged)",
+                                        r.eval_oom_backoffs.size(), r.eval_oom_backoffs.back().new_micro_batch), r.checkpoints_written,
                       r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "",
                       r.checkpoints_failed ? fmt::format(", {} FAILED (first {})", r.checkpoints_failed, r.checkpoint_error)
                                            : "");

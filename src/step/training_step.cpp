@@ -136,6 +136,13 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
   const bool summed = micro < global || has_peers;
   torch::Tensor total;
   if (summed) total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  // padded token targets (-100 is ignored by the loss): a micro-batch's mean is over its real
+  // tokens, so its share of the step's mean is its share of the real tokens, not of the rows
+  double real_tokens = 0;
+  if (micro < global && batch.targets.dim() >= 2 && batch.targets.scalar_type() == torch::kLong) {
+    const int64_t real = batch.targets.ne(-100).sum().item<int64_t>();
+    if (real > 0 && real < batch.targets.numel()) real_tokens = static_cast<double>(real);
+  }
   // batches already on the device (CPU training, synthetic trial batches) need no copy phase
   const bool copies = batch.inputs.device() != device || batch.targets.device() != device;
   for (int64_t start = 0; start < global; start += micro) {
@@ -151,7 +158,8 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
     PhaseMark fwd(obs, Phase::kForward);
     torch::Tensor loss = workload_.loss(forward(x), y);
     if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
-    if (n != global) loss = loss * (static_cast<double>(n) / static_cast<double>(global));
+    if (real_tokens > 0) loss = loss * (static_cast<double>(y.ne(-100).sum().item<int64_t>()) / real_tokens);
+    else if (n != global) loss = loss * (static_cast<double>(n) / static_cast<double>(global));
     fwd.end();
     if (summed) total += loss.detach().to(torch::kDouble);
     else total = loss.detach();

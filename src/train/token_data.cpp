@@ -31,31 +31,36 @@ Batch gather_windows(const torch::Tensor& tokens, const torch::Tensor& idx, int6
 
 bool is_token_data(const std::string& data) { return data.rfind("tokens:", 0) == 0; }
 
-TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int64_t seq_len) {
-  if (!(val_fraction >= 0 && val_fraction < 1))
-    throw UsageError("val_fraction", fmt::format("{} is outside [0, 1); e.g. 0.1 holds out the last 10 % of the text",
-                                 val_fraction));
+std::vector<uint8_t> read_corpus_file(const std::string& kind, const std::string& path) {
   // a regular file, read to its size and no further: never a device, a folder or /proc's endless files
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw UsageError(fmt::format("`data` tokens:{}: cannot open the file ({}); give a readable text file", path,
+    throw UsageError(fmt::format("`data` {}:{}: cannot open the file ({}); give a readable text file", kind, path,
                                  std::strerror(errno)));
   if (!S_ISREG(st.st_mode) || (st.st_size == 0 && path.rfind("/proc/", 0) == 0))
-    throw UsageError(fmt::format("`data` tokens:{}: {}, not a regular file; give a text file", path,
+    throw UsageError(fmt::format("`data` {}:{}: {}, not a regular file; give a text file", kind, path,
                                  S_ISDIR(st.st_mode) ? "a folder" : "a device, a FIFO or a file of the kernel's"));
   const int64_t budget = cpu_memory_counters().budget_bytes;
   if (budget > 0 && 2 * static_cast<int64_t>(st.st_size) > budget)
-    throw UsageError(fmt::format("`data` tokens:{}: {} of text take {} as tokens (the text and its splits), more "
+    throw UsageError(fmt::format("`data` {}:{}: {} of text take {} as tokens (the text and its splits), more "
                                  "than the `memory_budget` {}; give a shorter text or a larger budget",
-                                 path, format_bytes(st.st_size), format_bytes(2 * st.st_size), format_bytes(budget)));
+                                 kind, path, format_bytes(st.st_size), format_bytes(2 * st.st_size), format_bytes(budget)));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("`data` tokens:{}: cannot open the file ({}); give a readable text file", path,
+  if (!in) throw UsageError(fmt::format("`data` {}:{}: cannot open the file ({}); give a readable text file", kind, path,
                                         std::strerror(errno)));
   std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
   in.read(reinterpret_cast<char*>(bytes.data()), st.st_size);
   if (in.bad() || in.gcount() != st.st_size)
-    throw UsageError(fmt::format("`data` tokens:{}: read {} of its {} bytes ({}); give a readable text file", path,
+    throw UsageError(fmt::format("`data` {}:{}: read {} of its {} bytes ({}); give a readable text file", kind, path,
                                  in.gcount(), st.st_size, std::strerror(errno)));
+  return bytes;
+}
+
+TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int64_t seq_len) {
+  if (!(val_fraction >= 0 && val_fraction < 1))
+    throw UsageError("val_fraction", fmt::format("{} is outside [0, 1); e.g. 0.1 holds out the last 10 % of the text",
+                                 val_fraction));
+  std::vector<uint8_t> bytes = read_corpus_file("tokens", path);
   const int64_t n = static_cast<int64_t>(bytes.size());
   const int64_t val = static_cast<int64_t>(static_cast<double>(n) * val_fraction);
   const int64_t train = n - val;

@@ -44,7 +44,7 @@ Trainer::Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalDa
   accumulation_ = opt_.accumulation;
 }
 
-std::pair<double, double> Trainer::evaluate() {
+std::pair<double, double> Trainer::evaluate(int64_t step, std::vector<OomBackoff>* backoffs) {
   if (!eval_) return {0.0, 0.0};
   torch::NoGradGuard no_grad;
   Model& model = workload_.model();
@@ -53,17 +53,51 @@ std::pair<double, double> Trainer::evaluate() {
   int64_t correct = 0, count = 0;
   eval_->restart();
   while (auto b = eval_->next()) {
-    const torch::Tensor x = b->inputs.to(workload_.device());
-    const torch::Tensor y = b->targets.to(workload_.device());
-    torch::Tensor logits;
-    {
-      AutocastScope autocast(opt_.precision, workload_.device());
-      logits = model.forward(x);
+    const int64_t rows = b->inputs.size(0);
+    while (true) {  // the batch in chunks of eval_chunk_; an OOM halves the chunk and redoes the batch
+      const int64_t chunk = eval_chunk_ > 0 ? std::min(eval_chunk_, rows) : rows;
+      double batch_loss = 0;
+      int64_t batch_correct = 0, batch_count = 0;
+      try {
+        for (int64_t start = 0; start < rows; start += chunk) {
+          const int64_t n = std::min(chunk, rows - start);
+          const torch::Tensor x = b->inputs.slice(0, start, start + n).to(workload_.device());
+          const torch::Tensor y = b->targets.slice(0, start, start + n).to(workload_.device());
+          torch::Tensor logits;
+          {
+            AutocastScope autocast(opt_.precision, workload_.device());
+            logits = model.forward(x);
+          }
+          logits = logits.to(torch::kFloat);
+          // padded token targets (-100) are not scored: the mean is over the real ones
+          const int64_t scored = y.ne(-100).sum().item<int64_t>();
+          if (scored == 0) continue;
+          batch_loss += workload_.loss(logits, y).item<double>() * static_cast<double>(scored);
+          batch_correct += logits.argmax(-1).eq(y).sum().item<int64_t>();
+          batch_count += scored;
+        }
+      } catch (const std::exception& e) {
+        if (!is_out_of_memory(e)) {
+          model.train(true);
+          throw;
+        }
+        meter_.release_cache();
+        if (chunk == 1) {
+          model.train(true);
+          throw RuntimeFailure(fmt::format("out of memory in the evaluation after step {} with a chunk of one "
+                                           "sample; give `eval_batch` less or the run more memory",
+                                           step));
+        }
+        eval_chunk_ = (chunk + 1) / 2;
+        if (backoffs) backoffs->push_back({step, chunk, eval_chunk_});
+        if (opt_.on_eval_backoff) opt_.on_eval_backoff(step, chunk, eval_chunk_);
+        continue;
+      }
+      loss_sum += batch_loss;
+      correct += batch_correct;
+      count += batch_count;
+      break;
     }
-    logits = logits.to(torch::kFloat);
-    loss_sum += workload_.loss(logits, y).item<double>() * static_cast<double>(y.numel());
-    correct += logits.argmax(-1).eq(y).sum().item<int64_t>();
-    count += y.numel();
   }
   model.train(true);
   if (count == 0) return {0.0, 0.0};
@@ -301,6 +335,7 @@ TrainResult Trainer::run() {
     result.resumed_from = step;
   }
   const auto finished = [&] { return opt_.max_steps > 0 ? step >= opt_.max_steps : units_done >= total_units; };
+  const int64_t units_at_start = units_done;  // a resumed run's units before this process
   if (opt_.sync) opt_.sync->begin_run();
   const auto started = clock::now();
   int64_t samples_this_run = 0;
@@ -393,6 +428,7 @@ TrainResult Trainer::run() {
           throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; raise "
                                            "`memory_budget` or use `checkpointing` blocks / `precision` bf16",
                                            step, peer_oom ? " (on another rank)" : ""));
+        micro_ = std::min<int64_t>(micro_, batch.inputs.size(0));  // a token budget's micro may exceed its rows
         const int64_t old_micro = micro_;
         micro_ = (micro_ + 1) / 2;
         accumulation_ *= 2;
@@ -453,7 +489,7 @@ TrainResult Trainer::run() {
     }
     if (eval_due) {
       const auto eval_started = clock::now();
-      auto [test_loss, accuracy] = evaluate();
+      auto [test_loss, accuracy] = evaluate(step + 1, &result.eval_oom_backoffs);
       eval_seconds += std::chrono::duration<double>(clock::now() - eval_started).count();
       result.final_test_loss = test_loss;
       result.final_test_accuracy = accuracy;
@@ -492,7 +528,8 @@ TrainResult Trainer::run() {
   if (global == 0) global = micro_ * accumulation_ * world;
   if (unit_rows == 0) unit_rows = adaptive ? global / world / adaptive->units() : global / world;
   result.global_batch = global;
-  result.samples_seen = units_done * unit_rows * world;
+  // this run's samples as counted (token-budget batches differ in size), a resumed part as planned
+  result.samples_seen = units_at_start * unit_rows * world + samples_this_run;
   result.epochs = static_cast<double>(units_done) / static_cast<double>(per_epoch);
   result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
   result.samples_per_s = seconds > 0 ? static_cast<double>(samples_this_run) / seconds : 0;

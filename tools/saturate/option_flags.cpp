@@ -72,7 +72,7 @@ const FlagRow kRows[] = {
     {"lr_schedule", "--lr-schedule", kShown}, {"warmup_steps", "--lr-warmup-steps,--warmup-steps", kShown},
     {"lr_scaling", "--lr-scaling", kShown}, {"base_batch", "--base-batch"}, {"clip_grad_norm", "--clip-grad-norm"},
     {"noise_scale", "--noise-scale"}, {"eval_every", "--eval-every-samples", kShown},
-    {"stop_at_accuracy", "--stop-at-accuracy"}, {"eval_batch", "--eval-batch"}, {"checkpoint_dir", "--checkpoint-dir"},
+    {"stop_at_accuracy", "--stop-at-accuracy"}, {"eval_batch", "--eval-batch"}, {"max_tokens", "--max-tokens"}, {"checkpoint_dir", "--checkpoint-dir"},
     {"checkpoint_every", "--checkpoint-every"}, {"resume", "--resume"}, {"save", "--save"},
     {"loss_every", "--loss-every", kShown}, {"log_every", "--log-every", kShown}, {"profile_ops", "--profile-ops"},
     {"backend", "--backend", kShown, "SATURATE_BACKEND"}, {"dist_timeout", "--dist-timeout", kShown, "SATURATE_DIST_TIMEOUT"},

@@ -42,6 +42,7 @@ double parse_val_fraction(const std::string& text);
 /// The data opened: its train split (nullptr without data), the share held out and the workers.
 struct OpenedData {
   std::shared_ptr<Dataset> dataset;
+  std::string text;  ///< `data` text:FILE (a token model's documents, read by the session using them)
   double val_fraction = 0;
   int workers = -1;  ///< -1: auto
 };
@@ -75,6 +76,10 @@ bool takes_tokens(const ModelSpec& model);
 /// A training run reads token text (tokens:FILE, or synthetic tokens for a token model); a
 /// UsageError when token data is given to an image model.
 bool trains_on_tokens(const DataOptions& options, const ModelSpec& model);
+/// `data` text:FILE's documents, split as training splits them (`val_fraction`, default 0.1).
+TextCorpus open_text_data(const DataOptions& options, int64_t seq_len);
+/// UsageError naming `vocab` when a model's vocabulary cannot hold text's 256 byte ids.
+void check_text_vocab(const std::string& data, int64_t vocab);
 /// What a training run reads: token text with its held-out end, or the samples of `opened` with
 /// the data's test split or the samples `val_fraction` holds out; `note` says why there is no
 /// evaluation when there is none.

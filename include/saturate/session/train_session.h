@@ -24,6 +24,7 @@
 #include "saturate/session/train_summary.h"
 #include "saturate/train/auto_batch.h"
 #include "saturate/train/lr_schedule.h"
+#include "saturate/train/text_data.h"
 #include "saturate/train/token_data.h"
 #include "saturate/train/trainer.h"
 
@@ -63,6 +64,11 @@ struct TrainSessionOptions {
   /// stop_at_accuracy 0..1 (0: never stop early).
   int64_t eval_batch = 0;
   int64_t eval_every_samples = 0;
+  /// max_tokens >= -1: text:FILE batches of similar lengths holding up to this many padded
+  /// tokens (documents x the longest; data/token_budget.h) instead of a fixed count; -1: auto (the
+  /// micro-batch x seq_len, what the search sized the step for); 0: fixed batches. A given
+  /// global_batch then caps the documents per batch.
+  int64_t max_tokens = 0;
   double stop_at_accuracy = 0;
   /// checkpoint_dir ("": none), checkpoint_every >= 0 steps (0: epoch ends), resume from it.
   std::string checkpoint_dir;
@@ -93,6 +99,9 @@ struct TrainSessionData {
   /// undefined. Evaluates on corpus.val when defined.
   bool tokens = false;
   TokenCorpus corpus;
+  /// text:FILE (with tokens true): one document per line, padded batches (train/text_data.h).
+  TextCorpus text;
+  bool text_documents() const { return text.train.size() > 0; }
   int workers = 2;   ///< loader threads
   int prefetch = 2;  ///< batches each worker keeps ready
   bool skip_bad_samples = false;
@@ -112,6 +121,9 @@ void resume_from(TrainSessionOptions& options, const std::string& dir);
 /// `micro_batch` as written: a count in 1..2^31-1, or auto (0); a UsageError about `micro_batch`
 /// otherwise.
 int64_t parse_micro_batch(const std::string& text);
+/// `max_tokens` as written: auto (-1), 0 (fixed batches) or a count of tokens; a UsageError
+/// about `max_tokens` otherwise.
+int64_t parse_max_tokens(const std::string& text);
 
 struct HeldOut {
   std::shared_ptr<const Dataset> dataset;  ///< nullptr: none
@@ -163,6 +175,8 @@ struct TrainEvents {
   std::function<void(int64_t epoch, double loss, double accuracy)> on_eval;
   std::function<void(const AdaptiveChange&, int64_t micro_batch, double lr_gain)> on_adapt;
   std::function<void(int64_t step, int64_t old_micro, int64_t new_micro)> on_backoff;
+  /// An evaluation ran out of memory: its batches now run in chunks of new_chunk.
+  std::function<void(int64_t step, int64_t old_chunk, int64_t new_chunk)> on_eval_backoff;
   std::function<void(const std::string&)> on_warning;  ///< a leak seen, no NVML, ...
 };
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "saturate/train/trainer.h"
 
@@ -25,6 +26,9 @@ struct TokenCorpus {
 
 /// "tokens:FILE" or "synthetic" with a token model.
 bool is_token_data(const std::string& data);
+/// The bytes of `path` for `data` KIND:PATH: a regular file read to its size (no device, folder
+/// or /proc file), refused when twice its size exceeds the CPU budget; UsageError naming it.
+std::vector<uint8_t> read_corpus_file(const std::string& kind, const std::string& path);
 /// Reads `path` (UsageError naming it when missing, empty or too short for one window of each
 /// split) and splits it: the last `val_fraction` (0 <= f < 1) is held out.
 TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int64_t seq_len);

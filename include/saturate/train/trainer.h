@@ -122,6 +122,9 @@ struct TrainOptions {
   std::function<void(const AdaptiveChange&)> on_adapt;
   /// Called when an OOM halved the micro-batch.
   std::function<void(int64_t step, int64_t old_micro, int64_t new_micro)> on_backoff;
+  /// Called when an evaluation ran out of memory and its batches are now evaluated in chunks of
+  /// `new_chunk` (the training batch is left as it is).
+  std::function<void(int64_t step, int64_t old_chunk, int64_t new_chunk)> on_eval_backoff;
 };
 
 struct OomBackoff {
@@ -154,6 +157,9 @@ struct TrainResult {
   int64_t accumulation = 0;
   int64_t global_batch = 0;
   std::vector<OomBackoff> oom_backoffs;
+  /// Evaluations that ran out of memory: from then on each evaluation batch runs in chunks of
+  /// new_micro_batch samples (step: the optimizer steps done before that evaluation).
+  std::vector<OomBackoff> eval_oom_backoffs;
   int64_t checkpoints_written = 0;
   /// Checkpoint writes that failed (a full disk, a folder gone read-only): training went on, the
   /// model and the summary are still written; checkpoint_error is the first failure's message.
@@ -170,8 +176,10 @@ class Trainer {
   Trainer(Workload& workload, MemoryMeter& meter, TrainData& data, EvalData* eval, TrainOptions options);
   /// Trains; throws RuntimeFailure for a NaN loss (fp32/bf16/tf32) or an OOM at micro-batch 1.
   TrainResult run();
-  /// Mean loss and accuracy over the evaluation data, under NoGradGuard.
-  std::pair<double, double> evaluate();
+  /// Mean loss and accuracy over the evaluation data, under NoGradGuard. An out-of-memory halves
+  /// the chunk each evaluation batch is run in and redoes that batch (recorded in `backoffs` at
+  /// `step`); RuntimeFailure when a chunk of one sample does not fit.
+  std::pair<double, double> evaluate(int64_t step = 0, std::vector<OomBackoff>* backoffs = nullptr);
 
  private:
   void save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer, GradScaler& scaler,
@@ -197,6 +205,7 @@ class Trainer {
   TrainOptions opt_;
   int64_t micro_;
   int64_t accumulation_;
+  int64_t eval_chunk_ = 0;  ///< samples per evaluation forward after an eval OOM (0: whole batches)
 };
 
 /// Writes a trained model: TorchScript models with save(), built-in ones as a torch::save archive.

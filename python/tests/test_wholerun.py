@@ -1,0 +1,187 @@
+"""The answer holds for the whole epoch (issue #26): on a corpus with a long tail of lengths, a
+search on the first batches picks a batch that runs out of memory within the epoch; the search on
+the data's worst-case batches trains the whole epoch without one; the OOM guard recovers a loop
+that runs out of memory and keeps its global batch and its losses; the token-budget sampler fills
+its batches and never runs out of memory either."""
+import gc
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import saturate
+from textlm import (MiB, TextDataset, make_corpus, make_model, pad_collate, real_tokens, run_epoch, token_loss,
+                    train_step)
+
+BUDGET = 160 * MiB
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def data():
+    return TextDataset(make_corpus())
+
+
+def first_batches_step(model, opt, ds):
+    """How a user writes a step for a finder: the next batch of a shuffled loader, restarted (at the
+    same seed) for every batch size, as a finder that reruns the training from the start sees it."""
+    loaders = {}
+
+    def step(batch_size):
+        if batch_size not in loaders:
+            g = torch.Generator().manual_seed(0)
+            loaders[batch_size] = iter(DataLoader(ds, batch_size=batch_size, shuffle=True, generator=g,
+                                                  collate_fn=pad_collate))
+        train_step(model, opt, next(loaders[batch_size]))
+
+    return step
+
+
+def epoch_loader(ds, batch, seed=1):
+    return DataLoader(ds, batch_size=batch, shuffle=True, generator=torch.Generator().manual_seed(seed),
+                      collate_fn=pad_collate)
+
+
+@pytest.fixture(scope="module")
+def searches(data):
+    model, opt = make_model()
+    first = saturate.search(first_batches_step(model, opt, data), device="cpu", memory_budget=BUDGET, model=model,
+                            optimizer=opt, max_batch=len(data) // 8)
+    worst = saturate.search(lambda batch: train_step(model, opt, batch), device="cpu", memory_budget=BUDGET,
+                            data=DataLoader(data, collate_fn=pad_collate), model=model, optimizer=opt)
+    return first, worst
+
+
+def test_the_worst_case_search_reports_the_costliest_items_and_the_median_answer(data, searches):
+    _, worst = searches
+    w = worst.worst_case
+    lengths = [len(t) for t in data.docs]
+    assert w.items == len(data)
+    assert w.largest_size == max(lengths)
+    assert w.median_size == sorted(lengths, reverse=True)[len(lengths) // 2]
+    assert all(lengths[i] == max(lengths) for i in w.worst_items[:1])
+    assert w.max_tokens == worst.max_batch * max(lengths)
+    # typical items fit several times more: what a search that never meets the tail answers
+    assert w.median_max_batch >= 2 * worst.max_batch, (w.median_max_batch, worst.max_batch)
+    assert worst.data["worst_case"]["max_tokens"] == w.max_tokens
+    assert "worst case" in str(worst)
+
+
+def test_a_search_on_the_first_batches_runs_out_of_memory_within_an_epoch(data, searches):
+    first, worst = searches
+    assert first.max_batch_exact and worst.max_batch_exact
+    assert first.recommended_batch > worst.max_batch, (first.recommended_batch, worst.max_batch)
+    model, opt = make_model()
+    with saturate.cpu_memory_budget(BUDGET):
+        r = run_epoch(model, opt, epoch_loader(data, first.recommended_batch))
+    assert r["ooms"] >= 1, r
+
+
+def test_the_worst_case_answer_trains_the_whole_epoch_without_running_out_of_memory(data, searches):
+    _, worst = searches
+    model, opt = make_model()
+    with saturate.cpu_memory_budget(BUDGET):
+        r = run_epoch(model, opt, epoch_loader(data, worst.max_batch))
+    assert r["ooms"] == 0, r
+    assert r["samples"] == len(data)
+
+
+def test_the_worst_case_max_is_exact_in_a_fresh_process(searches):
+    _, worst = searches
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+
+    def fresh(batch):
+        out = subprocess.run([sys.executable, os.path.join(HERE, "textlm.py"), str(BUDGET), str(batch)], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip().splitlines()[-1]
+
+    assert fresh(worst.max_batch) == "ok"
+    assert fresh(worst.max_batch + 1) == "oom"
+
+
+def test_the_guard_recovers_an_epoch_at_the_first_batches_answer_and_keeps_every_batch(data, searches):
+    first, _ = searches
+    model, opt = make_model()
+    guard = saturate.OomGuard(lambda b: token_loss(model, b), opt, weight=real_tokens)
+    with saturate.cpu_memory_budget(BUDGET):
+        r = run_epoch(model, opt, epoch_loader(data, first.recommended_batch), guard=guard)
+    assert r["ooms"] == 0 and r["samples"] == len(data), r
+    assert guard.backoffs, "the epoch never ran out of memory: the test shows nothing"
+    assert all(b.rows == first.recommended_batch or b.rows == len(data) % first.recommended_batch
+               for b in guard.backoffs)
+
+
+def test_a_guarded_step_that_runs_out_of_memory_equals_accumulation_from_the_start(data, searches):
+    first, _ = searches
+    batches = list(epoch_loader(data, first.recommended_batch))[:12]
+    # the guarded loop, under the budget
+    model, opt = make_model()
+    guard = saturate.OomGuard(lambda b: token_loss(model, b), opt, weight=real_tokens)
+    losses, allocated = [], []
+    with saturate.cpu_memory_budget(BUDGET):
+        for b in batches:
+            losses.append(guard.step(b))
+            gc.collect()
+            allocated.append(saturate._memory.cpu_allocated_bytes())
+    assert guard.backoffs, "no batch of the 12 ran out of memory: the test shows nothing"
+    k = guard.backoffs[0].step
+    assert k >= 1, "the first step ran out of memory: no baseline to compare with"
+    # nothing of the failed attempt is left: memory after the step as after the one before
+    assert allocated[k] == allocated[k - 1], (k, allocated)
+    # the same loop with the guard's micro-batch from the start (no budget): the same losses
+    micro = guard.backoffs[-1].new_micro_batch
+    model2, opt2 = make_model()
+    reference = []
+    for b in batches:
+        rows = b["ids"].shape[0]
+        total = real_tokens(b)
+        loss_sum = 0.0
+        for s in range(0, rows, micro):
+            part = {key: v[s:s + micro] for key, v in b.items()}
+            loss = token_loss(model2, part) * (real_tokens(part) / total)
+            loss.backward()
+            loss_sum += float(loss.detach())
+        opt2.step()
+        opt2.zero_grad(set_to_none=True)
+        reference.append(loss_sum)
+    assert losses == pytest.approx(reference, rel=1e-5, abs=1e-5)
+    for p, q in zip(model.parameters(), model2.parameters()):
+        assert torch.allclose(p, q, rtol=1e-4, atol=1e-5)
+
+
+def test_the_guard_raises_when_a_single_item_does_not_fit():
+    model, opt = make_model()
+    guard = saturate.OomGuard(lambda b: token_loss(model, b), opt, weight=real_tokens)
+    ids = torch.randint(0, 256, (2, 300))
+    with saturate.cpu_memory_budget(8 * MiB):
+        with pytest.raises(torch.OutOfMemoryError, match="micro-batch of 1"):
+            guard.step({"ids": ids, "labels": ids})
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_token_budget_batches_train_the_epoch_within_the_searched_budget(data, searches):
+    _, worst = searches
+    lengths = [len(t) for t in data.docs]
+    sampler = saturate.TokenBudgetSampler(lengths, worst.worst_case.max_tokens, seed=3)
+    batches = list(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(len(data)))
+    assert all(len(b) * max(lengths[i] for i in b) <= worst.worst_case.max_tokens for b in batches)
+    fixed_steps = -(-len(data) // worst.max_batch)
+    assert len(batches) * 2 <= fixed_steps, (len(batches), fixed_steps)  # fewer, fuller batches
+    model, opt = make_model()
+    with saturate.cpu_memory_budget(BUDGET):
+        r = run_epoch(model, opt, DataLoader(data, batch_sampler=sampler, collate_fn=pad_collate))
+    assert r["ooms"] == 0 and r["samples"] == len(data), r
+
+
+def test_data_without_an_index_or_a_collate_without_data_is_refused():
+    with pytest.raises(ValueError, match="give data="):
+        saturate.search(lambda b: None, collate_fn=pad_collate, memory_budget="64MiB", device="cpu")
+    with pytest.raises(TypeError, match="map-style"):
+        saturate.search(lambda b: None, data=iter([1, 2]), memory_budget="64MiB", device="cpu")
+    with pytest.raises(ValueError, match="max_tokens"):
+        saturate.TokenBudgetSampler([3, 4], 0)

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The answer holds for the whole run, on the command line (issue #26). One case per run:
+
+    whole_epoch.py SATURATE_BIN WORK_DIR CASE
+
+`text` cases write a corpus with a long tail of document lengths (one document per line) and
+run the real binary on it with a GPT under a CPU budget; `eval` cases run an evaluation that
+cannot fit as asked."""
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+BIN, WORK, CASE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
+DIR = os.path.join(WORK, "whole_epoch_" + CASE)
+shutil.rmtree(DIR, ignore_errors=True)
+os.makedirs(DIR)
+os.chdir(DIR)
+
+GPT = ["--model", "gpt", "--layers", "2", "--width", "64", "--heads", "4", "--seq-len", "256", "--vocab", "256",
+       "--device", "cpu",
+       "--threads", "1", "--memory-budget", "64MiB"]
+
+
+def fail(why, out=""):
+    print(f"FAIL ({CASE}): {why}\n--- output ---\n{out}")
+    sys.exit(1)
+
+
+def run(args, status, pattern=None):
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=900)
+    out = p.stdout + p.stderr
+    if p.returncode != status:
+        fail(f"exit status {p.returncode}, expected {status}: saturate {' '.join(args)}", out)
+    if pattern and not re.search(pattern, out, re.S):
+        fail(f"no /{pattern}/ in the output of saturate {' '.join(args)}", out)
+    return out
+
+
+def run_json(args, status=0):
+    out = run(args + ["--json", "-", "-q"], status)
+    start = out.find("{")
+    try:
+        return json.loads(out[start:out.rfind("}") + 1])
+    except ValueError:
+        fail("no JSON", out)
+
+
+def write_corpus(path, docs=1200, seed=0):
+    """Zipf words, log-normal word counts: most lines short, a few several times the median."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 7))) for _ in range(300)]
+    weights = [1.0 / (k + 1) for k in range(len(words))]
+    lengths = []
+    with open(path, "w") as f:
+        for _ in range(docs):
+            n = max(2, int(math.exp(rng.gauss(math.log(9), 0.55))))
+            line = " ".join(rng.choices(words, weights, k=n)) + "."
+            f.write(line + "\n")
+            lengths.append(min(len(line), 257))
+    return lengths
+
+
+def case_text_search_sizes_for_the_longest_documents_and_its_max_trains_the_epoch():
+    lengths = write_corpus("corpus.txt")
+    train_docs = len(lengths) - int(len(lengths) * 0.1)  # the last 10 % are held out
+    j = run_json(["search"] + GPT + ["--data", "text:corpus.txt"])
+    w = j["worst_case"]
+    longest = max(lengths[:train_docs])
+    if w["documents"] != train_docs or w["longest_tokens"] != longest - 1:
+        fail(f"worst case {w}, expected {train_docs} documents, longest {longest - 1} tokens", json.dumps(w))
+    if not j["max_batch_exact"] or w["max_tokens"] != j["max_batch"] * (longest - 1):
+        fail("max not exact or max_tokens not max x longest", json.dumps(j)[:2000])
+    m = j["max_batch"]
+    # the whole epoch at the worst case's max: no out-of-memory, even with the back-off off
+    t = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(m), "--epochs", "1",
+                                    "--no-oom-backoff", "--eval-batch", str(m)])
+    if t["oom_backoffs"] or t["samples_seen"] != (train_docs // m) * m:
+        fail(f"epoch at {m}: backoffs {t['oom_backoffs']}, samples {t['samples_seen']}", json.dumps(t)[:2000])
+    # a batch above it fits the first batches but not the epoch's longest: it fails after some steps
+    # (the first larger size, from 1.5x down, whose first step fits; too large fails at once)
+    failed_later = None
+    for b in sorted({int(1.5 * m), int(1.25 * m), m + 1}, reverse=True):
+        p = subprocess.run([BIN, "train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(b), "--epochs", "1",
+                                                   "--no-oom-backoff", "-q"], capture_output=True, text=True,
+                           timeout=900)
+        at = re.search(r"out of memory at step (\d+)", p.stdout + p.stderr)
+        if p.returncode == 1 and at and int(at.group(1)) >= 1:
+            failed_later = b
+            break
+    if failed_later is None:
+        fail(f"no batch above the max {m} ran its first step and then ran out of memory")
+    # and with the back-off (the default) the same run trains the epoch, halving for the long batches
+    b = failed_later
+    t2 = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(b), "--epochs", "1"])
+    if not t2["oom_backoffs"] or t2["samples_seen"] != (train_docs // b) * b:
+        fail("the back-off did not carry the epoch", json.dumps(t2)[:2000])
+
+
+def case_text_token_budget_trains_the_epoch_in_fewer_fuller_steps():
+    lengths = write_corpus("corpus.txt")
+    train_docs = len(lengths) - int(len(lengths) * 0.1)
+    j = run_json(["search"] + GPT + ["--data", "text:corpus.txt"])
+    m = j["max_batch"]
+    fixed = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(m), "--epochs", "1",
+                                        "--no-oom-backoff"])
+    budget = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(m), "--max-tokens",
+                                         str(j["worst_case"]["max_tokens"]), "--epochs", "1", "--no-oom-backoff"])
+    if budget["oom_backoffs"] or budget["samples_seen"] != train_docs:
+        fail(f"token budget: backoffs {budget['oom_backoffs']}, samples {budget['samples_seen']} of {train_docs}",
+             json.dumps(budget)[:2000])
+    if budget["steps"] * 2 > fixed["steps"]:
+        fail(f"token budget took {budget['steps']} steps, fixed batches {fixed['steps']}: not fewer, fuller batches")
+    # auto: the micro-batch x seq_len, what the step was sized for
+    auto = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(m), "--max-tokens", "auto",
+                                       "--steps", "3", "--no-oom-backoff"])
+    if auto["oom_backoffs"] or auto["steps"] != 3:
+        fail("max-tokens auto", json.dumps(auto)[:2000])
+
+
+def case_text_bad_input_is_a_usage_error():
+    write_corpus("corpus.txt", docs=50)
+    run(["search"] + GPT + ["--data", "text:missing.txt"], 2, r"text:missing.txt: cannot open the file")
+    run(["search", "--model", "mlp", "--device", "cpu", "--data", "text:corpus.txt"], 2,
+        r"text feeds token models.*mlp takes images")
+    with open("empty.txt", "w") as f:
+        f.write("\n\nx\n")
+    run(["train"] + GPT + ["--data", "text:empty.txt", "--steps", "1"], 2, r"nothing to train on")
+    run(["train"] + GPT + ["--data", "synthetic", "--max-tokens", "4096", "--steps", "1"], 2,
+        r"--max-tokens: 4096: token budgets batch the documents of --data text:FILE")
+    run(["train"] + GPT + ["--data", "text:corpus.txt", "--max-tokens", "lots", "--steps", "1"], 2,
+        r"--max-tokens: 'lots' is not a count of tokens")
+    run(["train"] + GPT + ["--data", "text:corpus.txt", "--max-tokens", "100", "--steps", "1"], 2,
+        r"--max-tokens: 100 is below item \d+'s length")
+
+
+def case_eval_oom_keeps_the_run_and_the_training_batch():
+    # an evaluation batch of 10000 images cannot run its forward within 128 MiB beside training: the
+    # evaluation goes on in chunks, the training batch stays, the summary is written
+    j = run_json(["train", "--model", "mlp", "--data", "fashion-mnist", "--device", "cpu", "--memory-budget", "128MiB",
+                  "--batch", "64", "--eval-batch", "10000", "--eval-every-samples", "1024", "--steps", "40",
+                  "--workers", "0", "--threads", "1"])
+    if not j["eval_oom_backoffs"]:
+        fail("no evaluation back-off: the test shows nothing", json.dumps(j)[:2000])
+    if j["micro_batch"] != 64 or j["oom_backoffs"] or j["final_test_loss"] is None:
+        fail(f"micro {j['micro_batch']}, backoffs {j['oom_backoffs']}, test loss {j['final_test_loss']}",
+             json.dumps(j)[:2000])
+
+
+CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
+if CASE not in CASES:
+    fail(f"no case {CASE}; cases: {', '.join(CASES)}")
+CASES[CASE]()
+print(f"ok ({CASE})")
