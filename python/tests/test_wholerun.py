@@ -25,14 +25,30 @@ def data():
     return TextDataset(make_corpus())
 
 
+def quiet_seed(ds, first=300):
+    """A shuffle seed whose first `first` items hold none of the long documents: the first batches a
+    finder measures miss the tail, as they do in the runs users report (the tail is a few items)."""
+    lengths = [len(t) for t in ds.docs]
+    long_ones = {i for i, n in enumerate(lengths) if n > 200}
+    assert 0 < len(long_ones) < 10, "the corpus has no tail of a few long documents"
+    for seed in range(1000):
+        # the order the finder's loader draws: the same sampler and generator over the indices
+        g = torch.Generator().manual_seed(seed)
+        order = next(iter(DataLoader(range(len(ds)), batch_size=first, shuffle=True, generator=g))).tolist()
+        if not long_ones & set(order):
+            return seed
+    raise AssertionError("no seed keeps the long documents out of the first batches")
+
+
 def first_batches_step(model, opt, ds):
     """How a user writes a step for a finder: the next batch of a shuffled loader, restarted (at the
     same seed) for every batch size, as a finder that reruns the training from the start sees it."""
     loaders = {}
+    seed = quiet_seed(ds)
 
     def step(batch_size):
         if batch_size not in loaders:
-            g = torch.Generator().manual_seed(0)
+            g = torch.Generator().manual_seed(seed)
             loaders[batch_size] = iter(DataLoader(ds, batch_size=batch_size, shuffle=True, generator=g,
                                                   collate_fn=pad_collate))
         train_step(model, opt, next(loaders[batch_size]))
@@ -117,7 +133,11 @@ def test_the_guard_recovers_an_epoch_at_the_first_batches_answer_and_keeps_every
 
 def test_a_guarded_step_that_runs_out_of_memory_equals_accumulation_from_the_start(data, searches):
     first, _ = searches
-    batches = list(epoch_loader(data, first.recommended_batch))[:12]
+    # a few batches that fit, then the epoch's long ones among more that fit: the OOM is at step 4
+    all_batches = list(epoch_loader(data, first.recommended_batch))
+    long_ones = [b for b in all_batches if b["ids"].shape[1] > 200]
+    short = [b for b in all_batches if b["ids"].shape[1] <= 200]
+    batches = short[:4] + long_ones[:1] + short[4:9]
     # the guarded loop, under the budget
     model, opt = make_model()
     guard = saturate.OomGuard(lambda b: token_loss(model, b), opt, weight=real_tokens)
@@ -134,30 +154,38 @@ def test_a_guarded_step_that_runs_out_of_memory_equals_accumulation_from_the_sta
     assert allocated[k] == allocated[k - 1], (k, allocated)
     # the same loop with the guard's micro-batch from the start (no budget): the same losses
     micro = guard.backoffs[-1].new_micro_batch
-    model2, opt2 = make_model()
-    reference = []
-    for b in batches:
-        rows = b["ids"].shape[0]
-        total = real_tokens(b)
-        loss_sum = 0.0
-        for s in range(0, rows, micro):
-            part = {key: v[s:s + micro] for key, v in b.items()}
-            loss = token_loss(model2, part) * (real_tokens(part) / total)
-            loss.backward()
-            loss_sum += float(loss.detach())
-        opt2.step()
-        opt2.zero_grad(set_to_none=True)
-        reference.append(loss_sum)
+
+    def accumulated(split_all):
+        model2, opt2 = make_model()
+        losses2 = []
+        for i, b in enumerate(batches):
+            rows = b["ids"].shape[0]
+            m = micro if split_all or i == k else rows
+            total = real_tokens(b)
+            loss_sum = 0.0
+            for s in range(0, rows, m):
+                part = {key: v[s:s + m] for key, v in b.items()}
+                loss = token_loss(model2, part) * (real_tokens(part) / total) if m < rows else token_loss(model2, part)
+                loss.backward()
+                loss_sum += float(loss.detach())
+            opt2.step()
+            opt2.zero_grad(set_to_none=True)
+            losses2.append(loss_sum)
+        return model2, losses2
+
+    _, reference = accumulated(split_all=True)
     assert losses == pytest.approx(reference, rel=1e-5, abs=1e-5)
-    for p, q in zip(model.parameters(), model2.parameters()):
-        assert torch.allclose(p, q, rtol=1e-4, atol=1e-5)
+    # and split where the guard split, the very same update: the weights agree to the last bits
+    model3, _ = accumulated(split_all=False)
+    for p, q in zip(model.parameters(), model3.parameters()):
+        assert torch.allclose(p, q, rtol=0, atol=1e-7)
 
 
 def test_the_guard_raises_when_a_single_item_does_not_fit():
     model, opt = make_model()
     guard = saturate.OomGuard(lambda b: token_loss(model, b), opt, weight=real_tokens)
     ids = torch.randint(0, 256, (2, 300))
-    with saturate.cpu_memory_budget(8 * MiB):
+    with saturate.cpu_memory_budget(4 * MiB):
         with pytest.raises(torch.OutOfMemoryError, match="micro-batch of 1"):
             guard.step({"ids": ids, "labels": ids})
     assert all(p.grad is None for p in model.parameters())

@@ -18,15 +18,23 @@ import torch.nn.functional as F
 MiB = 1 << 20
 
 
-def make_corpus(n_docs: int = 1200, seed: int = 0, max_len: int = 256) -> List[bytes]:
+def make_corpus(n_docs: int = 1200, seed: int = 0, max_len: int = 256, outliers: int = 4) -> List[bytes]:
+    """Most documents short (log-normal word counts, under 160 bytes), `outliers` of them long
+    (230 bytes and more): the tail a loader meets a few times an epoch and the first batches miss."""
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
     words = ["".join(rng.choice(letters) for _ in range(rng.randint(2, 7))) for _ in range(300)]
     weights = [1.0 / (k + 1) for k in range(len(words))]
+    long_ones = set(rng.sample(range(n_docs), outliers))
     docs = []
-    for _ in range(n_docs):
-        n_words = max(2, int(math.exp(rng.gauss(math.log(9), 0.55))))
-        text = " ".join(rng.choices(words, weights, k=n_words)) + "."
+    for i in range(n_docs):
+        if i in long_ones:
+            text = ""
+            while len(text) < 230:
+                text += " ".join(rng.choices(words, weights, k=8)) + ". "
+        else:
+            n_words = max(2, int(math.exp(rng.gauss(math.log(9), 0.45))))
+            text = (" ".join(rng.choices(words, weights, k=n_words)) + ".")[:160]
         docs.append(text.encode()[: max_len + 1])
     return docs
 
