@@ -206,6 +206,25 @@ def test_token_budget_batches_train_the_epoch_within_the_searched_budget(data, s
     assert r["ooms"] == 0 and r["samples"] == len(data), r
 
 
+def test_grouped_token_budget_batches_take_the_fixed_batches_steps_and_reach_the_same_loss(data, searches):
+    _, worst = searches
+    lengths = [len(t) for t in data.docs]
+    grouped = saturate.TokenBudgetSampler(lengths, worst.worst_case.max_tokens, max_items=worst.max_batch, seed=3)
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in grouped)
+    fixed_padded = sum(b["ids"].numel() for b in epoch_loader(data, worst.max_batch))
+    assert padded < 0.6 * fixed_padded, (padded, fixed_padded)  # the padding the grouping saves
+    runs = {}
+    for name, loader in [("fixed", epoch_loader(data, worst.max_batch)),
+                         ("grouped", DataLoader(data, batch_sampler=grouped, collate_fn=pad_collate))]:
+        model, opt = make_model()
+        with saturate.cpu_memory_budget(BUDGET):
+            runs[name] = run_epoch(model, opt, loader)
+    assert runs["grouped"]["ooms"] == 0 and runs["grouped"]["samples"] == len(data), runs
+    assert runs["grouped"]["steps"] <= runs["fixed"]["steps"] + 2, runs
+    # the loss per token of the epoch: the same to within noise (a few %), grouping or not
+    assert runs["grouped"]["loss_per_token"] == pytest.approx(runs["fixed"]["loss_per_token"], rel=0.05), runs
+
+
 def test_data_without_an_index_or_a_collate_without_data_is_refused():
     with pytest.raises(ValueError, match="give data="):
         saturate.search(lambda b: None, collate_fn=pad_collate, memory_budget="64MiB", device="cpu")
