@@ -209,4 +209,16 @@ void check_option_range(std::string_view key, double value) {
                    fmt::format("{} is outside {} ({})", limit_text(value), range_text(doc), doc.meaning));
 }
 
+std::optional<long long> parse_whole_number(const std::string& text) {
+  size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return n;
+}
+
 }  // namespace saturate

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/option_doc.h"
 #include "saturate/train/text_data.h"
 #include "saturate/train/token_data.h"
 
@@ -22,16 +23,11 @@ int max_loader_threads() {
 int parse_workers(const std::string& text) {
   if (text == "auto") return -1;
   const std::string range = fmt::format("0..{}", max_loader_threads());
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || used == 0)
+  const std::optional<long long> parsed = parse_whole_number(text);
+  if (!parsed)
     throw UsageError("workers",
                      fmt::format("'{}' is not a count of loader threads; give auto or N in {}", text, range));
+  const long long n = *parsed;
   if (n < 0 || n > max_loader_threads())
     throw UsageError("workers", fmt::format("{} is outside {} (loader threads; at most 4 per core on this machine's "
                                             "{}); or auto",

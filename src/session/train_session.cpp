@@ -307,18 +307,12 @@ std::string TrainSessionData::eval_split() const {
 
 int64_t parse_max_tokens(const std::string& text) {
   if (text == "auto") return -1;
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || n < 0)
+  const std::optional<long long> n = parse_whole_number(text);
+  if (!n || *n < 0)
     throw UsageError("max_tokens", fmt::format("'{}' is not a count of tokens; give N (padded tokens per batch), "
                                                "auto (the micro-batch x seq_len) or 0 (fixed batches)",
                                                text));
-  return n;
+  return *n;
 }
 
 int64_t parse_micro_batch(const std::string& text) {

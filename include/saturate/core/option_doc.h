@@ -7,6 +7,7 @@
 // front-end says its own way (core/option_text.h).
 #pragma once
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,5 +46,9 @@ std::string range_text(const OptionDoc& doc);
 /// `value` lies in the range documented for `key`; otherwise a UsageError about the option
 /// (its name, without the command) that says the value, the range and what a value means.
 void check_option_range(std::string_view key, double value);
+
+/// `text` as a whole integer (digits with an optional sign, nothing before or after); nullopt
+/// otherwise. For options written as a count or a word (`workers` auto, `max_tokens` auto).
+std::optional<long long> parse_whole_number(const std::string& text);
 
 }  // namespace saturate
