@@ -107,16 +107,38 @@ def test_the_worst_case_answer_trains_the_whole_epoch_without_running_out_of_mem
 
 def test_the_worst_case_max_is_exact_in_a_fresh_process(searches):
     _, worst = searches
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-
-    def fresh(batch):
-        out = subprocess.run([sys.executable, os.path.join(HERE, "textlm.py"), str(BUDGET), str(batch)], env=env,
-                             capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr
-        return out.stdout.strip().splitlines()[-1]
 
     assert fresh(worst.max_batch) == "ok"
     assert fresh(worst.max_batch + 1) == "oom"
+
+
+def fresh(batch, *mode):
+    """`textlm.py` in a fresh process: two steps of the worst batch of `batch` under the budget."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, os.path.join(HERE, "textlm.py"), str(BUDGET), str(batch), *mode], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_the_evaluation_is_searched_on_its_own_worst_case_and_exact_in_a_fresh_process(data, searches):
+    _, worst = searches
+    model, opt = make_model()
+    ev = saturate.search_eval(lambda batch: token_loss(model, batch), device="cpu", memory_budget=BUDGET, data=data,
+                              collate_fn=pad_collate, model=model, compare_median=False)
+    assert ev.max_batch_exact and ev.worst_case.largest_size == worst.worst_case.largest_size
+    # not a multiple of the training batch: here it is below it (60 against 67), as eval mode's fused
+    # encoder path holds the attention scores that training's flash attention never does
+    # so the usual guess (an evaluation batch of 4x the training batch) would run out of memory
+    assert ev.max_batch < 4 * worst.max_batch, (ev.max_batch, worst.max_batch)
+    assert model.training  # put back in train mode
+    assert fresh(ev.max_batch, "eval") == "ok"
+    assert fresh(ev.max_batch + 1, "eval") == "oom"
+    # the epoch's evaluation at that batch: every batch fits, and the training answer is untouched
+    model.eval()
+    with saturate.cpu_memory_budget(BUDGET), torch.no_grad():
+        for batch in DataLoader(data, batch_size=ev.max_batch, collate_fn=pad_collate):
+            token_loss(model, batch)
 
 
 def test_the_guard_recovers_an_epoch_at_the_first_batches_answer_and_keeps_every_batch(data, searches):

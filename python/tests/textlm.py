@@ -138,12 +138,18 @@ if __name__ == "__main__":
     import sys
 
     budget, batch = int(sys.argv[1]), int(sys.argv[2])
+    evaluate = len(sys.argv) > 3 and sys.argv[3] == "eval"  # the evaluation step: no_grad, eval mode
     ds = TextDataset(make_corpus())
     model, opt = make_model()
     with saturate.cpu_memory_budget(budget):
         try:
             for _ in range(2):
-                train_step(model, opt, worst_batch(ds, batch))
+                if evaluate:
+                    model.eval()
+                    with torch.no_grad():
+                        token_loss(model, worst_batch(ds, batch))
+                else:
+                    train_step(model, opt, worst_batch(ds, batch))
             print("ok")
         except torch.OutOfMemoryError:
             print("oom")
