@@ -145,9 +145,11 @@ class OomGuard:
                 loss = self._run(batch, rows, micro)
                 break
             except Exception as error:  # noqa: BLE001 - an OOM is recovered from, the rest re-raised
-                if _oom_in_chain(error) is None:
+                oom = _oom_in_chain(error)
+                if oom is None:
                     raise
-                message = str(_oom_in_chain(error)).strip().splitlines()[0][:200]
+                message = str(oom).strip().splitlines()[0][:200]
+                oom = None
                 release_exception(error)
                 del error
             # the failed attempt's graph died with its frames; its partial gradients go too
