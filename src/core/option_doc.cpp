@@ -137,8 +137,8 @@ const std::vector<OptionDoc> kDocs = {
                    "with its training time", 0, 1e15, "samples; 0: at epoch ends only"},
     {"stop_at_accuracy", "stop after the evaluation that reaches this accuracy (0: never), e.g. 0.85", 0, 1,
                          "an accuracy; 0: never stop early"},
-    {"eval_batch", "evaluation batch (default 4x the micro-batch; no gradients kept)", 1, kBatchMax,
-                   "samples per evaluation batch"},
+    {"eval_batch", "evaluation batch: N, or auto (searched on its own beside training's state; the default with "
+                   "`micro_batch` auto, else 4x the micro-batch)"},
     {"max_tokens", "text:FILE: batches of similar lengths holding up to N padded tokens (documents x the longest) "
                    "instead of a fixed count; auto: the micro-batch x seq_len; 0: fixed batches"},
     {"checkpoint_dir", "write checkpoints here (atomically)"},

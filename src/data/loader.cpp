@@ -18,6 +18,9 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
   if (options_.batch_size < 1) throw UsageError("batch size " + std::to_string(options_.batch_size) + ": need at least 1");
   if (options_.workers < 0) throw UsageError("`workers` " + std::to_string(options_.workers) + ": need 0 or more");
   if (options_.prefetch < 1) throw UsageError("`prefetch` " + std::to_string(options_.prefetch) + ": need at least 1");
+  if (options_.parts < 1 || options_.parts > options_.batch_size)
+    throw UsageError("parts", std::to_string(options_.parts) + " pieces of a batch of " +
+                                  std::to_string(options_.batch_size) + ": give 1 to the batch size");
   if (options_.shape.empty()) options_.shape = dataset_->shape();
   if (options_.classes <= 0) options_.classes = dataset_->classes();
   if (!options_.augment_enabled) {
@@ -34,7 +37,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
                      " samples of " + dataset_->name());
   if (options_.first_batch < 0)
     throw UsageError("first batch " + std::to_string(options_.first_batch) + ": need 0 or more");
-  claimed_ = consumed_ = options_.first_batch;
+  claimed_ = consumed_ = options_.first_batch * options_.parts;
   for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
@@ -59,16 +62,21 @@ std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {
   return order;
 }
 
-Loader::Slot Loader::produce(int64_t k) {
+Loader::Slot Loader::produce(int64_t piece) {
   Slot slot;
   LoadedBatch& b = slot.batch;
+  const int64_t k = piece / options_.parts;
+  b.part = piece % options_.parts;
   b.epoch = k / batches_per_epoch_;
   b.batch_in_epoch = k % batches_per_epoch_;
   try {
     const auto order = order_for(b.epoch);
-    const int64_t begin = b.batch_in_epoch * options_.batch_size;
-    const int64_t end = std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order->size()));
-    const int64_t n = end - begin;
+    const int64_t batch_begin = b.batch_in_epoch * options_.batch_size;
+    const int64_t batch_end = std::min<int64_t>(batch_begin + options_.batch_size, static_cast<int64_t>(order->size()));
+    // piece j of n rows in p parts: the first n % p pieces one row larger
+    const int64_t rows = batch_end - batch_begin, base = rows / options_.parts, larger = rows % options_.parts;
+    const int64_t begin = batch_begin + b.part * base + std::min(b.part, larger);
+    const int64_t n = base + (b.part < larger ? 1 : 0);
     const SampleShape& s = options_.shape;
     auto host = torch::TensorOptions().dtype(torch::kFloat32);
     if (options_.device.is_cuda()) host = host.pinned_memory(true);
@@ -164,9 +172,11 @@ LoadedBatch Loader::next() {
     if (slot.error) std::rethrow_exception(slot.error);
     for (const auto& [index, reason] : slot.batch.skipped_samples)
       if (skipped_indices_.insert(index).second) stats_.skipped.add(reason);
-    if (slot.batch.indices.empty()) continue;  // every sample of it was skipped
+    // every sample of it was skipped: a whole batch is left out, a piece comes empty (its batch's
+    // other pieces may not be)
+    if (slot.batch.indices.empty() && options_.parts == 1) continue;
     slot.batch.wait_ms = wait_ms;
-    ++stats_.batches;
+    if (slot.batch.part == options_.parts - 1) ++stats_.batches;
     stats_.samples += static_cast<int64_t>(slot.batch.indices.size());
     return std::move(slot.batch);
   }

@@ -98,6 +98,7 @@ void add_findings_json(const TrialFindings& f, nlohmann::json& j) {
   if (!s.fast_paths.empty()) j["fast_paths"] = s.fast_paths;
   if (s.global_batch > 0) j["global_batch"] = s.global_batch;
   if (s.prefetched_batches > 0) j["prefetched_batches"] = s.prefetched_batches;
+  if (s.prefetched_batch_samples > 0) j["prefetched_batch_samples"] = s.prefetched_batch_samples;
   if (s.eval_batch > 0) j["eval_batch"] = s.eval_batch;
   if (s.resident_data_bytes > 0) j["resident_data_bytes"] = s.resident_data_bytes;
   if (f.cache_return) {

@@ -27,6 +27,7 @@ void TrainingFootprint::validate() const {
   require_non_negative(eval_batch, "eval_batch");
   require_non_negative(eval_batch_per_micro, "eval_batch_per_micro");
   require_non_negative(eval_prefetched_batches, "eval_prefetched_batches");
+  require_non_negative(eval_search_micro_batch, "eval_search_micro_batch");
   if (clip_grad_norm < 0)
     throw UsageError("clip_grad_norm", fmt::format("{} is negative; give 0 (off) or a positive norm", clip_grad_norm));
 }
@@ -47,7 +48,16 @@ int64_t WorkloadTrialStep::global_batch_of(int64_t batch) const {
 }
 
 int64_t WorkloadTrialStep::eval_batch(int64_t batch) const {
+  if (footprint_.eval_search_micro_batch > 0) return batch;
   return footprint_.eval_batch > 0 ? footprint_.eval_batch : footprint_.eval_batch_per_micro * batch;
+}
+
+int64_t WorkloadTrialStep::train_batch(int64_t batch) const {
+  return footprint_.eval_search_micro_batch > 0 ? footprint_.eval_search_micro_batch : batch;
+}
+
+int64_t WorkloadTrialStep::window_batch(int64_t batch) const {
+  return footprint_.prefetches_micro_batches ? std::min(batch, global_batch_of(batch)) : global_batch_of(batch);
 }
 
 int64_t WorkloadTrialStep::resident_data_bytes(int64_t batch) const {
@@ -55,10 +65,12 @@ int64_t WorkloadTrialStep::resident_data_bytes(int64_t batch) const {
   const Batch one = workload_.empty_batch(1, torch::kCPU);
   const int64_t per_sample = batch_bytes(one);
   const int64_t window = workload_.device().is_cpu() ? footprint_.prefetched_batches : 0;
-  return per_sample * global * (1 + window);
+  return per_sample * (global + window * window_batch(batch));
 }
 
-void WorkloadTrialStep::begin(int64_t batch) {
+void WorkloadTrialStep::begin(int64_t trial_batch) {
+  last_trial_batch_ = trial_batch;
+  const int64_t batch = train_batch(trial_batch);
   apply_precision_settings(footprint_.precision);
   StepOptions o;
   o.precision = footprint_.precision;
@@ -73,7 +85,7 @@ void WorkloadTrialStep::begin(int64_t batch) {
   last_batch_ = batch;
   const torch::Device device = workload_.device();
   const int64_t global = global_batch_of(batch);
-  if (source_) {
+  if (source_ && footprint_.eval_search_micro_batch == 0) {
     source_->reset(batch);
   } else if (global > batch) {
     // the in-use global batch lives where the loader puts it: on the host (the device, on CPU)
@@ -81,18 +93,37 @@ void WorkloadTrialStep::begin(int64_t batch) {
   } else {
     data_ = workload_.synthetic_batch(batch);
   }
-  // the loader's window of prefetched global batches: host memory, the device's on CPU
+  // the loader's window of prefetched batches: host memory, the device's on CPU
   if (device.is_cpu())
-    for (int64_t i = 0; i < footprint_.prefetched_batches; ++i) window_.push_back(workload_.empty_batch(global, device));
+    for (int64_t i = 0; i < footprint_.prefetched_batches; ++i)
+      window_.push_back(workload_.empty_batch(window_batch(batch), device));
+  if (footprint_.eval_search_micro_batch == 0) return;
+  // training's state as it evaluates, without a training step: every gradient, and the
+  // optimizer's state from one step over them (zero gradients; the weights the trial changes
+  // are the caller's to restore, as after any trial's steps)
+  for (auto& p : workload_.model().parameters())
+    if (p.requires_grad()) p.mutable_grad() = torch::zeros_like(p);
+  step_->optimizer().step();
+  if (device.is_cpu())
+    for (int64_t i = 0; i < footprint_.eval_prefetched_batches; ++i)
+      eval_window_.push_back(workload_.empty_batch(trial_batch, device));
 }
 
-int64_t WorkloadTrialStep::samples_per_step(int64_t batch) const {
+int64_t WorkloadTrialStep::samples_per_step(int64_t trial_batch) const {
+  if (footprint_.eval_search_micro_batch > 0) return trial_batch;  // the evaluation's samples
+  const int64_t batch = trial_batch;
   if (source_) return batch;
   const int64_t global = global_batch_of(batch);
   return std::min(global, global > batch ? 2 * batch : batch);
 }
 
 void WorkloadTrialStep::step(int64_t batch, PhaseObserver* observer) {
+  if (footprint_.eval_search_micro_batch > 0) {
+    if (observer) observer->phase_begin(Phase::kForward);
+    evaluate(batch);
+    if (observer) observer->phase_end(Phase::kForward);
+    return;
+  }
   step_->set_observer(observer);
   if (source_) {
     if (observer) observer->phase_begin(Phase::kDataWait);
@@ -107,15 +138,21 @@ void WorkloadTrialStep::step(int64_t batch, PhaseObserver* observer) {
 }
 
 void WorkloadTrialStep::finish(int64_t batch) {
+  if (footprint_.eval_search_micro_batch > 0) return;  // its steps were the evaluation
   const int64_t eval = eval_batch(batch);
   if (eval <= 0) return;
-  torch::NoGradGuard no_grad;
   const torch::Device device = workload_.device();
-  std::vector<Batch> eval_window;
   if (device.is_cpu())
     for (int64_t i = 0; i < footprint_.eval_prefetched_batches; ++i)
-      eval_window.push_back(workload_.empty_batch(eval, device));
-  const Batch b = workload_.synthetic_batch(eval, device.is_cpu() ? device : torch::Device(torch::kCPU));
+      eval_window_.push_back(workload_.empty_batch(eval, device));
+  evaluate(eval);
+  eval_window_.clear();
+}
+
+void WorkloadTrialStep::evaluate(int64_t batch) {
+  torch::NoGradGuard no_grad;
+  const torch::Device device = workload_.device();
+  const Batch b = workload_.synthetic_batch(batch, device.is_cpu() ? device : torch::Device(torch::kCPU));
   workload_.model().train(false);
   try {
     torch::Tensor logits = step_->forward(b.inputs.to(device)).to(torch::kFloat);
@@ -132,6 +169,7 @@ void WorkloadTrialStep::end() noexcept {
   switches_.reset();
   data_ = Batch{};
   window_.clear();
+  eval_window_.clear();
   for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();
   workload_.model().train(true);
 }
@@ -143,7 +181,9 @@ void WorkloadTrialStep::describe(StepDescription& setup) const {
   const bool accumulates = footprint_.global_batch > 0 || footprint_.accumulation > 1;
   if (accumulates) setup.global_batch = global_batch_of(last_batch_);
   setup.prefetched_batches = footprint_.prefetched_batches;
-  if (footprint_.eval_batch > 0 || footprint_.eval_batch_per_micro > 0) setup.eval_batch = eval_batch(last_batch_);
+  if (footprint_.prefetched_batches > 0) setup.prefetched_batch_samples = window_batch(last_batch_);
+  if (footprint_.eval_search_micro_batch > 0 || footprint_.eval_batch > 0 || footprint_.eval_batch_per_micro > 0)
+    setup.eval_batch = eval_batch(footprint_.eval_search_micro_batch > 0 ? last_trial_batch_ : last_batch_);
   if (accumulates || (footprint_.prefetched_batches > 0 && workload_.device().is_cpu()))
     setup.resident_data_bytes = resident_data_bytes(last_batch_);
 }

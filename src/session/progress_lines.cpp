@@ -81,6 +81,7 @@ void add_batch_choice_lines(TrainEvents& e, const LineSink& line, const TrainSes
   e.objective = [line](const std::string& data) { return objective_progress_lines(line, data); };
   e.on_trial = [line](const Trial& t) { line(trial_line(t)); };
   e.on_auto_batch = [line](const AutoBatch& a) { line("saturate: `micro_batch` auto: " + a.reason); };
+  e.on_auto_eval_batch = [line](const AutoEvalBatch& a) { line("saturate: `eval_batch` auto: " + a.reason); };
   e.on_objective = [line, objective](const ObjectiveOutcome& r) {
     line("saturate: `objective` " + objective + ": " + r.reason);
   };

@@ -100,17 +100,46 @@ NoiseBatches noise_batches(const TrainSessionData& data, Workload& workload, uin
 
 /// The step training will run: precision, checkpointing, clipping, a whole global batch in
 /// micro-batches, the loader's prefetched batches, the evaluation.
-TrainingFootprint training_footprint(const TrainSessionOptions& o, const TrainSessionData& data) {
+TrainingFootprint training_footprint(const TrainSessionOptions& o, const TrainSessionData& data, bool eval_searched) {
   TrainingFootprint f = o.step;
   f.clip_grad_norm = o.clip_grad_norm;
   const int workers = data.tokens ? 0 : data.workers;
   f.prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
-  if (!data.eval_split().empty()) {
+  // the loader works in micro-batch pieces of the global batch (open_run_data): its window holds
+  // micro-batches; text and tokens hold no window (no workers)
+  f.prefetches_micro_batches = !data.text_documents() && !data.tokens;
+  if (!data.eval_split().empty() && !eval_searched) {
     f.eval_batch = o.eval_batch;
     f.eval_batch_per_micro = o.eval_batch > 0 ? 0 : 4;
-    f.eval_prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
   }
+  if (!data.eval_split().empty()) f.eval_prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
   return f;
+}
+
+/// The samples an evaluation pass reads: no evaluation batch is larger (0: unknown).
+int64_t eval_data_size(const TrainSessionData& data, int64_t seq_len) {
+  if (data.text_documents()) return static_cast<int64_t>(data.text.val.size());
+  if (data.tokens) return data.corpus.val.defined() ? std::max<int64_t>(1, data.corpus.val.numel() / std::max<int64_t>(1, seq_len)) : 0;
+  return data.held_out ? data.held_out->size() : 0;
+}
+
+/// eval_batch auto: the evaluation's own batch beside training's state at the chosen split.
+AutoEvalBatch search_eval_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+                                const BatchPlan& plan, const TrainSessionData& data, const TrainSessionOptions& o,
+                                TrainRanks& ranks, const TrainEvents& events) {
+  AutoEvalBatchOptions ao;
+  ao.footprint = footprint;
+  ao.micro_batch = plan.micro_batch;
+  ao.rank_batch = plan.rank_batch;
+  ao.max_eval_batch = eval_data_size(data, workload.built().spec.seq_len);
+  ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
+  ao.search.on_trial = events.on_trial;
+  ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
+    return search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/false).result;
+  };
+  AutoEvalBatch chosen = choose_eval_batch(workload, meter, ao);
+  if (events.on_auto_eval_batch) events.on_auto_eval_batch(chosen);
+  return chosen;
 }
 
 /// What the batch set-up decided: the request to plan from, the objective's outcome, the
@@ -218,6 +247,7 @@ RunData open_run_data(const TrainSessionData& data, const Workload& workload, co
   d.train = std::make_unique<LoaderTrainData>(data.train, lo);
   if (data.held_out) {  // every rank evaluates the whole held-out split (none waits for rank 0)
     LoaderOptions eo = lo;
+    eo.parts = 1;
     eo.shard = ShardOptions{};
     eo.batch_size = eval_batch;
     d.eval = std::make_unique<LoaderEvalData>(data.held_out, eo);
@@ -279,8 +309,8 @@ void TrainSessionOptions::check() const {
                                  objective_name));
   check_option_range("adapt_every", static_cast<double>(adapt_every));
   check_option_range("max_units", static_cast<double>(adaptive_max));
-  if (eval_batch < 0)
-    throw UsageError("eval_batch", fmt::format("{} is negative; 0 is 4x the micro-batch", eval_batch));
+  if (eval_batch < -1 || eval_batch > kMaxBatch)
+    throw UsageError("eval_batch", fmt::format("{} is not an evaluation batch in 1..{} or auto", eval_batch, kMaxBatch));
   if (eval_every_samples < 0)
     throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
   check_option_range("stop_at_accuracy", stop_at_accuracy);
@@ -313,6 +343,23 @@ int64_t parse_max_tokens(const std::string& text) {
                                                "auto (the micro-batch x seq_len) or 0 (fixed batches)",
                                                text));
   return *n;
+}
+
+int64_t parse_eval_batch(const std::string& text) {
+  if (text == "auto") return -1;
+  const std::optional<long long> n = parse_whole_number(text);
+  if (!n || *n < 0 || *n > kMaxBatch)
+    throw UsageError("eval_batch", fmt::format("'{}' is not an evaluation batch; give N (1..{}) or auto (searched "
+                                               "beside training's state)",
+                                               text, kMaxBatch));
+  return *n;
+}
+
+void parse_batch_options(TrainSessionOptions& options, const std::string& micro_batch, const std::string& max_tokens,
+                         const std::string& eval_batch) {
+  options.micro_batch = parse_micro_batch(micro_batch);
+  options.max_tokens = parse_max_tokens(max_tokens);
+  options.eval_batch = parse_eval_batch(eval_batch);
 }
 
 int64_t parse_micro_batch(const std::string& text) {
@@ -385,19 +432,25 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   choice.request.global_batch = options.global_batch;
   choice.request.world_size = world;
   check_batch_request(choice.request);
-  const TrainingFootprint footprint = training_footprint(options, data);
+  // the evaluation's own batch is searched when asked (auto), and by default when the micro-batch is
+  // searched; not with a token budget (its batches are not a count of documents)
+  const bool eval_searched = !data.eval_split().empty() && options.max_tokens == 0 &&
+                             (options.eval_batch == -1 || (options.eval_batch == 0 && options.micro_batch == 0));
+  const TrainingFootprint footprint = training_footprint(options, data, eval_searched);
   // the trials take optimizer steps on synthetic labels and reseed the generators: training
   // starts from the weights and generator states it would have had without them
   std::optional<ModelSnapshot> before_probing;
-  if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive)
+  if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive || eval_searched)
     before_probing.emplace(workload.model(), meter.device());
   if (options.micro_batch == 0)
     choice.request.micro_batch =
         search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events);
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
-  if (before_probing) before_probing->restore();
   const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
+  std::optional<AutoEvalBatch> auto_eval;
+  if (eval_searched) auto_eval = search_eval_batch(workload, meter, footprint, plan, data, options, ranks, events);
+  if (before_probing) before_probing->restore();
   const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step
 
   TrainOptions t;
@@ -419,8 +472,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.resume_settings = resume_checked_settings(settings);
   LoaderOptions lo = loader_options(workload, data, options.seed, meter.device());
   lo.batch_size = rank_batch;
+  lo.parts = plan.accumulation;  // the loader's window holds micro-batches (training_footprint)
   ranks.setup(workload, lo, t);  // shard, DDP, rank-0 checkpoints; dp replicas
-  const int64_t eval_batch = options.eval_batch > 0 ? options.eval_batch : 4 * plan.micro_batch;
+  const int64_t eval_batch = auto_eval ? auto_eval->eval_batch
+                             : options.eval_batch > 0 ? options.eval_batch : 4 * plan.micro_batch;
   // text with a token budget: each step one batch of similar lengths, run whole (the budget is what
   // the step was sized for: micro-batch x seq_len tokens), at most global_batch documents when given
   const int64_t max_tokens =
@@ -480,6 +535,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   s.loss_every = t.loss_every;
   s.result = r;
   s.eval_split = data.eval_split();
+  if (run_data.eval) s.eval_batch = eval_batch;
+  if (auto_eval) s.eval_search = auto_eval->search;
   s.leak = leak_watch.report();
   s.leak_sites = leak_watch.sites();
   if (monitor) s.monitor = monitor->finish();

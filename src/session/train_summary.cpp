@@ -100,6 +100,16 @@ nlohmann::json TrainSummary::to_json() const {
             {"final_test_accuracy", nullptr},
             {"final_val_loss", nullptr},
             {"final_val_accuracy", nullptr}});
+  j["eval_batch"] = eval_batch > 0 ? nlohmann::json(eval_batch) : nlohmann::json();
+  j["eval_batch_search"] = nullptr;
+  if (eval_search)
+    j["eval_batch_search"] = {{"max_batch", eval_search->max_batch},
+                              {"max_batch_exact", eval_search->max_batch_exact},
+                              {"capped", eval_search->capped},
+                              {"recommended_batch", eval_search->recommended_batch},
+                              {"trials", eval_search->trials.size()},
+                              {"trial_steps", eval_search->trial_steps},
+                              {"search_seconds", eval_search->search_seconds}};
   if (!eval_split.empty()) {
     j["final_" + eval_split + "_loss"] = optional_json(r.final_test_loss);
     j["final_" + eval_split + "_accuracy"] = optional_json(r.final_test_accuracy);

@@ -29,6 +29,12 @@ std::string optional_lines(const TrainSummary& s) {
   if (!s.eval_split.empty() && r.final_test_accuracy)
     text += fmt::format("{:<12}loss {:.4f}, accuracy {:.2f} %\n", s.eval_split, r.final_test_loss.value_or(0),
                         100.0 * *r.final_test_accuracy);
+  if (s.eval_search)
+    text += fmt::format("eval batch  {} (searched on its own: max {}{}, {} trials)\n", s.eval_batch,
+                        s.eval_search->max_batch,
+                        s.eval_search->max_batch_exact ? fmt::format(", {} does not fit", s.eval_search->max_batch + 1)
+                                                       : s.eval_search->capped ? ", all of the evaluation data" : "",
+                        s.eval_search->trials.size());
   if (s.compute)
     text += fmt::format("compute     {}/sample, {}/s = {:.1f} % MFU of {}/s ({})\n",
                         format_flops(s.compute->flops_per_sample), format_flops(s.compute->achieved_flops_per_s),

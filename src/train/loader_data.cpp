@@ -19,10 +19,38 @@ Batch LoaderTrainData::batch_for_step(int64_t step) {
     o.first_batch = step;
     loader_ = std::make_unique<Loader>(dataset_, o);
   }
-  LoadedBatch b = loader_->next();
   next_step_ = step + 1;
-  last_wait_ms_ = b.wait_ms;
-  return {std::move(b.inputs), std::move(b.targets)};
+  if (options_.parts == 1) {
+    LoadedBatch b = loader_->next();
+    last_wait_ms_ = b.wait_ms;
+    return {std::move(b.inputs), std::move(b.targets)};
+  }
+  // the pieces of one batch, copied in order into the batch as each arrives (a piece is freed
+  // before the next one is taken: the batch, one piece and the window are all that is held);
+  // a batch whose samples were all skipped is left out, as the loader leaves out a whole one
+  last_wait_ms_ = 0;
+  while (true) {
+    Batch joined;
+    int64_t rows = 0;
+    for (int64_t part = 0; part < options_.parts; ++part) {
+      LoadedBatch b = loader_->next();
+      last_wait_ms_ += b.wait_ms;
+      const int64_t n = b.inputs.size(0);
+      if (n == 0) continue;
+      if (!joined.inputs.defined()) {  // pinned pieces (a CUDA run) join into pinned memory
+        std::vector<int64_t> shape = b.inputs.sizes().vec();
+        shape[0] = options_.batch_size;
+        joined.inputs = torch::empty(shape, b.inputs.options().pinned_memory(b.inputs.is_pinned()));
+        joined.targets = torch::empty({options_.batch_size}, b.targets.options().pinned_memory(b.targets.is_pinned()));
+      }
+      joined.inputs.narrow(0, rows, n).copy_(b.inputs);
+      joined.targets.narrow(0, rows, n).copy_(b.targets);
+      rows += n;
+    }
+    if (rows == 0) continue;
+    if (rows < options_.batch_size) joined = {joined.inputs.narrow(0, 0, rows), joined.targets.narrow(0, 0, rows)};
+    return joined;
+  }
 }
 
 LoaderEvalData::LoaderEvalData(std::shared_ptr<const Dataset> dataset, LoaderOptions options)

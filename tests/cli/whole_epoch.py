@@ -151,6 +151,49 @@ def case_eval_oom_keeps_the_run_and_the_training_batch():
              json.dumps(j)[:2000])
 
 
+MLP = ["--model", "mlp", "--data", "fashion-mnist", "--device", "cpu", "--threads", "1"]
+
+
+def case_eval_batch_auto_is_exact_in_fresh_runs_and_training_keeps_its_batch():
+    # the evaluation's own search beside training's state at micro-batch 64: its max evaluates
+    # without a back-off in a fresh run, max + 1 does not (the back-off then chunks it)
+    base = MLP + ["--memory-budget", "128MiB", "--batch", "64", "--eval-every-samples", "128", "--steps", "2",
+                  "--workers", "0"]
+    j = run_json(["train"] + base + ["--eval-batch", "auto"])
+    s = j["eval_batch_search"]
+    if not s or not s["max_batch_exact"] or j["eval_batch"] != s["max_batch"]:
+        fail(f"eval search {s}, eval batch {j['eval_batch']}", json.dumps(j)[:2000])
+    if j["eval_oom_backoffs"] or j["micro_batch"] != 64 or j["oom_backoffs"]:
+        fail("the searched evaluation backed off, or training's batch changed", json.dumps(j)[:2000])
+    m = s["max_batch"]
+    at_max = run_json(["train"] + base + ["--eval-batch", str(m)])
+    over = run_json(["train"] + base + ["--eval-batch", str(m + 1)])
+    if at_max["eval_oom_backoffs"] or not over["eval_oom_backoffs"]:
+        fail(f"eval max {m}: backoffs at it {at_max['eval_oom_backoffs']}, at +1 {over['eval_oom_backoffs']}")
+    if over["micro_batch"] != 64 or over["oom_backoffs"] or over["final_test_loss"] is None:
+        fail("an evaluation OOM changed the training batch or lost the run", json.dumps(over)[:2000])
+    # --batch auto searches the evaluation too, unless an evaluation batch is given
+    a = run_json(["train"] + MLP + ["--memory-budget", "128MiB", "--batch", "auto", "--steps", "1", "--workers", "0"])
+    if not a["eval_batch_search"] or a["eval_batch"] != a["eval_batch_search"]["max_batch"]:
+        fail("--batch auto did not search the evaluation batch", json.dumps(a)[:2000])
+    run(["train"] + base + ["--eval-batch", "lots"], 2, r"--eval-batch: 'lots' is not an evaluation batch")
+
+
+def case_the_loaders_window_holds_micro_batches_not_global_batches():
+    # 2 workers x 2 prefetched global batches of 4096 images and the one in use took 61.4 MiB,
+    # beside the mlp's 52.5 MiB of weights, gradients and Adam state: no micro-batch fitted 96 MiB
+    # and the run was refused. The loader now works in micro-batch pieces: the window holds
+    # micro-batches, the run trains, and the real loader stays within what the search counted
+    # (no back-off)
+    j = run_json(["train"] + MLP + ["--memory-budget", "96MiB", "--global-batch", "4096", "--batch", "auto",
+                                    "--steps", "3", "--eval-batch", "256"])
+    if j["global_batch"] != 4096 or j["oom_backoffs"] or j["eval_oom_backoffs"] or j["steps"] != 3:
+        fail(f"global {j['global_batch']}, backoffs {j['oom_backoffs']} / {j['eval_oom_backoffs']}",
+             json.dumps(j)[:2000])
+    if j["micro_batch"] >= 4096 or j["micro_batch"] < 64:
+        fail(f"micro-batch {j['micro_batch']}: expected a split of the global batch", json.dumps(j)[:2000])
+
+
 CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
 if CASE not in CASES:
     fail(f"no case {CASE}; cases: {', '.join(CASES)}")

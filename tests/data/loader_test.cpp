@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "data/data_fixtures.h"
+#include "saturate/core/errors.h"
 #include "saturate/data/augment.h"
 #include "saturate/data/sampler.h"
 #include "support/support.h"
@@ -181,6 +182,64 @@ TEST(LoaderTest, PrefetchWindowBoundsTheBatchesLoadedAhead) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(loaded.load(), 7 * 10);
   EXPECT_TRUE(loader.ready());
+}
+
+TEST(LoaderTest, ABatchInPiecesIsTheWholeBatchJoinedInOrder) {
+  auto ds = std::make_shared<StubDataset>(53);  // batches of 8: the epoch's last has 5 samples
+  Loader whole(ds, options(8, 0));
+  const auto expected = take(whole, 2 * whole.batches_per_epoch() + 2);  // into a third epoch
+  for (int workers : {0, 3}) {
+    LoaderOptions o = options(8, workers);
+    o.parts = 3;  // pieces of 3, 3, 2 (the short batch: 2, 2, 1)
+    Loader pieces(ds, o);
+    EXPECT_EQ(pieces.batches_per_epoch(), whole.batches_per_epoch());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      std::vector<int64_t> indices;
+      std::vector<torch::Tensor> inputs;
+      for (int64_t part = 0; part < 3; ++part) {
+        const LoadedBatch p = pieces.next();
+        EXPECT_EQ(p.part, part);
+        EXPECT_EQ(p.batch_in_epoch, expected[i].batch_in_epoch);
+        const int64_t rows = static_cast<int64_t>(expected[i].indices.size());
+        EXPECT_EQ(p.inputs.size(0), rows / 3 + (part < rows % 3 ? 1 : 0)) << "batch " << i << " part " << part;
+        indices.insert(indices.end(), p.indices.begin(), p.indices.end());
+        inputs.push_back(p.inputs);
+      }
+      EXPECT_EQ(indices, expected[i].indices) << workers << " workers, batch " << i;
+      EXPECT_TRUE(torch::equal(torch::cat(inputs), expected[i].inputs)) << "batch " << i;
+    }
+    EXPECT_EQ(pieces.stats().batches, static_cast<int64_t>(expected.size())) << "batches, not pieces";
+  }
+  LoaderOptions resumed = options(8, 2);
+  resumed.parts = 2;
+  resumed.first_batch = 7;  // the first batch of the second epoch
+  Loader from_seven(ds, resumed);
+  const LoadedBatch first = from_seven.next();
+  EXPECT_EQ(first.epoch, 1);
+  EXPECT_EQ(first.part, 0);
+  EXPECT_EQ(first.indices, std::vector<int64_t>(expected[7].indices.begin(), expected[7].indices.begin() + 4));
+  LoaderOptions too_many = options(8, 0);
+  too_many.parts = 9;
+  ASSERT_THROWS_WITH((void)Loader(ds, too_many), UsageError, "9 pieces of a batch of 8: give 1 to the batch size");
+}
+
+TEST(LoaderTest, WithPiecesTheWindowHoldsPiecesNotBatches) {
+  auto ds = std::make_shared<StubDataset>(1000);
+  std::atomic<int64_t> loaded{0};
+  ds->on_get = [&](int64_t) { ++loaded; };
+  LoaderOptions o = options(30, 2);
+  o.prefetch = 3;
+  o.parts = 3;
+  Loader loader(ds, o);
+  // waits for the window to fill (however slow the machine), then that it stays there
+  const auto filled = [&](int64_t samples) {
+    for (int i = 0; i < 2000 && loaded.load() < samples; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return loaded.load();
+  };
+  EXPECT_EQ(filled(2 * 3 * 10), 2 * 3 * 10);  // workers * prefetch pieces of 10, not batches of 30
+  loader.next();
+  EXPECT_EQ(filled(7 * 10), 7 * 10);
 }
 
 TEST(LoaderTest, MeasuresHowLongTheConsumerWaited) {

@@ -55,6 +55,32 @@ TEST(WorkloadTrialStepTest, TheLoadersPrefetchedGlobalBatchesAreHeldDuringTheTri
   EXPECT_EQ(b.findings.setup.resident_data_bytes, 5 * 2048 * kSampleBytes);
 }
 
+TEST(WorkloadTrialStepTest, AWindowOfMicroBatchesHoldsTheGlobalBatchInUseAndMicroBatchesBesideIt) {
+  Rig rig;
+  TrainingFootprint globals;
+  globals.global_batch = 2048;
+  globals.prefetched_batches = 4;
+  TrainingFootprint micros = globals;
+  micros.prefetches_micro_batches = true;
+  const Trial g = rig.run(globals, 32);
+  const Trial m = rig.run(micros, 32);
+  ASSERT_TRUE(g.ok() && m.ok()) << g.error << m.error;
+  // four windows of 2048 become four of 32: the trial holds 4 x (2048 - 32) samples less
+  const int64_t saved_bytes = 4 * (2048 - 32) * kSampleBytes;
+  EXPECT_GE(g.peak_allocated_bytes - m.peak_allocated_bytes, saved_bytes - (int64_t{1} << 20));
+  EXPECT_LE(g.peak_allocated_bytes - m.peak_allocated_bytes, saved_bytes + (int64_t{1} << 20));
+  EXPECT_EQ(m.findings.setup.resident_data_bytes, (2048 + 4 * 32) * kSampleBytes);
+  EXPECT_EQ(m.findings.setup.prefetched_batch_samples, 32);
+  EXPECT_EQ(g.findings.setup.prefetched_batch_samples, 2048);
+  TrainingFootprint accumulating;
+  accumulating.accumulation = 4;
+  accumulating.prefetched_batches = 2;
+  accumulating.prefetches_micro_batches = true;
+  WorkloadTrialStep step(*rig.workload, accumulating);
+  EXPECT_EQ(step.resident_data_bytes(100), (400 + 2 * 100) * kSampleBytes) << "the global batch of 4 x 100 in use, "
+                                                                              "2 micro-batches of 100 ahead";
+}
+
 TEST(WorkloadTrialStepTest, WithAFixedAccumulationTheHeldGlobalBatchGrowsWithTheMicroBatch) {
   Rig rig;
   TrainingFootprint f;

@@ -22,7 +22,7 @@ namespace {
 
 struct TrainFlags {
   std::string html;
-  std::string batch = "64", max_tokens = "0";
+  std::string batch = "64", max_tokens = "0", eval_batch = "0";
   TrainSessionOptions o;  // the flags fill the library's options; its defaults are the flags'
   std::string lr_schedule = "constant";
   std::string lr_scaling = "auto";
@@ -56,7 +56,7 @@ void add_train_flags(CLI::App& cmd, TrainFlags& tf) {
 void add_eval_and_output_flags(CLI::App& cmd, TrainFlags& tf) {
   add_option_flag(cmd, "eval_every", tf.o.eval_every_samples);
   add_option_flag(cmd, "stop_at_accuracy", tf.o.stop_at_accuracy);
-  add_option_flag(cmd, "eval_batch", tf.o.eval_batch);
+  add_option_flag(cmd, "eval_batch", tf.eval_batch);
   add_option_flag(cmd, "max_tokens", tf.max_tokens);
   add_option_flag(cmd, "checkpoint_dir", tf.o.checkpoint_dir);
   add_option_flag(cmd, "checkpoint_every", tf.o.checkpoint_every);
@@ -73,8 +73,7 @@ void add_eval_and_output_flags(CLI::App& cmd, TrainFlags& tf) {
 TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objective, const StepSettings& step,
                                   uint64_t seed, int world) {
   TrainSessionOptions o = tf.o;
-  o.micro_batch = parse_micro_batch(tf.batch);
-  o.max_tokens = parse_max_tokens(tf.max_tokens);
+  parse_batch_options(o, tf.batch, tf.max_tokens, tf.eval_batch);
   o.lr_decay = parse_lr_decay(tf.lr_schedule);
   if (tf.lr_scaling != "auto") o.lr_scaling = parse_lr_scaling(tf.lr_scaling);
   o.objective = objective_options(objective);

@@ -2,7 +2,9 @@
 // whole batches (in pinned host memory when the target is CUDA); a bounded window of
 // `workers * prefetch` batches may be in flight ahead of the consumer; batches come out in
 // order. Batch k of the stream is a pure function of (dataset, options, k): the same batches
-// in the same order whatever the worker count. The stream runs across epochs, reshuffling each
+// in the same order whatever the worker count. A batch may come in `parts` pieces (training's
+// micro-batches): the window then holds pieces, not whole batches, and the pieces of batch k
+// together are exactly batch k. The stream runs across epochs, reshuffling each
 // one. Bad samples stop the stream with a DataError naming the file, offset and sample, raised
 // on the consumer's thread when it reaches that batch, or are skipped and counted.
 #pragma once
@@ -32,7 +34,13 @@ struct LoaderOptions {
   /// Worker threads. 0: the consumer's thread loads each batch when asked (no overlap).
   int workers = 2;
   /// Batches each worker may load ahead of the consumer (PyTorch's prefetch_factor); default 2.
+  /// With `parts` > 1 the window counts pieces: `workers * prefetch` pieces in flight.
   int prefetch = 2;
+  /// Each batch comes as this many consecutive pieces of near-equal size (the first
+  /// `batch_size % parts` one sample larger), in order; 1: whole batches. next() then returns
+  /// one piece (an empty one when all its samples were skipped), so a consumer that joins the
+  /// pieces of a batch holds one batch and a window of pieces instead of a window of batches.
+  int64_t parts = 1;
   /// Drop each epoch's last, partial batch (default: keep it).
   bool drop_last = false;
   /// Skip and count bad samples (default: stop with a DataError).
@@ -61,6 +69,7 @@ struct LoadedBatch {
   std::vector<int64_t> indices;   ///< dataset index of each sample (tests, debugging)
   int64_t epoch = 0;
   int64_t batch_in_epoch = 0;
+  int64_t part = 0;               ///< which piece of the batch (LoaderOptions::parts)
   double wait_ms = 0;             ///< how long next() blocked for this batch
   int64_t skipped = 0;            ///< bad samples left out of this batch
   std::vector<std::pair<int64_t, std::string>> skipped_samples;  ///< (dataset index, reason)
@@ -82,7 +91,8 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  /// The next batch of the endless stream (epoch after epoch). Blocks while it is not ready.
+  /// The next batch (or piece of a batch) of the endless stream (epoch after epoch). Blocks
+  /// while it is not ready.
   LoadedBatch next();
   /// True when next() would not block.
   bool ready();

@@ -22,6 +22,7 @@ struct StepDescription {
   std::string fast_paths;           ///< "" when none
   int64_t global_batch = 0;         ///< set when the step accumulates micro-batches
   int64_t prefetched_batches = 0;   ///< loader batches the footprint holds
+  int64_t prefetched_batch_samples = 0;  ///< samples in each of them (a micro- or a global batch)
   int64_t eval_batch = 0;           ///< the evaluation pass's batch, when the footprint has one
   int64_t resident_data_bytes = 0;  ///< prefetched data held on the budget's device
 };

@@ -60,8 +60,9 @@ struct TrainSessionOptions {
   bool adaptive = false;
   int64_t adapt_every = 50;
   int64_t adaptive_max = 64;
-  /// eval_batch >= 0 (0: 4x the micro-batch); eval_every_samples >= 0 (0: at epoch ends only);
-  /// stop_at_accuracy 0..1 (0: never stop early).
+  /// eval_batch: -1 (auto) searches the evaluation's own batch beside training's state
+  /// (train/auto_batch.h); 0: auto when micro_batch is auto, else 4x the micro-batch; N as given.
+  /// eval_every_samples >= 0 (0: at epoch ends only); stop_at_accuracy 0..1 (0: never stop early).
   int64_t eval_batch = 0;
   int64_t eval_every_samples = 0;
   /// max_tokens >= -1: text:FILE batches of similar lengths holding up to this many padded
@@ -124,6 +125,12 @@ int64_t parse_micro_batch(const std::string& text);
 /// `max_tokens` as written: auto (-1), 0 (fixed batches) or a count of tokens; a UsageError
 /// about `max_tokens` otherwise.
 int64_t parse_max_tokens(const std::string& text);
+/// `eval_batch` as written: auto (-1), 0 (the default: see TrainSessionOptions) or a count; a
+/// UsageError about `eval_batch` otherwise.
+int64_t parse_eval_batch(const std::string& text);
+/// The batch options as written (micro_batch, max_tokens, eval_batch) into `options`.
+void parse_batch_options(TrainSessionOptions& options, const std::string& micro_batch, const std::string& max_tokens,
+                         const std::string& eval_batch);
 
 struct HeldOut {
   std::shared_ptr<const Dataset> dataset;  ///< nullptr: none
@@ -165,6 +172,7 @@ struct TrainProgress {
 struct TrainEvents {
   std::function<void(const Trial&)> on_trial;              ///< micro_batch 0: each search trial
   std::function<void(const AutoBatch&)> on_auto_batch;     ///< the micro-batch the search chose
+  std::function<void(const AutoEvalBatch&)> on_auto_eval_batch;  ///< the evaluation batch it chose
   /// The objective's curve and noise-scale progress, given the noise batches' data name.
   std::function<ObjectiveProgress(const std::string& data)> objective;
   std::function<void(const ObjectiveOutcome&)> on_objective;

@@ -16,6 +16,7 @@
 #include "saturate/monitor/train_monitor.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/objective.h"
+#include "saturate/search/search.h"
 #include "saturate/train/adaptive_batch.h"
 #include "saturate/train/trainer.h"
 
@@ -75,6 +76,9 @@ struct TrainSummary {
   TrainResult result;
   /// "test", "val", or "" when the run had no held-out data.
   std::string eval_split;
+  int64_t eval_batch = 0;  ///< the evaluation's batch (0: no evaluation)
+  /// eval_batch auto: the evaluation's own search (train/auto_batch.h's choose_eval_batch).
+  std::optional<SearchResult> eval_search;
   LeakReport leak;
   std::vector<LeakSite> leak_sites;
   std::optional<TrainMonitorSummary> monitor;

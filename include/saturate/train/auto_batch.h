@@ -38,4 +38,28 @@ struct AutoBatch {
 /// fits (the message says what the resident data takes and what to lower).
 AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoBatchOptions& options);
 
+/// The evaluation's own batch (issue 26, seed M3): searched with training's state held at the
+/// micro-batch it trains with (WorkloadTrialStep's eval_search_micro_batch), so the answer is
+/// the evaluation's, not a multiple of training's guessed.
+struct AutoEvalBatchOptions {
+  /// The step as training runs it (its precision, checkpointing, loaders' windows).
+  TrainingFootprint footprint;
+  int64_t micro_batch = 0;   ///< training's micro-batch, >= 1
+  int64_t rank_batch = 0;    ///< training's samples per step on this rank (0: the micro-batch)
+  int64_t max_eval_batch = 0;  ///< the evaluation data's size: no larger batch is tried (0: no cap)
+  SearchOptions search;
+  std::function<SearchResult(TrialRunner&, const SearchOptions&)> run_search;
+  std::vector<ProbeObserver*> observers;
+};
+
+struct AutoEvalBatch {
+  int64_t eval_batch = 0;
+  SearchResult search;
+  std::string reason;  ///< why this batch, in words
+};
+
+/// Searches the evaluation batch. Throws UsageError for a micro-batch below 1, RuntimeFailure
+/// when the search fails or not even an evaluation batch of 1 fits beside training's state.
+AutoEvalBatch choose_eval_batch(Workload& workload, MemoryMeter& meter, const AutoEvalBatchOptions& options);
+
 }  // namespace saturate
