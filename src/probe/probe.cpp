@@ -47,11 +47,14 @@ class BudgetOverride {
 
 }  // namespace
 
-/// Tells every observer of the probe about the phases of a step.
+/// Tells every observer of the probe about the phases of a step, and cuts the peak window where
+/// the step's optimizer phase begins (Trial::pre_optimizer_peak_bytes).
 class Probe::Fanout final : public PhaseObserver {
  public:
-  explicit Fanout(const std::vector<ProbeObserver*>& observers) : observers_(observers) {}
+  Fanout(const std::vector<ProbeObserver*>& observers, MemoryMeter& meter) : observers_(observers), meter_(meter) {}
   void phase_begin(Phase p) override {
+    if (p == Phase::kOptimizer && watching_ && pre_optimizer_peak_bytes_ == 0)
+      pre_optimizer_peak_bytes_ = meter_.stats().peak_reserved_bytes;
     for (ProbeObserver* o : observers_) o->phase_begin(p);
   }
   void phase_end(Phase p) override {
@@ -60,9 +63,27 @@ class Probe::Fanout final : public PhaseObserver {
   void phase_moved(Phase p, Phase within, double ms) override {
     for (ProbeObserver* o : observers_) o->phase_moved(p, within, ms);
   }
+  /// From here on (the last step) the peak window is the step's: the trial's peak so far is kept.
+  void watch_step() {
+    keep_peak();
+    meter_.reset_peak();
+    watching_ = true;
+  }
+  /// The trial's peaks over every window.
+  void keep_peak() {
+    const MemoryStats s = meter_.stats();
+    peak_allocated_bytes_ = std::max(peak_allocated_bytes_, s.peak_allocated_bytes);
+    peak_reserved_bytes_ = std::max(peak_reserved_bytes_, s.peak_reserved_bytes);
+  }
+  int64_t peak_allocated_bytes() const { return peak_allocated_bytes_; }
+  int64_t peak_reserved_bytes() const { return peak_reserved_bytes_; }
+  int64_t pre_optimizer_peak_bytes() const { return pre_optimizer_peak_bytes_; }
 
  private:
   const std::vector<ProbeObserver*>& observers_;
+  MemoryMeter& meter_;
+  bool watching_ = false;
+  int64_t peak_allocated_bytes_ = 0, peak_reserved_bytes_ = 0, pre_optimizer_peak_bytes_ = 0;
 };
 
 Probe::Probe(Workload& workload, MemoryMeter& meter)
@@ -111,8 +132,8 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   meter_.reset_peak();
   const auto trial_start = clock::now();
   std::vector<double> step_ms;
-  Fanout fanout(observers_);
-  PhaseObserver* const observer = observers_.empty() ? nullptr : &fanout;
+  Fanout fanout(observers_, meter_);
+  PhaseObserver* const observer = &fanout;
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
   try {
     step_.begin(batch);
@@ -122,6 +143,7 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
       ++t.steps;
       const bool measured = i >= request.warmup_steps;
       notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
+      if (i == total - 1) fanout.watch_step();
       const auto start = clock::now();
       step_.step(batch, observer);
       synchronize();
@@ -140,9 +162,10 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   if (t.status != TrialStatus::kOk) release_failed_backward();
   step_.end();
   synchronize();
-  const MemoryStats after = meter_.stats();
-  t.peak_allocated_bytes = after.peak_allocated_bytes;
-  t.peak_reserved_bytes = after.peak_reserved_bytes;
+  fanout.keep_peak();
+  t.peak_allocated_bytes = fanout.peak_allocated_bytes();
+  t.peak_reserved_bytes = fanout.peak_reserved_bytes();
+  if (t.status == TrialStatus::kOk) t.pre_optimizer_peak_bytes = fanout.pre_optimizer_peak_bytes();
   if (t.status == TrialStatus::kOom) empty_cache();  // hand the failed trial's cache back
   t.after_bytes = meter_.stats().allocated_bytes;
   if (!step_ms.empty()) {

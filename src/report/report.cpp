@@ -15,6 +15,7 @@ nlohmann::json trial_json(const Trial& t) {
                       {"samples_per_s", t.samples_per_s},
                       {"peak_allocated_bytes", t.peak_allocated_bytes},
                       {"peak_reserved_bytes", t.peak_reserved_bytes},
+                      {"pre_optimizer_peak_bytes", t.pre_optimizer_peak_bytes},
                       {"steps", t.steps},
                       {"budget_bytes", t.budget_bytes},
                       {"baseline_bytes", t.baseline_bytes},

@@ -47,6 +47,9 @@ struct Bracket {
   bool closed() const { return hi != 0 && hi - lo <= 1; }
 };
 
+/// A probe at this share of the budget ends the jumps: the law is fitted on a baseline this long.
+constexpr double kLongBaseline = 0.35;
+
 class SearchRun {
  public:
   SearchRun(TrialRunner& runner, const SearchOptions& options, SearchResult& result)
@@ -87,6 +90,19 @@ class SearchRun {
     return pts;
   }
 
+  /// (batch, the step's forward and backward peak) where the trials measured it, else the peak:
+  /// what grows with the batch, without the optimizer's fixed peak that hides it under small
+  /// batches (Trial::pre_optimizer_peak_bytes).
+  std::vector<std::pair<int64_t, int64_t>> growth_points() const {
+    std::vector<std::pair<int64_t, int64_t>> pts;
+    for (const Trial& t : res_.trials)
+      if (t.ok()) pts.emplace_back(t.batch, t.pre_optimizer_peak_bytes > 0 ? t.pre_optimizer_peak_bytes : t.peak_reserved_bytes);
+    return pts;
+  }
+  static int64_t growth_bytes(const Trial& t) {
+    return t.pre_optimizer_peak_bytes > 0 ? t.pre_optimizer_peak_bytes : t.peak_reserved_bytes;
+  }
+
   /// Narrows `br` to the largest batch that passes `check`, guided by the local memory law
   /// against `limit_bytes`; falls back to bisection (or doubling) after two wrong predictions.
   /// Returns false when a trial errored.
@@ -95,6 +111,8 @@ class SearchRun {
     int misses = 0;
     double hedge = 1.0;  // shrinks after the law overshoots: curved memory makes it overshoot again
     int64_t expand = 0;  // step when no upper bound is known and the law has failed
+    bool overshot = false;  // the last guess was the law's, and failed
+    bool below_failure = false, tried_below_failure = false;  // the guess right below the law's failed one
     while (!br.closed()) {
       if (opt_.max_batch && br.lo >= opt_.max_batch) {
         if (capped) *capped = true;
@@ -112,10 +130,17 @@ class SearchRun {
       // rounding band above; a guess at or past a known failure is left to bisection.
       int64_t guess = 0;
       bool guided = false;
+      below_failure = false;
       if (predicted >= 0 && misses < 2) {
         guess = predicted <= br.lo
                     ? br.lo + band
                     : br.lo + static_cast<int64_t>(std::ceil(hedge * static_cast<double>(predicted - br.lo)));
+        // the law's guess just failed and it still says that batch fits: it is off by little on a
+        // long baseline (memory that curves up), so the boundary is most likely right below it
+        // (once: where that fails too, memory curves more and the hedge takes over)
+        below_failure = overshot && !tried_below_failure && br.hi && predicted >= br.hi - 1;
+        if (below_failure) guess = br.hi - 1;
+        tried_below_failure = tried_below_failure || below_failure;
         guided = !br.hi || guess < br.hi;
       }
       if (!guided) {
@@ -134,7 +159,8 @@ class SearchRun {
       const std::optional<bool> passed = check(guess);
       if (!passed) return false;
       (*passed ? br.lo : br.hi) = guess;
-      if (guided && *passed != expected_pass) {
+      overshot = guided && !*passed;
+      if (guided && !below_failure && *passed != expected_pass) {
         ++misses;
         if (!*passed) hedge = std::max(0.5, hedge * 0.75);
       }
@@ -144,39 +170,79 @@ class SearchRun {
 
   void fit() {
     const int64_t budget = res_.budget_bytes;
-    // 1. a small memory probe, then conservative jumps (to about 60 % of the predicted room)
-    // until a probe uses half the budget: a long baseline for the law near the boundary.
+    // 1. a small memory probe, then jumps until a probe uses over a third of the budget: a
+    // baseline long enough for the law near the boundary (issue 26: fewer trials; the floor is
+    // two probes for the law, the predicted max and max + 1).
     int64_t first = opt_.max_batch ? std::min<int64_t>(2, opt_.max_batch) : 2;
     auto a = run(first, memory_only(0));
     if (!a) return;
     Bracket br;
     (a->ok() ? br.lo : br.hi) = first;
     Trial last = *a;
-    for (int jump = 0; jump < 4 && last.ok() && !br.hi; ++jump) {
-      if (static_cast<double>(last.peak_reserved_bytes) >= 0.5 * static_cast<double>(budget)) break;
+    int64_t previous_growth = -1;  // growth_bytes of the probe before `last`
+    bool jumped_far = false;       // the 64x jump is taken once
+    const int64_t first_growth = growth_bytes(*a);
+    // how far the probes reach into the room above the first: enough for the law's baseline
+    const auto span = [&](const Trial& t) {
+      return static_cast<double>(growth_bytes(t) - first_growth) /
+             std::max(1.0, static_cast<double>(budget - first_growth));
+    };
+    for (int jump = 0; jump < 5 && last.ok() && !br.hi; ++jump) {
+      const double peak_share = static_cast<double>(last.peak_reserved_bytes) / static_cast<double>(budget);
+      if (peak_share >= 0.5 || (peak_share >= kLongBaseline && span(last) >= kLongBaseline)) break;
       if (opt_.max_batch && br.lo >= opt_.max_batch) break;
       // trust the law once the probes span a visible part of the budget; before that, small
       // batches hide the per-sample part under fixed costs, so grow geometrically (an overshoot
       // costs one cheap OOM step and gives an upper bound).
-      int64_t low_peak = last.peak_reserved_bytes;
-      for (const auto& pt : fitting_points()) low_peak = std::min(low_peak, pt.second);
-      const bool visible = static_cast<double>(last.peak_reserved_bytes - low_peak) >= 0.05 * static_cast<double>(budget);
-      const MemoryLaw law = secant_memory_law(fitting_points(), runner_.granularity_bytes());
+      int64_t low = growth_bytes(last);
+      for (const auto& pt : growth_points()) low = std::min(low, pt.second);
+      const bool visible = static_cast<double>(growth_bytes(last) - low) >= 0.05 * static_cast<double>(budget);
+      const MemoryLaw law = secant_memory_law(growth_points(), runner_.granularity_bytes());
       const int64_t predicted = visible ? law.max_batch_within(budget) : -1;
       int64_t next;
+      // the probe's bytes over the baseline per sample overstate the per-sample cost (fixed costs
+      // are in them): for memory that grows linearly, this many samples stay below the max
+      const double used = std::max<double>(1.0, static_cast<double>(last.peak_reserved_bytes - last.baseline_bytes));
+      const double room = static_cast<double>(budget - last.baseline_bytes);
+      const double bound = 0.9 * room / used * static_cast<double>(last.batch);
       if (predicted > 0) {
+        // a law from small batches underestimates memory that curves up: no further than the bound
         next = br.lo + static_cast<int64_t>(0.6 * static_cast<double>(predicted - br.lo));
+        next = std::min(next, std::max(br.lo + 1, static_cast<int64_t>(bound)));
       } else {
-        const double used = std::max<double>(1.0, static_cast<double>(last.peak_reserved_bytes - last.baseline_bytes));
-        const double room = static_cast<double>(budget - last.baseline_bytes);
-        next = static_cast<int64_t>(static_cast<double>(last.batch) * std::max(8.0, 0.5 * room / used));
+        // the bound, but at least 8x (fixed costs may be most of the probe's bytes); once 64x when
+        // the growth did not move since the probe before (< 1 % of the budget: a fixed peak, the
+        // optimizer's, hides it). (Jumping 64x at once where the first probe's peak is the
+        // optimizer's loses the mid-size probe that memory curving up needs: resnet18 under
+        // 512 MiB took 12 trials instead of 7.)
+        const bool flat = previous_growth >= 0 && static_cast<double>(growth_bytes(last) - previous_growth) <
+                                                      0.01 * static_cast<double>(budget);
+        const bool far = flat && !jumped_far;
+        jumped_far = jumped_far || far;
+        next = std::max(static_cast<int64_t>(static_cast<double>(last.batch) * (far ? 64.0 : 8.0)),
+                        static_cast<int64_t>(bound));
       }
       if (opt_.max_batch) next = std::min(next, opt_.max_batch);
       if (next <= br.lo + br.lo / 4) break;  // too close to be worth a probe: narrow from here
       auto t = run(next, memory_only(0));
       if (!t) return;
       (t->ok() ? br.lo : br.hi) = next;
+      previous_growth = growth_bytes(last);
       last = *t;
+    }
+    // a law on a short baseline (its probes reach under half the room) overshoots memory that
+    // curves up: probe first where it puts the recommended batch (0.9 of the budget without a
+    // target), which often brackets that batch too
+    if (last.ok() && !br.hi && span(last) < 0.5) {
+      const MemoryLaw law = secant_memory_law(fitting_points(), runner_.granularity_bytes());
+      const int64_t hedge_bytes = res_.target_bytes < budget ? res_.target_bytes : static_cast<int64_t>(0.9 * static_cast<double>(budget));
+      int64_t guess = law.max_batch_within(hedge_bytes);
+      if (opt_.max_batch) guess = std::min(guess, opt_.max_batch);
+      if (guess > br.lo + br.lo / 4) {
+        auto t = run(guess, memory_only(0));
+        if (!t) return;
+        (t->ok() ? br.lo : br.hi) = guess;
+      }
     }
     // 2. jump to the predicted largest batch, verify, narrow.
     bool capped = false;

@@ -1,5 +1,6 @@
 #include "saturate/search/search.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "saturate/core/errors.h"
@@ -67,6 +68,30 @@ TEST(SearchTest, FitStrategyFindsExactMaxWithFewTrialSteps) {
     // every answer is backed by trials that ran: max fits, max+1 does not.
     EXPECT_NE(find_trial(fit, truth, TrialStatus::kOk), nullptr);
     EXPECT_NE(find_trial(fit, truth + 1, TrialStatus::kOom), nullptr);
+  }
+}
+
+TEST(SearchTest, OnMemoryThatGrowsLinearlyFitFindsTheExactMaxAndRecommendedBatchInAtMostSevenTrials) {
+  // issue 26: the floor is two probes for the law, the predicted max and max + 1; a third probe
+  // lengthens the law's baseline when the first two span little of the budget, or (under half
+  // of it) lands where the law puts the recommended batch. The recommended batch adds one or two
+  // (it and one more, under the lowered budget). Laws with fixed costs larger and smaller than
+  // the per-sample part, no noise, no rounding. (Before: 7-9 trials on the zoo.)
+  std::vector<FakeLaw> linear(3);
+  linear[1].fixed_bytes = int64_t{1} << 30;  // fixed costs are most of the first probe's bytes
+  linear[2].per_sample_bytes = 40 << 20;     // few large samples
+  for (const FakeLaw& law : linear) {
+    FakeRunner runner(law);
+    const SearchResult r = search(runner, Strategy::kFit);
+    std::string seq;
+    for (const Trial& t : r.trials) seq += std::to_string(t.batch) + ":" + to_string(t.status) + " ";
+    SCOPED_TRACE(seq);
+    ASSERT_EQ(r.max_batch, runner.true_max(law.budget_bytes));
+    ASSERT_TRUE(r.max_batch_exact && r.recommended_exact);
+    const auto plus_one = std::find_if(r.trials.begin(), r.trials.end(),
+                                       [&](const Trial& t) { return t.batch == r.max_batch + 1; });
+    EXPECT_LE(plus_one - r.trials.begin() + 1, 6) << "trials to the exact max";
+    EXPECT_LE(r.trials.size(), 7u);
   }
 }
 

@@ -32,6 +32,10 @@ struct Trial {
   double samples_per_s = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
+  /// The last step's peak (reserved) before its optimizer phase: the forward and backward, the
+  /// part that grows with the batch, apart from the optimizer's temporaries that hide it under
+  /// small batches. 0 when the step reported no optimizer phase (a user's step without phases).
+  int64_t pre_optimizer_peak_bytes = 0;
   int64_t steps = 0;             ///< training steps actually run, including a failed one
   int64_t budget_bytes = 0;      ///< the budget the trial ran under
   int64_t baseline_bytes = 0;    ///< allocated bytes before the trial
