@@ -1,6 +1,6 @@
 // Implements: `train --batch auto`: the micro-batch found by a search whose trials run the step
 // training will run — its precision, checkpointing, clipping and optimizer, a whole global batch
-// split into micro-batches, the loader's prefetched global batches and the evaluation pass —
+// split into micro-batches, the loader's prefetched micro-batches and the evaluation pass —
 // so that training starts at the largest micro-batch that trains, without an OOM back-off.
 #pragma once
 #include <cstdint>
