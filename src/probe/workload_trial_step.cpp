@@ -28,6 +28,7 @@ void TrainingFootprint::validate() const {
   require_non_negative(eval_batch_per_micro, "eval_batch_per_micro");
   require_non_negative(eval_prefetched_batches, "eval_prefetched_batches");
   require_non_negative(eval_search_micro_batch, "eval_search_micro_batch");
+  require_non_negative(held_beside_bytes, "held_beside_bytes");
   if (clip_grad_norm < 0)
     throw UsageError("clip_grad_norm", fmt::format("{} is negative; give 0 (off) or a positive norm", clip_grad_norm));
 }
@@ -93,6 +94,8 @@ void WorkloadTrialStep::begin(int64_t trial_batch) {
   } else {
     data_ = workload_.synthetic_batch(batch);
   }
+  if (footprint_.held_beside_bytes > 0)
+    held_beside_ = torch::empty({footprint_.held_beside_bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
   // the loader's window of prefetched batches: host memory, the device's on CPU
   if (device.is_cpu())
     for (int64_t i = 0; i < footprint_.prefetched_batches; ++i)
@@ -170,6 +173,7 @@ void WorkloadTrialStep::end() noexcept {
   data_ = Batch{};
   window_.clear();
   eval_window_.clear();
+  held_beside_ = torch::Tensor();
   for (auto& p : workload_.model().parameters()) p.mutable_grad() = torch::Tensor();
   workload_.model().train(true);
 }

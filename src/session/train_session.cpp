@@ -436,7 +436,16 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   // searched; not with a token budget (its batches are not a count of documents)
   const bool eval_searched = !data.eval_split().empty() && options.max_tokens == 0 &&
                              (options.eval_batch == -1 || (options.eval_batch == 0 && options.micro_batch == 0));
-  const TrainingFootprint footprint = training_footprint(options, data, eval_searched);
+  TrainingFootprint footprint = training_footprint(options, data, eval_searched);
+  // DDP's reducer keeps a bucket copy of every gradient, made after the search: the trials hold
+  // it, and as much again for the bucket the all-reduce has in flight (at an exact max a few
+  // hundred KiB more ran rank 1 of 2 out of memory at step 1)
+  if (ranks.group()) {
+    int64_t gradient_bytes = 0;
+    for (const auto& p : workload.model().parameters())
+      if (p.requires_grad()) gradient_bytes += static_cast<int64_t>(p.nbytes());
+    footprint.held_beside_bytes = 2 * gradient_bytes;
+  }
   // the trials take optimizer steps on synthetic labels and reseed the generators: training
   // starts from the weights and generator states it would have had without them
   std::optional<ModelSnapshot> before_probing;

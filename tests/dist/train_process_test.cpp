@@ -256,8 +256,14 @@ TEST(DistProcessTest, TrainBatchAutoOnRanksWithUnequalBudgetsUsesTheSmallerRanks
       << single;
   const auto d = read_json(dir + "/dist.json");
   const auto s = read_json(dir + "/single.json");
-  EXPECT_EQ(d["micro_batch"].get<int64_t>(), s["micro_batch"].get<int64_t>());  // rank 1's 24 MiB decides
-  EXPECT_EQ(d["global_batch"].get<int64_t>(), 2 * s["micro_batch"].get<int64_t>());
+  // rank 1's 24 MiB decides: the one-process answer there, less what DDP's gradient buckets take
+  // beside it (a copy of every gradient and one in flight: 400 KiB, ~130 images); before they
+  // were counted, the exact one-process answer ran rank 1 out of memory at step 1
+  const int64_t micro = d["micro_batch"].get<int64_t>(), single_micro = s["micro_batch"].get<int64_t>();
+  EXPECT_LT(micro, single_micro);
+  EXPECT_GT(micro, single_micro * 95 / 100);
+  EXPECT_EQ(d["global_batch"].get<int64_t>(), 2 * micro);
+  EXPECT_TRUE(d["oom_backoffs"].empty()) << d.dump();
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ struct TrainingFootprint {
   int64_t eval_batch_per_micro = 0;
   /// Evaluation batches the evaluation loader keeps in flight.
   int64_t eval_prefetched_batches = 0;
+  /// Bytes the run holds on the device that no trial step makes: under DDP, the reducer's
+  /// gradient buckets (a copy of every gradient) and a bucket in flight. Held for the trial.
+  int64_t held_beside_bytes = 0;
   /// > 0: the trials size the evaluation: training's state at this micro-batch is held and the
   /// trial's batch is the evaluation batch (eval_batch and eval_batch_per_micro are not used).
   int64_t eval_search_micro_batch = 0;
@@ -99,6 +102,7 @@ class WorkloadTrialStep final : public TrialStep {
   int64_t last_batch_ = 0;  ///< training's micro-batch in the last trial
   int64_t last_trial_batch_ = 0;
   std::vector<Batch> eval_window_;
+  torch::Tensor held_beside_;
 };
 
 }  // namespace saturate
