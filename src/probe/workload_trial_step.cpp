@@ -112,9 +112,8 @@ void WorkloadTrialStep::begin(int64_t trial_batch) {
       eval_window_.push_back(workload_.empty_batch(trial_batch, device));
 }
 
-int64_t WorkloadTrialStep::samples_per_step(int64_t trial_batch) const {
-  if (footprint_.eval_search_micro_batch > 0) return trial_batch;  // the evaluation's samples
-  const int64_t batch = trial_batch;
+int64_t WorkloadTrialStep::samples_per_step(int64_t batch) const {
+  if (footprint_.eval_search_micro_batch > 0) return batch;  // the evaluation's samples
   if (source_) return batch;
   const int64_t global = global_batch_of(batch);
   return std::min(global, global > batch ? 2 * batch : batch);

@@ -96,7 +96,7 @@ class SearchRun {
   std::vector<std::pair<int64_t, int64_t>> growth_points() const {
     std::vector<std::pair<int64_t, int64_t>> pts;
     for (const Trial& t : res_.trials)
-      if (t.ok()) pts.emplace_back(t.batch, t.pre_optimizer_peak_bytes > 0 ? t.pre_optimizer_peak_bytes : t.peak_reserved_bytes);
+      if (t.ok()) pts.emplace_back(t.batch, growth_bytes(t));
     return pts;
   }
   static int64_t growth_bytes(const Trial& t) {

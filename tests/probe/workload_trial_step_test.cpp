@@ -81,6 +81,20 @@ TEST(WorkloadTrialStepTest, AWindowOfMicroBatchesHoldsTheGlobalBatchInUseAndMicr
                                                                               "2 micro-batches of 100 ahead";
 }
 
+TEST(WorkloadTrialStepTest, ATrialMeasuresTheForwardAndBackwardPeakApartFromTheOptimizers) {
+  // at batch 2 Adam's step (its state and temporaries) holds the peak and hides the activations;
+  // at a large batch the backward holds it. The search sizes its jumps on the first.
+  Rig rig;
+  const Trial small = rig.run({}, 2);
+  const Trial large = rig.run({}, 4096);
+  ASSERT_TRUE(small.ok() && large.ok()) << small.error << large.error;
+  EXPECT_GT(small.pre_optimizer_peak_bytes, small.baseline_bytes);
+  EXPECT_LT(small.pre_optimizer_peak_bytes, small.peak_reserved_bytes) << "the optimizer's peak is above it";
+  EXPECT_EQ(large.pre_optimizer_peak_bytes, large.peak_reserved_bytes) << "the backward's is the peak";
+  EXPECT_GT(large.pre_optimizer_peak_bytes - small.pre_optimizer_peak_bytes, 4094 * kSampleBytes)
+      << "it grows with the batch: at least the inputs";
+}
+
 TEST(WorkloadTrialStepTest, WithAFixedAccumulationTheHeldGlobalBatchGrowsWithTheMicroBatch) {
   Rig rig;
   TrainingFootprint f;
