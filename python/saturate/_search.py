@@ -1,11 +1,13 @@
 """saturate.search: the batch-size search on the user's own step."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch
 
@@ -250,35 +252,89 @@ def _worst_case_text(w: WorstCase) -> str:
     return text
 
 
-def search_eval(step: Callable[[int], Any], *, model=None, objective: str = "memory", **kwargs) -> SearchResult:
+def search_eval(step: Callable[[int], Any], *, model=None, optimizer=None, gradients: bool = False,
+                objective: str = "memory", **kwargs) -> SearchResult:
     """Finds the largest evaluation batch (seed M3): `step(batch_size)` is your evaluation step at a
     batch size (the forward pass and the metric); it runs under torch.no_grad() with the model(s)
-    in eval mode (put back afterwards), so no gradients or optimizer state count and the answer is
-    usually several times the training batch. The model is found in the step's closure, or given
-    as `model=`. Other keywords as `search` (objective 'memory' or 'throughput': an evaluation has
-    no gradient noise scale)."""
+    in eval mode (put back afterwards), so it needs no room for activations kept for a backward
+    and the answer is usually several times the training batch. The model is found in the step's
+    closure, or given as `model=`.
+
+    An evaluation between training steps runs beside what training keeps: give the training's
+    `optimizer=` and every trial holds its state (Adam's two moments per weight; made by one step
+    over zero gradients when the optimizer has none yet), and with `gradients=True` also one
+    gradient per weight (a loop that evaluates before `zero_grad(set_to_none=True)`, or zeroes
+    with set_to_none=False). Without them the answer is for an evaluation on its own and can run
+    out of memory mid-training. Weights, optimizer state and gradients are as before afterwards.
+    Other keywords as `search` (objective 'memory' or 'throughput': an evaluation has no gradient
+    noise scale)."""
     if not callable(step):
         raise TypeError(f"step={step!r} is not callable: give a function that evaluates one batch of a size")
     if objective == "goodput":
         raise ValueError("objective='goodput' needs gradients, which an evaluation does not make: use 'memory' or "
                          "'throughput'")
-    if "optimizer" in kwargs:
-        raise TypeError("search_eval() takes no optimizer=: an evaluation step does not update the model")
+    if gradients not in (True, False):
+        raise TypeError(f"gradients={gradients!r}: give True (the trials hold one gradient per weight, as a loop "
+                        "that evaluates before zeroing them) or False")
     modules = StepState(step, model, None).modules
+    training = StepState(step, modules, optimizer)  # what training keeps while the evaluation runs
+    if gradients and not training.parameters():
+        raise ValueError("gradients=True but no model or optimizer was found: pass model= or optimizer=")
 
     def eval_step(batch_size: int) -> None:
         with torch.no_grad():
             step(batch_size)
 
     eval_step.__qualname__ = f"{step_name(step)} (eval)"
-    training = [m.training for m in modules]
-    for m in modules:
-        m.eval()
+    was_training = [m.training for m in modules]
+    with _training_state_held(training, gradients):
+        for m in modules:
+            m.eval()
+        try:
+            result = search(eval_step, model=modules, optimizer=[], objective=objective, **kwargs)
+        finally:
+            for m, was in zip(modules, was_training):
+                m.train(was)
+    return result
+
+
+@contextlib.contextmanager
+def _training_state_held(training: StepState, gradients: bool) -> Iterator[None]:
+    """Within the block, the optimizers' state and (with `gradients`) a gradient per weight exist, as
+    between two training steps; afterwards weights, optimizer state and gradients are as before.
+    The gradients are held apart from `.grad`, which the search clears between its trials."""
+    if not training.optimizers and not gradients:
+        yield
+        return
+    params = [p for p in training.parameters() if p.requires_grad]
+    before = [p.grad for p in params]
+    training.save()
+    # the weights on their own too: an optimizer's step changes weights no model= names (weight decay)
+    saved_weights = io.BytesIO()
+    torch.save([p.detach() for p in params], saved_weights)
+    held: List[torch.Tensor] = []
     try:
-        return search(eval_step, model=modules, optimizer=[], objective=objective, **kwargs)
+        fresh = [o for o in training.optimizers if not o.state]
+        if fresh:
+            # one step over zero gradients makes each optimizer's state at its real size
+            for p in params:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+            for o in fresh:
+                o.step()
+        if gradients:
+            held = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        for p in params:
+            p.grad = None
+        yield
     finally:
-        for m, was in zip(modules, training):
-            m.train(was)
+        del held
+        training.restore()
+        weights = torch.load(io.BytesIO(saved_weights.getvalue()), map_location="cpu", weights_only=True)
+        with torch.no_grad():
+            for p, w, g in zip(params, weights, before):
+                p.copy_(w)
+                p.grad = g
 
 
 @dataclass

@@ -141,6 +141,29 @@ def test_the_evaluation_is_searched_on_its_own_worst_case_and_exact_in_a_fresh_p
             token_loss(model, batch)
 
 
+def test_an_evaluation_between_training_steps_is_searched_beside_the_optimizer_state_and_exact(data):
+    # a model wide enough that AdamW's state and the gradients take several evaluation samples' room
+    width = 256
+    model, opt = make_model(d_model=width)
+    kw = dict(device="cpu", memory_budget=BUDGET, data=data, collate_fn=pad_collate, model=model, compare_median=False)
+    # the weights as host bytes (a tensor copy would count against the budget and move the answers)
+    weights = [p.detach().numpy().tobytes() for p in model.parameters()]
+    alone = saturate.search_eval(lambda batch: token_loss(model, batch), **kw)
+    beside = saturate.search_eval(lambda batch: token_loss(model, batch), optimizer=opt, **kw)
+    with_grads = saturate.search_eval(lambda batch: token_loss(model, batch), optimizer=opt, gradients=True, **kw)
+    assert alone.max_batch > beside.max_batch > with_grads.max_batch, (alone.max_batch, beside.max_batch,
+                                                                      with_grads.max_batch)
+    # the zero-gradient step that made AdamW's state (its weight decay moves weights) is undone
+    assert not opt.state and all(p.grad is None for p in model.parameters())
+    assert [p.detach().numpy().tobytes() for p in model.parameters()] == weights
+    # the evaluation's answer on its own runs out of memory after a training step
+    assert fresh(alone.max_batch, "eval-training", str(width)) == "oom"
+    assert fresh(beside.max_batch, "eval-training", str(width)) == "ok"
+    assert fresh(beside.max_batch + 1, "eval-training", str(width)) == "oom"
+    assert fresh(with_grads.max_batch, "eval-training-grads", str(width)) == "ok"
+    assert fresh(with_grads.max_batch + 1, "eval-training-grads", str(width)) == "oom"
+
+
 def test_the_guard_recovers_an_epoch_at_the_first_batches_answer_and_keeps_every_batch(data, searches):
     first, _ = searches
     model, opt = make_model()

@@ -90,9 +90,9 @@ def real_tokens(batch: Dict[str, torch.Tensor]) -> int:
     return int((batch["labels"] != -100).sum())
 
 
-def make_model(seed: int = 0):
+def make_model(seed: int = 0, d_model: int = 64, layers: int = 2):
     torch.manual_seed(seed)
-    model = TinyGPT()
+    model = TinyGPT(d_model=d_model, layers=layers)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     return model, opt
 
@@ -137,12 +137,22 @@ if __name__ == "__main__":
     # under the budget and prints "ok" or "oom" (exit 0 either way)
     import sys
 
+    # modes: "eval" the evaluation step (no_grad, eval mode) on its own; "eval-training" after a
+    # training step (AdamW's state alive, gradients set to None); "eval-training-grads" with the
+    # step's gradients alive too
     budget, batch = int(sys.argv[1]), int(sys.argv[2])
-    evaluate = len(sys.argv) > 3 and sys.argv[3] == "eval"  # the evaluation step: no_grad, eval mode
+    mode = sys.argv[3] if len(sys.argv) > 3 else "train"
+    d_model = int(sys.argv[4]) if len(sys.argv) > 4 else 64  # the model's width (make_model)
+    evaluate = mode.startswith("eval")
     ds = TextDataset(make_corpus())
-    model, opt = make_model()
+    model, opt = make_model(d_model=d_model)
     with saturate.cpu_memory_budget(budget):
         try:
+            if mode.startswith("eval-training"):
+                token_loss(model, worst_batch(ds, 2)).backward()
+                opt.step()
+                if mode == "eval-training":
+                    opt.zero_grad(set_to_none=True)
             for _ in range(2):
                 if evaluate:
                     model.eval()
