@@ -9,8 +9,17 @@ one run does not run out of memory. Here each trial runs the function only until
 has stepped `steps_per_trial` times (a global optimizer step hook stops it there), saturate's
 search finds the largest batch up to `starting_batch_size` whose peak stays within
 `target_memory` of the budget, and the function then runs once at that batch. Should that run
-still run out of memory (memory the first steps did not show, e.g. an evaluation), the batch is
-reduced as Accelerate would and the function runs again.
+still run out of memory in training (memory the first steps did not show), the batch is reduced
+as Accelerate would and the function runs again.
+
+An out-of-memory in an evaluation never changes the training batch (Hugging Face #32215). It is
+told apart by the model: an evaluation puts it in eval mode and the out-of-memory leaves it there
+(the models among the function's arguments, all in eval mode); without a model among the
+arguments, by the last module call before it (a no-grad forward of a module in eval mode). A function with
+an `eval_batch_size` parameter is given it (its default, or the training batch when the default
+is None) and runs again with it halved; one without such a parameter gets an error that says so.
+(Without a model among the arguments, a frozen teacher's no-grad forward inside a training step
+counts as an evaluation too.)
 """
 from __future__ import annotations
 
@@ -48,10 +57,27 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
     if not isinstance(steps_per_trial, int) or steps_per_trial < 2:
         raise ValueError(f"steps_per_trial={steps_per_trial!r}: give an int >= 2 (the optimizer state exists "
                          "from the second step on)")
-    params = list(inspect.signature(function).parameters)
+    signature = inspect.signature(function).parameters
+    params = [n for n in signature if n != "eval_batch_size"]
+    takes_eval = "eval_batch_size" in signature
+    eval_default = signature["eval_batch_size"].default if takes_eval else None
+    if eval_default is inspect.Parameter.empty:
+        eval_default = None
+    if eval_default is not None and (not isinstance(eval_default, int) or eval_default < 1):
+        raise ValueError(f"{function.__name__}'s eval_batch_size default is {eval_default!r}: give a positive int "
+                         "or None (the training batch)")
     if not params or params[0] != "batch_size":
         raise TypeError(f"{function.__name__}'s first argument must be `batch_size` "
                         f"(as Accelerate requires), not {params[:1]}")
+
+    eval_size = [eval_default]  # the evaluation batch the function is given (takes_eval)
+
+    def with_eval(batch_size: int, kwargs: dict) -> dict:
+        if not takes_eval:
+            return kwargs
+        if eval_size[0] is None:
+            eval_size[0] = batch_size
+        return dict(kwargs, eval_batch_size=eval_size[0])
 
     @functools.wraps(function)
     def decorator(*args, **kwargs):
@@ -61,6 +87,11 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
             raise TypeError(f"Batch size was passed into `{function.__name__}` as the first argument when called. "
                             f"Remove this as the decorator already does so: `{function.__name__}({args_text(args)})`")
 
+        if takes_eval and "eval_batch_size" in kwargs:
+            raise TypeError(f"eval_batch_size was passed to `{function.__name__}`: the decorator passes it (set its "
+                            "default in the function's signature instead)")
+        eval_size[0] = eval_default
+        decorator.eval_backoffs = []
         # a model and optimizer passed in are trained by every trial: their gradients and state
         # are dropped between trials and their weights put back after the search
         given = list(args) + list(kwargs.values())
@@ -88,7 +119,7 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
 
             handle = register_optimizer_step_post_hook(hook)
             try:
-                function(batch_size, *args, **kwargs)
+                function(batch_size, *args, **with_eval(batch_size, kwargs))
             except _EnoughSteps as done:
                 release_exception(done)
             finally:
@@ -107,20 +138,64 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
         while True:
             if batch_size == 0:
                 raise RuntimeError("No executable batch size found, reached zero.")
+            last_call = _LastModuleCall()
             try:
-                return function(batch_size, *args, **kwargs)
+                with last_call:
+                    out = function(batch_size, *args, **with_eval(batch_size, kwargs))
+                decorator.eval_batch_size = eval_size[0]
+                return out
             except Exception as e:  # noqa: BLE001
                 if not is_out_of_memory(e):
                     raise
+                what = str(e).splitlines()[0] if str(e) else type(e).__name__
+                # an evaluation puts the model in eval mode and the out-of-memory left it there;
+                # without a model among the arguments, the last module call tells
+                evaluating = (all(not m.training for m in models) if models else last_call.evaluating)
                 release_exception(e)
                 del e
                 gc.collect()
                 if torch.cuda.is_available():
                     torch.cuda.empty_cache()
+                if evaluating:
+                    # the training batch stays: the evaluation is what did not fit
+                    if not takes_eval:
+                        raise RuntimeError(
+                            f"an evaluation in {function.__name__} ran out of memory at training batch {batch_size} "
+                            f"({what}); the training batch is not lowered for an evaluation. Give "
+                            f"{function.__name__} an `eval_batch_size` parameter (the decorator lowers it), or size "
+                            "it with saturate.search_eval(..., optimizer=)") from None
+                    eval_size[0] = eval_size[0] // 2
+                    decorator.eval_backoffs.append(eval_size[0])
+                    if eval_size[0] == 0:
+                        raise RuntimeError(f"an evaluation in {function.__name__} ran out of memory at "
+                                           "eval_batch_size 1: nothing smaller is left") from None
+                    continue
                 batch_size = reduce()
 
     decorator.search_result = None
+    decorator.eval_batch_size = None  # the evaluation batch the last run finished with (eval_batch_size)
+    decorator.eval_backoffs = []      # each evaluation batch tried after an evaluation ran out of memory
     return decorator
+
+
+class _LastModuleCall:
+    """Within the block, whether the last module call was an evaluation's: a forward with no
+    gradients (no_grad or inference mode) of a module in eval mode."""
+
+    def __init__(self) -> None:
+        self.evaluating = False
+        self._handle = None
+
+    def _hook(self, module: torch.nn.Module, inputs) -> None:
+        self.evaluating = not module.training and not torch.is_grad_enabled()
+
+    def __enter__(self) -> "_LastModuleCall":
+        self._handle = torch.nn.modules.module.register_module_forward_pre_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._handle.remove()
+        return False
 
 
 def args_text(args) -> str:

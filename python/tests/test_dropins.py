@@ -1,5 +1,7 @@
 """The drop-ins: Accelerate's find_executable_batch_size and Lightning's BatchSizeFinder, with
 saturate's search inside, against the originals on the same model and budget."""
+import gc
+
 import pytest
 import torch
 import torch.nn as nn
@@ -79,6 +81,64 @@ def test_the_accelerate_drop_in_keeps_accelerates_signature_rules():
         f(8, 1)
 
 
+def evaluate(model, eval_batch_size):
+    """An evaluation as a loop writes it: eval mode, no gradients, one batch of its own size."""
+    model.eval()
+    with torch.no_grad():
+        model(torch.randn(eval_batch_size, 784)).argmax(1)
+    model.train()
+
+
+def test_an_evaluation_that_runs_out_of_memory_lowers_the_evaluation_batch_not_the_training_batch():
+    accelerate = pytest.importorskip("accelerate")
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    runs = []
+
+    def train_then_evaluate(batch_size, model, optimizer, eval_batch_size=16384):
+        runs.append((batch_size, eval_batch_size))
+        train_steps(batch_size, model, optimizer)
+        evaluate(model, eval_batch_size)
+        return batch_size, eval_batch_size
+
+    with saturate.cpu_memory_budget("24MiB"):
+        ours = saturate.find_executable_batch_size(train_then_evaluate, starting_batch_size=4096)
+        trained, evaluated = ours(model, opt)
+        r = ours.search_result
+        assert trained == r.recommended_batch, (trained, str(r))
+        # every run after the search trained at the same batch; only the evaluation's was lowered
+        after_search = runs[-(len(ours.eval_backoffs) + 1):]
+        assert [b for b, _ in after_search] == [trained] * len(after_search)
+        assert ours.eval_backoffs and ours.eval_backoffs[0] == 8192 and evaluated == ours.eval_backoffs[-1]
+        assert ours.eval_batch_size == evaluated
+        # Accelerate lowers the training batch for the evaluation's out-of-memory, down to nothing
+        runs.clear()
+        theirs = accelerate.utils.find_executable_batch_size(train_then_evaluate, starting_batch_size=4096)
+        with pytest.raises(RuntimeError, match="No executable batch size"):
+            theirs(model, opt)
+        assert len({b for b, _ in runs}) > 10, runs[:5]
+
+
+def test_an_evaluation_out_of_memory_without_an_eval_batch_parameter_is_an_error_that_keeps_the_training_batch():
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    runs = []
+
+    def train_then_evaluate(batch_size, model, optimizer):
+        runs.append(batch_size)
+        train_steps(batch_size, model, optimizer)
+        evaluate(model, 16384)
+
+    with saturate.cpu_memory_budget("24MiB"):
+        ours = saturate.find_executable_batch_size(train_then_evaluate, starting_batch_size=4096)
+        with pytest.raises(RuntimeError, match="eval_batch_size") as error:
+            ours(model, opt)
+    r = ours.search_result
+    assert f"training batch {r.recommended_batch}" in str(error.value)
+    # one run after the search's trials, at the search's batch: no run at a lowered training batch
+    assert runs[-1] == r.recommended_batch and len(runs) == len(r.trials) + 1, (runs, len(r.trials))
+
+
 def lightning_module(batch_size):
     L = pytest.importorskip("lightning.pytorch")
 
@@ -106,6 +166,7 @@ def lightning_module(batch_size):
 
 def run_finder(finder, tmp_path, headroom):
     L, module = lightning_module(2)
+    gc.collect()  # garbage of earlier tests freed during a search would give it more room than the budget says
     budget = saturate._memory.cpu_allocated_bytes() + headroom  # the model and its data, and headroom
     trainer = L.Trainer(accelerator="cpu", max_steps=1, callbacks=[finder], logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path))
