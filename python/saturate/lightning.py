@@ -12,9 +12,16 @@ logits held through the backward, whatever the module's training_step does. Betw
 the gradients and optimizer state are dropped (each trial measures what a fresh fit holds); the
 weights come back from a checkpoint afterwards, as BatchSizeFinder does. The answer is exact
 (max fits, max + 1 ran out of memory), found in fewer steps than power or binsearch.
+
+With `eval_batch_arg_name` (the attribute your val_dataloader reads, e.g. "eval_batch_size"), the
+validation batch gets its own search: the training trials run without validation (a validation
+out-of-memory never limits the training batch), then each evaluation trial sets that attribute
+and runs Lightning's own validation loop for `steps_per_trial` batches beside what fit keeps
+while it validates (the optimizer's state; Lightning zeroes the gradients first).
 """
 from __future__ import annotations
 
+import gc
 import os
 import uuid
 from typing import Optional
@@ -22,9 +29,11 @@ from typing import Optional
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import BatchSizeFinder
 from lightning.pytorch.tuner import batch_size_scaling as _bss
+from lightning.pytorch.utilities.parsing import lightning_hasattr, lightning_setattr
 
 from ._budget import Size
-from ._search import SearchResult, search
+from ._search import SearchResult, _training_state_held, search
+from ._step import StepState
 
 # Lightning's private helpers, by name (the double underscore would be mangled in a class body)
 _dump_params = getattr(_bss, "__scale_batch_dump_params")
@@ -41,7 +50,8 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
 
     def __init__(self, strategy: str = "fit", steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25,
                  batch_arg_name: str = "batch_size", max_val: int = 8192, *, memory_budget: Size = None,
-                 target_memory: float = 0.9, use: str = "max") -> None:
+                 target_memory: float = 0.9, use: str = "max", eval_batch_arg_name: Optional[str] = None,
+                 eval_max_val: int = 65536) -> None:
         super().__init__(mode="binsearch", steps_per_trial=steps_per_trial, init_val=init_val,
                          max_trials=max_trials, batch_arg_name=batch_arg_name, margin=0.0, max_val=max_val)
         if use not in ("max", "recommended"):
@@ -50,7 +60,19 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
         self._memory_budget = memory_budget
         self._target_memory = target_memory
         self._use = use
+        if eval_batch_arg_name is not None and (not isinstance(eval_batch_arg_name, str) or not eval_batch_arg_name):
+            raise ValueError(f"eval_batch_arg_name={eval_batch_arg_name!r}: give the attribute your val_dataloader "
+                             "reads its batch size from, e.g. 'eval_batch_size'")
+        if eval_batch_arg_name == batch_arg_name:
+            raise ValueError(f"eval_batch_arg_name={eval_batch_arg_name!r} is the training batch's attribute too: give "
+                             "the validation its own attribute (or leave eval_batch_arg_name out)")
+        if not isinstance(eval_max_val, int) or eval_max_val < 1:
+            raise ValueError(f"eval_max_val={eval_max_val!r}: give a positive int")
+        self._eval_name = eval_batch_arg_name
+        self._eval_max_val = eval_max_val
         self.search_result: Optional[SearchResult] = None
+        self.eval_search_result: Optional[SearchResult] = None
+        self.optimal_eval_batch_size: Optional[int] = None
 
     def scale_batch_size(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
         if trainer.fast_dev_run:
@@ -59,10 +81,13 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
         trainer.save_checkpoint(ckpt_path)
         params = _dump_params(trainer)
         _reset_params(trainer, self._steps_per_trial)
+        if self._eval_name:
+            trainer.limit_val_batches = 0  # the training trials do not validate (an evaluation of its own below)
         if trainer.progress_bar_callback:
             trainer.progress_bar_callback.disable()
         try:
             def trial(batch_size: int) -> None:
+                _drop_failed_batch(trainer.fit_loop)
                 _bss._adjust_batch_size(trainer, self._batch_arg_name, value=batch_size)
                 _bss._reset_dataloaders(trainer)
                 _bss._reset_progress(trainer)
@@ -78,6 +103,8 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
             new_size = result.recommended_batch if self._use == "recommended" else result.max_batch
             new_size = max(new_size, 1)
             _bss._adjust_batch_size(trainer, self._batch_arg_name, value=new_size)
+            if self._eval_name:
+                self._search_eval_batch(trainer, pl_module)
         finally:
             _restore_params(trainer, params)
             if trainer.progress_bar_callback:
@@ -89,3 +116,56 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
             from lightning.pytorch.utilities.exceptions import _TunerExitException
 
             raise _TunerExitException()
+
+    def _search_eval_batch(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
+        """The validation batch: Lightning's validation loop at each trial's batch, beside the
+        optimizer's state (fit validates after zeroing the gradients)."""
+        if not lightning_hasattr(pl_module, self._eval_name):
+            raise AttributeError(f"eval_batch_arg_name={self._eval_name!r}: neither the LightningModule nor its "
+                                 "datamodule has that attribute; give the one your val_dataloader reads")
+        val_loop = trainer.fit_loop.epoch_loop.val_loop
+        trainer.limit_val_batches = self._steps_per_trial
+        # the training trials' fetcher still holds a batch of the last trial: let it go (fit holds no
+        # training batch while it validates; the fit after the search sets up its loader anew)
+        fit_loop = trainer.fit_loop
+        if fit_loop._data_fetcher is not None:
+            fit_loop._data_fetcher.teardown()
+            fit_loop._data_fetcher = None
+        _drop_failed_batch(fit_loop)
+        gc.collect()
+
+        def trial(batch_size: int) -> None:
+            # (not Lightning's _adjust_batch_size: it keeps a batch at or above the training data's length)
+            lightning_setattr(pl_module, self._eval_name, batch_size)
+            _drop_failed_batch(val_loop)
+            val_loop._combined_loader = None  # the val dataloader again, at the new batch
+            val_loop.batch_progress.reset()
+            trainer.validating = True
+            try:
+                val_loop.run()
+            finally:
+                trainer.training = True
+
+        trial.__qualname__ = f"{type(pl_module).__name__}.validation_step"
+        training = StepState(trial, [pl_module], list(trainer.optimizers))
+        with _training_state_held(training, gradients=False):
+            result = search(trial, device=str(trainer.strategy.root_device), memory_budget=self._memory_budget,
+                            target_memory=self._target_memory, strategy=self._strategy, max_batch=self._eval_max_val,
+                            min_batch=1, warmup_steps=0, timed_steps=1, model=pl_module, optimizer=[],
+                            restore=False)
+        pl_module.train()  # an out-of-memory mid-validation left it in eval mode
+        self.eval_search_result = result
+        if result.error and not result.max_batch:
+            raise RuntimeError(f"saturate's validation-batch search failed: {result.error}")
+        size = max(1, result.recommended_batch if self._use == "recommended" else result.max_batch)
+        lightning_setattr(pl_module, self._eval_name, size)
+        self.optimal_eval_batch_size = size
+
+
+def _drop_failed_batch(loop) -> None:
+    """A batch that ran out of memory stays referenced by the loop's results (Lightning drops it at
+    the batch's end, which never came): the next trial would hold it beside its own."""
+    results = getattr(loop, "_results", None)
+    if results is not None:
+        results.batch = None
+        results.batch_size = None

@@ -188,3 +188,78 @@ def test_the_lightning_callback_finds_lightnings_binsearch_answer_in_fewer_steps
     assert ours.optimal_batch_size == r.max_batch == module.batch_size
     assert theirs.optimal_batch_size == r.max_batch, (theirs.optimal_batch_size, str(r))
     assert our_steps < their_steps, (our_steps, their_steps)
+
+
+class RandomRows(torch.utils.data.Dataset):
+    """Validation rows made when read: as many as a search may ask for, and no memory until then."""
+
+    def __len__(self):
+        return 1 << 16
+
+    def __getitem__(self, i):
+        return torch.randn(784), i % 10
+
+
+def validating_module(batch_size, eval_batch_size):
+    L, module = lightning_module(batch_size)
+
+    class Validating(type(module)):
+        def __init__(self):
+            super().__init__()
+            self.eval_batch_size = eval_batch_size
+            self.validated = 0  # rows validated
+
+        def validation_step(self, batch, i):
+            x, y = batch
+            self.validated += x.shape[0]
+            self.log("val_loss", F.cross_entropy(self.net(x), y))
+
+        def val_dataloader(self):
+            return torch.utils.data.DataLoader(RandomRows(), batch_size=self.eval_batch_size)
+
+    return L, Validating()
+
+
+def fit_and_validate(L, module, tmp_path, budget, callbacks=()):
+    # one training step, then the validation (val_check_interval=1: after that step)
+    trainer = L.Trainer(accelerator="cpu", max_steps=1, limit_val_batches=2, val_check_interval=1,
+                        callbacks=list(callbacks), logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        num_sanity_val_steps=0, default_root_dir=str(tmp_path))
+    try:
+        with saturate.cpu_memory_budget(budget):
+            trainer.fit(module)
+        return "ok"
+    except torch.OutOfMemoryError as error:
+        saturate.release_exception(error)
+        return "oom"
+
+
+def test_the_lightning_callback_searches_the_validation_batch_on_its_own_exact_and_keeps_the_training_batch(
+        tmp_path):
+    from saturate.lightning import SaturateBatchSizeFinder
+
+    # the validation starts at a batch that runs out of memory: it must not limit the training batch
+    L, module = validating_module(2, 1 << 15)
+    gc.collect()
+    budget = saturate._memory.cpu_allocated_bytes() + 20 * MiB
+    finder = SaturateBatchSizeFinder(eval_batch_arg_name="eval_batch_size")
+    assert fit_and_validate(L, module, tmp_path / "search", budget, [finder]) == "ok"
+    train, ev = finder.search_result, finder.eval_search_result
+    assert train.max_batch_exact and ev.max_batch_exact, (str(train), str(ev))
+    assert module.batch_size == train.max_batch and module.eval_batch_size == ev.max_batch
+    assert module.training
+    # the training batch is the one found for the same module without a validation
+    plain = SaturateBatchSizeFinder()
+    run_finder(plain, tmp_path / "plain", 20 * MiB)
+    assert train.max_batch == plain.search_result.max_batch, (train.max_batch, plain.search_result.max_batch)
+
+    # exact in a fit of its own: the training step, then the validation at max and at max + 1
+    def fit_at(eval_batch):
+        gc.collect()
+        L2, m2 = validating_module(train.max_batch, eval_batch)
+        return fit_and_validate(L2, m2, tmp_path / f"check{eval_batch}",
+                                saturate._memory.cpu_allocated_bytes() + 20 * MiB)
+
+    assert fit_at(ev.max_batch) == "ok"
+    assert fit_at(ev.max_batch + 1) == "oom"
