@@ -3,6 +3,7 @@
 #include "saturate/session/run_settings.h"
 #include "saturate/train/checkpoint_file.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 
@@ -117,6 +118,35 @@ TrainingFootprint training_footprint(const TrainSessionOptions& o, const TrainSe
 }
 
 /// The samples an evaluation pass reads: no evaluation batch is larger (0: unknown).
+/// The longest document of `docs` (bytes, the next-token target included); 0 when empty.
+int64_t longest_document(const TextDocs& docs) {
+  return docs.lengths.empty() ? 0 : *std::max_element(docs.lengths.begin(), docs.lengths.end());
+}
+
+/// Within its scope the workload's synthetic batches are `tokens` long: text:FILE's trials are
+/// sized for its longest documents (every batch is padded to its own longest), not for the
+/// model's full seq_len, which the documents may never reach. tokens 0: no change.
+class SampleTokens {
+ public:
+  SampleTokens(Workload& workload, int64_t tokens) : workload_(workload), saved_(workload.built().sample_shape) {
+    if (tokens > 0) workload_.set_sample_shape({tokens});
+  }
+  ~SampleTokens() { workload_.set_sample_shape(saved_); }
+  SampleTokens(const SampleTokens&) = delete;
+  SampleTokens& operator=(const SampleTokens&) = delete;
+
+ private:
+  Workload& workload_;
+  std::vector<int64_t> saved_;
+};
+
+/// The tokens per sample the batch searches measure at: the longest training document's inputs
+/// (its length - 1) for text:FILE, else 0 (the workload's own shape).
+int64_t searched_tokens(const TrainSessionData& data, int64_t seq_len) {
+  if (!data.text_documents()) return 0;
+  return std::min(seq_len, std::max<int64_t>(1, longest_document(data.text.train) - 1));
+}
+
 int64_t eval_data_size(const TrainSessionData& data, int64_t seq_len) {
   if (data.text_documents()) return static_cast<int64_t>(data.text.val.size());
   if (data.tokens) return data.corpus.val.defined() ? std::max<int64_t>(1, data.corpus.val.numel() / std::max<int64_t>(1, seq_len)) : 0;
@@ -137,7 +167,17 @@ AutoEvalBatch search_eval_batch(Workload& workload, MemoryMeter& meter, const Tr
   ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
     return search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/false).result;
   };
+  // one sample length for the trial: training's global batch and the evaluation's batches alike,
+  // the longer of the two data's longest documents
+  const int64_t seq_len = workload.built().spec.seq_len;
+  const int64_t tokens = data.text_documents()
+                             ? std::max(searched_tokens(data, seq_len),
+                                        std::min(seq_len, longest_document(data.text.val) - 1))
+                             : 0;
+  SampleTokens at(workload, tokens);
   AutoEvalBatch chosen = choose_eval_batch(workload, meter, ao);
+  if (tokens > 0)
+    chosen.reason += fmt::format(", at the longest document ({} tokens; seq_len {})", tokens, seq_len);
   if (events.on_auto_eval_batch) events.on_auto_eval_batch(chosen);
   return chosen;
 }
@@ -155,7 +195,7 @@ struct BatchChoice {
 /// on any is one for all).
 int64_t search_micro_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
                            const BatchRequest& request, const TrainSessionOptions& o, TrainRanks& ranks,
-                           const TrainEvents& events) {
+                           const TrainEvents& events, int64_t tokens) {
   AutoBatchOptions ao;
   ao.footprint = footprint;
   ao.request = request;
@@ -164,7 +204,11 @@ int64_t search_micro_batch(Workload& workload, MemoryMeter& meter, const Trainin
   ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
     return search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/false).result;
   };
-  const AutoBatch chosen = choose_micro_batch(workload, meter, ao);
+  SampleTokens at(workload, tokens);
+  AutoBatch chosen = choose_micro_batch(workload, meter, ao);
+  if (tokens > 0)
+    chosen.reason += fmt::format(", at the longest document ({} tokens; seq_len {})", tokens,
+                                 workload.built().spec.seq_len);
   if (events.on_auto_batch) events.on_auto_batch(chosen);
   return chosen.micro_batch;
 }
@@ -340,7 +384,7 @@ int64_t parse_max_tokens(const std::string& text) {
   const std::optional<long long> n = parse_whole_number(text);
   if (!n || *n < 0)
     throw UsageError("max_tokens", fmt::format("'{}' is not a count of tokens; give N (padded tokens per batch), "
-                                               "auto (the micro-batch x seq_len) or 0 (fixed batches)",
+                                               "auto (the micro-batch x the length it was sized at) or 0 (fixed batches)",
                                                text));
   return *n;
 }
@@ -451,9 +495,11 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   std::optional<ModelSnapshot> before_probing;
   if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive || eval_searched)
     before_probing.emplace(workload.model(), meter.device());
+  // text:FILE: the searches size for the longest document, which every batch is padded to at most
+  const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
   if (options.micro_batch == 0)
     choice.request.micro_batch =
-        search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events);
+        search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens);
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
   const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
@@ -486,9 +532,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   const int64_t eval_batch = auto_eval ? auto_eval->eval_batch
                              : options.eval_batch > 0 ? options.eval_batch : 4 * plan.micro_batch;
   // text with a token budget: each step one batch of similar lengths, run whole (the budget is what
-  // the step was sized for: micro-batch x seq_len tokens), at most global_batch documents when given
-  const int64_t max_tokens =
-      options.max_tokens == -1 ? plan.micro_batch * workload.built().spec.seq_len : options.max_tokens;
+  // the step was sized for: the micro-batch x the longest document when it was searched, else x
+  // seq_len), at most global_batch documents when given
+  const int64_t sized_length = options.micro_batch == 0 && tokens > 0 ? tokens + 1 : workload.built().spec.seq_len;
+  const int64_t max_tokens = options.max_tokens == -1 ? plan.micro_batch * sized_length : options.max_tokens;
   if (max_tokens > 0) {
     if (!data.text_documents())
       throw UsageError("max_tokens", fmt::format("{}: token budgets batch the documents of `data` text:FILE; give "

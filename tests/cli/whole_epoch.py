@@ -101,6 +101,36 @@ def case_text_search_sizes_for_the_longest_documents_and_its_max_trains_the_epoc
         fail("the back-off did not carry the epoch", json.dumps(t2)[:2000])
 
 
+def case_text_train_batch_auto_sizes_for_the_longest_document_not_seq_len():
+    lengths = write_corpus("corpus.txt")
+    train_docs = len(lengths) - int(len(lengths) * 0.1)
+    longest = max(lengths[:train_docs])
+    # a model whose seq_len the documents never reach: sized at seq_len, the batch would be smaller
+    # than every batch of the data allows
+    gpt = list(GPT)
+    gpt[gpt.index("--seq-len") + 1] = "512"
+    if longest >= 512:
+        fail(f"the corpus reaches seq_len ({longest} bytes): the case shows nothing")
+    synthetic = run_json(["search"] + gpt)["max_batch"]
+    t = run_json(["train"] + gpt + ["--data", "text:corpus.txt", "--batch", "auto", "--epochs", "1",
+                                    "--no-oom-backoff"])
+    m = t["micro_batch"]
+    if t["oom_backoffs"] or t["samples_seen"] != (train_docs // m) * m:
+        fail(f"the epoch at the auto micro-batch {m}: backoffs {t['oom_backoffs']}, samples {t['samples_seen']}",
+             json.dumps(t)[:2000])
+    if m <= synthetic:
+        fail(f"auto micro-batch {m} is no larger than the full seq_len's max {synthetic}")
+    # exact over the epoch: one more runs out of memory at the batch that holds the longest document
+    run(["train"] + gpt + ["--data", "text:corpus.txt", "--batch", str(m + 1), "--epochs", "1", "--no-oom-backoff",
+                           "-q"], 1, r"out of memory at step")
+    # the token budget auto is what the step was sized for: the micro-batch x the longest document
+    auto = run_json(["train"] + gpt + ["--data", "text:corpus.txt", "--batch", "auto", "--max-tokens", "auto",
+                                       "--epochs", "1", "--no-oom-backoff"])
+    if auto["oom_backoffs"] or auto["samples_seen"] != train_docs or auto["steps"] * 2 > t["steps"]:
+        fail(f"max-tokens auto: backoffs {auto['oom_backoffs']}, samples {auto['samples_seen']} of {train_docs}, "
+             f"steps {auto['steps']} against {t['steps']}", json.dumps(auto)[:2000])
+
+
 def case_text_token_budget_trains_the_epoch_in_fewer_fuller_steps():
     lengths = write_corpus("corpus.txt")
     train_docs = len(lengths) - int(len(lengths) * 0.1)
@@ -115,7 +145,7 @@ def case_text_token_budget_trains_the_epoch_in_fewer_fuller_steps():
              json.dumps(budget)[:2000])
     if budget["steps"] * 2 > fixed["steps"]:
         fail(f"token budget took {budget['steps']} steps, fixed batches {fixed['steps']}: not fewer, fuller batches")
-    # auto: the micro-batch x seq_len, what the step was sized for
+    # auto with a given batch: the micro-batch x seq_len, what the user sized the step for
     auto = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(m), "--max-tokens", "auto",
                                        "--steps", "3", "--no-oom-backoff"])
     if auto["oom_backoffs"] or auto["steps"] != 3:

@@ -67,7 +67,8 @@ struct TrainSessionOptions {
   int64_t eval_every_samples = 0;
   /// max_tokens >= -1: text:FILE batches of similar lengths holding up to this many padded
   /// tokens (documents x the longest; data/token_budget.h) instead of a fixed count; -1: auto (the
-  /// micro-batch x seq_len, what the search sized the step for); 0: fixed batches. A given
+  /// micro-batch x what it was sized for: the longest document when searched, else seq_len); 0:
+  /// fixed batches. A given
   /// global_batch then caps the documents per batch.
   int64_t max_tokens = 0;
   double stop_at_accuracy = 0;

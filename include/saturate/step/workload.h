@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
@@ -34,6 +35,9 @@ class Workload {
     built_.model = wrap(std::move(built_.model));
   }
   const BuiltModel& built() const { return built_; }
+  /// The shape of one sample of synthetic_batch/empty_batch (e.g. a shorter sequence: the
+  /// longest document of the data, which a search then sizes for).
+  void set_sample_shape(std::vector<int64_t> shape) { built_.sample_shape = std::move(shape); }
   const torch::Device& device() const { return device_; }
   OptimizerKind optimizer_kind() const { return optimizer_; }
   /// The learning rate the optimizer is made with (the default when none was given).
