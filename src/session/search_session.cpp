@@ -6,6 +6,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
+#include "saturate/dist/rank_synced.h"
 #include "saturate/memory/allocator_model.h"
 #include "saturate/memory/memory_observer.h"
 #include "saturate/memory/plan.h"
@@ -90,11 +91,35 @@ nlohmann::json worst_case_json(const WorstCaseOrder& w, const SearchResult& r) {
 }
 
 std::string worst_case_text(const nlohmann::json& j) {
-  return fmt::format("worst case         the longest of {} documents: {} tokens (median {}); every batch of the "
-                     "epoch fits where these do\ntoken budget       max_tokens {} (recommended {}) for `max_tokens`\n",
-                     j["documents"].get<int64_t>(), j["longest_tokens"].get<int64_t>(),
-                     j["median_tokens"].get<int64_t>(), j["max_tokens"].get<int64_t>(),
-                     j["recommended_tokens"].get<int64_t>());
+  std::string text = fmt::format(
+      "worst case         the longest of {} documents: {} tokens (median {}); every batch of the "
+      "epoch fits where these do\ntoken budget       max_tokens {} (recommended {}) for `max_tokens`\n",
+      j["documents"].get<int64_t>(), j["longest_tokens"].get<int64_t>(), j["median_tokens"].get<int64_t>(),
+      j["max_tokens"].get<int64_t>(), j["recommended_tokens"].get<int64_t>());
+  if (j.contains("median_max_batch"))
+    text += fmt::format("median batches     max {}, recommended {} ({} trials): documents of the median length; "
+                        "unsafe once the longest come\n",
+                        j["median_max_batch"].get<int64_t>(), j["median_recommended_batch"].get<int64_t>(),
+                        j["median_trials"].get<int64_t>());
+  return text;
+}
+
+/// The same search on batches of median-length documents: what a finder that never meets the
+/// tail would answer, beside the worst case (its own probe: the first search's records stay).
+void add_median_answer(nlohmann::json& worst_case, WorkloadSession& session, const TextDocs& docs,
+                       const SearchOptions& options, DistGroup* dist) {
+  Probe probe(*session.workload, *session.meter);
+  probe.set_empty_cache_before_trials(true);
+  WorstCaseTextSource median(docs, session.device, /*median=*/true);
+  probe.set_batch_source(&median);
+  SearchOptions so = options;
+  so.on_trial = nullptr;
+  const SearchResult m = search_across_ranks(probe, so, dist, /*exact_ranks=*/false).result;
+  if (!m.error.empty()) return;
+  worst_case["median_max_batch"] = m.max_batch;
+  worst_case["median_max_batch_exact"] = m.max_batch_exact;
+  worst_case["median_recommended_batch"] = m.recommended_batch;
+  worst_case["median_trials"] = static_cast<int64_t>(m.trials.size());
 }
 
 }  // namespace
@@ -145,6 +170,8 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   if (r.plan) r.notes += plan_text(*r.plan);
   if (worst) {
     r.json["worst_case"] = worst_case_json(worst->worst(), result);
+    if (result.error.empty() && result.max_batch > 0)
+      add_median_answer(r.json["worst_case"], session, text->train, options.search.search, dist);
     r.notes += worst_case_text(r.json["worst_case"]);
   }
   if (data) {

@@ -154,11 +154,11 @@ std::optional<Batch> TextEvalData::next() {
   return text_batch(docs_, items);
 }
 
-WorstCaseTextSource::WorstCaseTextSource(const TextDocs& docs, torch::Device device)
-    : docs_(docs), device_(device), order_(docs.lengths, "data") {}
+WorstCaseTextSource::WorstCaseTextSource(const TextDocs& docs, torch::Device device, bool median)
+    : docs_(docs), device_(device), order_(docs.lengths, "data"), median_(median) {}
 
 Batch WorstCaseTextSource::next(int64_t batch) {
-  const Batch b = text_batch(docs_, order_.worst_items(batch));
+  const Batch b = text_batch(docs_, median_ ? order_.median_items(batch) : order_.worst_items(batch));
   return {b.inputs.to(device_), b.targets.to(device_)};
 }
 

@@ -76,6 +76,9 @@ def case_text_search_sizes_for_the_longest_documents_and_its_max_trains_the_epoc
     if not j["max_batch_exact"] or w["max_tokens"] != j["max_batch"] * (longest - 1):
         fail("max not exact or max_tokens not max x longest", json.dumps(j)[:2000])
     m = j["max_batch"]
+    # beside it, the answer on median-length documents: what a search that never meets the tail sees
+    if not w.get("median_max_batch_exact") or w["median_max_batch"] < 2 * m or not w["median_trials"]:
+        fail(f"median answer {w.get('median_max_batch')} against the worst case's {m}", json.dumps(w))
     # the whole epoch at the worst case's max: no out-of-memory, even with the back-off off
     t = run_json(["train"] + GPT + ["--data", "text:corpus.txt", "--batch", str(m), "--epochs", "1",
                                     "--no-oom-backoff", "--eval-batch", str(m)])

@@ -83,10 +83,11 @@ class TextEvalData final : public EvalData {
 };
 
 /// A search's batches from the text: at every size the longest documents (the worst case), on
-/// the workload's device. `worst()` says which they were.
+/// the workload's device; with `median`, the documents around the median length instead (a
+/// typical batch, to compare with). `worst()` says which they were.
 class WorstCaseTextSource final : public BatchSource {
  public:
-  WorstCaseTextSource(const TextDocs& docs, torch::Device device);
+  WorstCaseTextSource(const TextDocs& docs, torch::Device device, bool median = false);
   Batch next(int64_t batch) override;
   const WorstCaseOrder& worst() const { return order_; }
 
@@ -94,6 +95,7 @@ class WorstCaseTextSource final : public BatchSource {
   const TextDocs& docs_;
   torch::Device device_;
   WorstCaseOrder order_;
+  bool median_ = false;
 };
 
 }  // namespace saturate
