@@ -193,7 +193,7 @@ struct BatchChoice {
 
 /// micro_batch 0: the largest micro-batch that trains (every rank probes the same batch, an OOM
 /// on any is one for all).
-int64_t search_micro_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+AutoBatch search_micro_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
                            const BatchRequest& request, const TrainSessionOptions& o, TrainRanks& ranks,
                            const TrainEvents& events, int64_t tokens) {
   AutoBatchOptions ao;
@@ -210,7 +210,7 @@ int64_t search_micro_batch(Workload& workload, MemoryMeter& meter, const Trainin
     chosen.reason += fmt::format(", at the longest document ({} tokens; seq_len {})", tokens,
                                  workload.built().spec.seq_len);
   if (events.on_auto_batch) events.on_auto_batch(chosen);
-  return chosen.micro_batch;
+  return chosen;
 }
 
 /// The throughput curve up to the micro-batch that trains, timed with the same step; goodput's
@@ -497,9 +497,11 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     before_probing.emplace(workload.model(), meter.device());
   // text:FILE: the searches size for the longest document, which every batch is padded to at most
   const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
-  if (options.micro_batch == 0)
-    choice.request.micro_batch =
-        search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens);
+  std::optional<AutoBatch> auto_batch;
+  if (options.micro_batch == 0) {
+    auto_batch = search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens);
+    choice.request.micro_batch = auto_batch->micro_batch;
+  }
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
   const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
@@ -593,6 +595,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   s.eval_split = data.eval_split();
   if (run_data.eval) s.eval_batch = eval_batch;
   if (auto_eval) s.eval_search = auto_eval->search;
+  if (auto_batch) {
+    s.batch_search = auto_batch->search;
+    s.batch_search_tokens = tokens;
+  }
   s.leak = leak_watch.report();
   s.leak_sites = leak_watch.sites();
   if (monitor) s.monitor = monitor->finish();

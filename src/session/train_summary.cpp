@@ -101,15 +101,22 @@ nlohmann::json TrainSummary::to_json() const {
             {"final_val_loss", nullptr},
             {"final_val_accuracy", nullptr}});
   j["eval_batch"] = eval_batch > 0 ? nlohmann::json(eval_batch) : nlohmann::json();
-  j["eval_batch_search"] = nullptr;
-  if (eval_search)
-    j["eval_batch_search"] = {{"max_batch", eval_search->max_batch},
-                              {"max_batch_exact", eval_search->max_batch_exact},
-                              {"capped", eval_search->capped},
-                              {"recommended_batch", eval_search->recommended_batch},
-                              {"trials", eval_search->trials.size()},
-                              {"trial_steps", eval_search->trial_steps},
-                              {"search_seconds", eval_search->search_seconds}};
+  const auto search_json = [](const SearchResult& r) {
+    return nlohmann::json{{"max_batch", r.max_batch},
+                          {"max_batch_exact", r.max_batch_exact},
+                          {"capped", r.capped},
+                          {"recommended_batch", r.recommended_batch},
+                          {"trials", r.trials.size()},
+                          {"trial_steps", r.trial_steps},
+                          {"search_seconds", r.search_seconds}};
+  };
+  j["eval_batch_search"] = eval_search ? search_json(*eval_search) : nlohmann::json();
+  j["batch_search"] = nullptr;
+  if (batch_search) {
+    j["batch_search"] = search_json(*batch_search);
+    j["batch_search"]["sized_at_tokens"] =
+        batch_search_tokens > 0 ? nlohmann::json(batch_search_tokens) : nlohmann::json();
+  }
   if (!eval_split.empty()) {
     j["final_" + eval_split + "_loss"] = optional_json(r.final_test_loss);
     j["final_" + eval_split + "_accuracy"] = optional_json(r.final_test_accuracy);

@@ -105,7 +105,8 @@ def case_text_search_sizes_for_the_longest_documents_and_its_max_trains_the_epoc
 
 
 def case_text_train_batch_auto_sizes_for_the_longest_document_not_seq_len():
-    lengths = write_corpus("corpus.txt")
+    write_corpus("corpus.txt")
+    lengths = [len(line.rstrip("\n")) for line in open("corpus.txt")]  # uncut: seq_len 512 cuts at 513
     train_docs = len(lengths) - int(len(lengths) * 0.1)
     longest = max(lengths[:train_docs])
     # a model whose seq_len the documents never reach: sized at seq_len, the batch would be smaller
@@ -123,6 +124,9 @@ def case_text_train_batch_auto_sizes_for_the_longest_document_not_seq_len():
              json.dumps(t)[:2000])
     if m <= synthetic:
         fail(f"auto micro-batch {m} is no larger than the full seq_len's max {synthetic}")
+    bs = t["batch_search"]
+    if bs["sized_at_tokens"] != longest - 1 or not bs["max_batch_exact"] or bs["max_batch"] != m:
+        fail(f"batch_search {bs}: expected sized at {longest - 1} tokens, exact, max {m}")
     # exact over the epoch: one more runs out of memory at the batch that holds the longest document
     run(["train"] + gpt + ["--data", "text:corpus.txt", "--batch", str(m + 1), "--epochs", "1", "--no-oom-backoff",
                            "-q"], 1, r"out of memory at step")

@@ -79,6 +79,10 @@ struct TrainSummary {
   int64_t eval_batch = 0;  ///< the evaluation's batch (0: no evaluation)
   /// eval_batch auto: the evaluation's own search (train/auto_batch.h's choose_eval_batch).
   std::optional<SearchResult> eval_search;
+  /// batch auto: the micro-batch's search, and the tokens per sample it was sized at (text:FILE's
+  /// longest document; 0: the workload's own shape).
+  std::optional<SearchResult> batch_search;
+  int64_t batch_search_tokens = 0;
   LeakReport leak;
   std::vector<LeakSite> leak_sites;
   std::optional<TrainMonitorSummary> monitor;
