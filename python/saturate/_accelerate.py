@@ -14,7 +14,8 @@ as Accelerate would and the function runs again.
 
 An out-of-memory in an evaluation never changes the training batch (Hugging Face #32215). It is
 told apart by the model: an evaluation puts it in eval mode and the out-of-memory leaves it there
-(the models among the function's arguments, all in eval mode); without a model among the
+(the models among the function's arguments, all in eval mode, after a forward in train mode or one
+without gradients: a model trained in eval mode throughout is not evaluating); without a model among the
 arguments, by the last module call before it (a no-grad forward of a module in eval mode). A function with
 an `eval_batch_size` parameter is given it (its default, or the training batch when the default
 is None) and runs again with it halved; one without such a parameter gets an error that says so.
@@ -96,6 +97,7 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
         # are dropped between trials and their weights put back after the search
         given = list(args) + list(kwargs.values())
         models = [a for a in given if isinstance(a, torch.nn.Module)]
+        modes = [m.training for m in models]  # an out-of-memory mid-evaluation leaves them in eval mode
         optimizers = [a for a in given if isinstance(a, torch.optim.Optimizer)]
 
         def clean() -> None:
@@ -138,6 +140,8 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
         while True:
             if batch_size == 0:
                 raise RuntimeError("No executable batch size found, reached zero.")
+            for m, mode in zip(models, modes):  # each run starts as the first did
+                m.train(mode)
             last_call = _LastModuleCall()
             try:
                 with last_call:
@@ -148,9 +152,12 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
                 if not is_out_of_memory(e):
                     raise
                 what = str(e).splitlines()[0] if str(e) else type(e).__name__
-                # an evaluation puts the model in eval mode and the out-of-memory left it there;
-                # without a model among the arguments, the last module call tells
-                evaluating = (all(not m.training for m in models) if models else last_call.evaluating)
+                # an evaluation puts the model in eval mode and the out-of-memory left it there,
+                # after a forward in train mode or in one without gradients (a model trained in
+                # eval mode throughout, e.g. for frozen batch norms, is not evaluating); without a
+                # model among the arguments, the last module call tells
+                evaluating = (all(not m.training for m in models) and (last_call.evaluating or last_call.training)
+                              if models else last_call.evaluating)
                 release_exception(e)
                 del e
                 gc.collect()
@@ -179,14 +186,17 @@ def find_executable_batch_size(function: Optional[Callable] = None, starting_bat
 
 
 class _LastModuleCall:
-    """Within the block, whether the last module call was an evaluation's: a forward with no
-    gradients (no_grad or inference mode) of a module in eval mode."""
+    """Within the block, the last module call: `evaluating`, a forward with no gradients (no_grad
+    or inference mode) of a module in eval mode; `training`, of a module in train mode (False
+    before any call)."""
 
     def __init__(self) -> None:
         self.evaluating = False
+        self.training = False
         self._handle = None
 
     def _hook(self, module: torch.nn.Module, inputs) -> None:
+        self.training = module.training
         self.evaluating = not module.training and not torch.is_grad_enabled()
 
     def __enter__(self) -> "_LastModuleCall":

@@ -190,6 +190,30 @@ def test_the_lightning_callback_finds_lightnings_binsearch_answer_in_fewer_steps
     assert our_steps < their_steps, (our_steps, their_steps)
 
 
+def test_a_model_trained_in_eval_mode_throughout_is_not_taken_for_an_evaluation():
+    gc.collect()  # what earlier tests' out-of-memory errors left
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    runs = []
+
+    def train_in_eval_mode(batch_size, model, optimizer, eval_batch_size=64):
+        model.eval()  # e.g. frozen batch norms: the training step runs in eval mode, with gradients
+        after_search = ours.search_result is not None
+        runs.append((batch_size, after_search))
+        if after_search and sum(a for _, a in runs) == 1:  # the first run after the search: 4x its batch
+            batch_size *= 4
+        train_steps(batch_size, model, optimizer)
+        return batch_size
+
+    with saturate.cpu_memory_budget("24MiB"):
+        ours = saturate.find_executable_batch_size(train_in_eval_mode, starting_batch_size=4096)
+        trained = ours(model, opt)
+    # the training batch was lowered as Accelerate would (0.9x), the evaluation batch never
+    recommended = ours.search_result.recommended_batch
+    assert not ours.eval_backoffs
+    assert [b for b, a in runs if a] == [recommended, int(recommended * 0.9)] and trained == int(recommended * 0.9)
+
+
 class RandomRows(torch.utils.data.Dataset):
     """Validation rows made when read: as many as a search may ask for, and no memory until then."""
 
