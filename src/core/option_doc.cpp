@@ -140,7 +140,7 @@ const std::vector<OptionDoc> kDocs = {
     {"eval_batch", "evaluation batch: N, or auto (searched on its own beside training's state; the default with "
                    "`micro_batch` auto, else 4x the micro-batch)"},
     {"max_tokens", "text:FILE: batches of similar lengths holding up to N padded tokens (documents x the longest) "
-                   "instead of a fixed count; auto: the micro-batch x the length it was sized at (the longest document with --batch auto, else seq_len); 0: fixed batches"},
+                   "instead of a fixed count; auto: the micro-batch x the length it was sized at (the longest document when `micro_batch` is auto, else seq_len); 0: fixed batches"},
     {"checkpoint_dir", "write checkpoints here (atomically)"},
     {"checkpoint_every", "also every N steps (default: each epoch end)", 0, 1e12, "optimizer steps; 0: at epoch ends"},
     {"resume", "continue from the checkpoint in DIR (and keep writing there)"},
