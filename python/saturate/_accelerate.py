@@ -14,13 +14,13 @@ as Accelerate would and the function runs again.
 
 An out-of-memory in an evaluation never changes the training batch (Hugging Face #32215). It is
 told apart by the model: an evaluation puts it in eval mode and the out-of-memory leaves it there
-(the models among the function's arguments, all in eval mode, after a forward in train mode or one
-without gradients: a model trained in eval mode throughout is not evaluating); without a model among the
-arguments, by the last module call before it (a no-grad forward of a module in eval mode). A function with
-an `eval_batch_size` parameter is given it (its default, or the training batch when the default
-is None) and runs again with it halved; one without such a parameter gets an error that says so.
-(Without a model among the arguments, a frozen teacher's no-grad forward inside a training step
-counts as an evaluation too.)
+(the models among the function's arguments all in eval mode, after a forward in train mode or one
+without gradients; a model trained in eval mode throughout is not evaluating). Without a model
+among the arguments, the last module call tells (a no-grad forward of a module in eval mode; a
+frozen teacher's no-grad forward inside a training step then counts as an evaluation too). A
+function with an `eval_batch_size` parameter is given it (its default, or the training batch
+when the default is None) and runs again with it halved; one without such a parameter gets an
+error that says so. Each run starts with the models in the mode the call found them in.
 """
 from __future__ import annotations
 

@@ -77,6 +77,9 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
     def scale_batch_size(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
         if trainer.fast_dev_run:
             return
+        if self._eval_name and not lightning_hasattr(pl_module, self._eval_name):  # before any trial
+            raise AttributeError(f"eval_batch_arg_name={self._eval_name!r}: neither the LightningModule nor its "
+                                 "datamodule has that attribute; give the one your val_dataloader reads")
         ckpt_path = os.path.join(trainer.default_root_dir, f".saturate_batch_size_{uuid.uuid4()}.ckpt")
         trainer.save_checkpoint(ckpt_path)
         params = _dump_params(trainer)
@@ -120,9 +123,6 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
     def _search_eval_batch(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
         """The validation batch: Lightning's validation loop at each trial's batch, beside the
         optimizer's state (fit validates after zeroing the gradients)."""
-        if not lightning_hasattr(pl_module, self._eval_name):
-            raise AttributeError(f"eval_batch_arg_name={self._eval_name!r}: neither the LightningModule nor its "
-                                 "datamodule has that attribute; give the one your val_dataloader reads")
         val_loop = trainer.fit_loop.epoch_loop.val_loop
         trainer.limit_val_batches = self._steps_per_trial
         # the training trials' fetcher still holds a batch of the last trial: let it go (fit holds no

@@ -287,3 +287,13 @@ def test_the_lightning_callback_searches_the_validation_batch_on_its_own_exact_a
 
     assert fit_at(ev.max_batch) == "ok"
     assert fit_at(ev.max_batch + 1) == "oom"
+
+
+def test_an_eval_batch_attribute_the_module_lacks_is_refused_before_any_trial(tmp_path):
+    from saturate.lightning import SaturateBatchSizeFinder
+
+    L, module = lightning_module(2)
+    finder = SaturateBatchSizeFinder(eval_batch_arg_name="eval_batch_size")
+    with StepCounter() as count, pytest.raises(AttributeError, match="eval_batch_size"):
+        fit_and_validate(L, module, tmp_path, saturate._memory.cpu_allocated_bytes() + 20 * MiB, [finder])
+    assert count.steps == 0 and finder.search_result is None
