@@ -23,7 +23,8 @@ if _os.environ.get("SATURATE_NO_CPU_ALLOCATOR", "") in ("", "0"):
     _C.install_cpu_allocator()  # first: the budget sees CPU tensors made from here on
 
 from ._step import is_out_of_memory, release_exception
-from ._search import ConfigSearchResult, Objective, SearchResult, Trial, search, search_configs, search_eval
+from ._search import (Alternative, ConfigSearchResult, Decision, Objective, SearchResult, Trial, search, search_configs,
+                      search_eval)
 from ._memory import MemoryBreakdown, cpu_memory_budget, memory_breakdown
 from ._leak import LeakReport, LeakSite, leak_check
 from ._plan import Plan, plan_for
@@ -37,7 +38,7 @@ from ._guard import Backoff, OomGuard
 __version__ = _C.__version__
 
 __all__ = [
-    "search", "search_eval", "search_configs", "ConfigSearchResult", "SearchResult", "Trial", "Objective",
+    "search", "search_eval", "search_configs", "ConfigSearchResult", "SearchResult", "Trial", "Objective", "Decision", "Alternative",
     "cpu_memory_budget", "memory_breakdown", "MemoryBreakdown", "leak_check", "LeakReport", "LeakSite",
     "plan_for", "Plan",
     "monitor", "Monitor", "MonitorReport", "phase",

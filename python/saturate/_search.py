@@ -16,6 +16,7 @@ from ._budget import Size, to_bytes
 from ._data import ItemBatches, WorstCase
 from ._noise import NoiseFromSteps
 from ._ranks import ranks_for
+from ._shard_sync import ShardSync, fsdp_modules, own_limits
 from ._step import StepRunner, StepState, step_name
 
 
@@ -61,6 +62,33 @@ class Objective:
 
 
 @dataclass
+class Alternative:
+    """A batch the run could train at instead, named by what chose it."""
+    name: str                   # "memory", "throughput", "goodput" or "fastest_probe"
+    batch: int
+    reason: str
+
+
+@dataclass
+class Decision:
+    """The one answer of a search: the batch to train at, the objective that chose it and why,
+    and the other candidates by name (never one above the memory-safe recommended batch)."""
+    batch: int                  # 0: no batch fits within the target
+    objective: str              # what chose it: "memory", "throughput" or "goodput"
+    requested: str              # what was asked for (goodput falls back to throughput when its noise scale
+                                # is not measurable: `fallback` says why)
+    reason: str
+    alternatives: List[Alternative] = field(default_factory=list)
+    fallback: str = ""
+
+    @classmethod
+    def from_json(cls, j: Dict[str, Any]) -> "Decision":
+        return cls(batch=j["batch"], objective=j["objective"], requested=j.get("requested", j["objective"]),
+                   reason=j["reason"], fallback=j.get("fallback", ""),
+                   alternatives=[Alternative(a["name"], a["batch"], a["reason"]) for a in j.get("alternatives", [])])
+
+
+@dataclass
 class SearchResult:
     max_batch: int              # the largest batch that fits (0: batch 1 does not)
     max_batch_exact: bool       # max_batch fit and max_batch + 1 was seen not to
@@ -80,6 +108,8 @@ class SearchResult:
     objective: Optional[Objective] = None
     # data=: the worst-case batches the search ran on, and the answer at the median length
     worst_case: Optional[WorstCase] = None
+    # the one answer: the batch to train at, what chose it and why, the alternatives by name
+    decision: Optional[Decision] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -90,16 +120,19 @@ class SearchResult:
                      trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
                      budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
                      error=data.get("error", ""), compute=data.get("compute", {}),
-                     objective=Objective.from_json(data["objective"]) if "objective" in data else None, data=data)
+                     objective=Objective.from_json(data["objective"]) if "objective" in data else None,
+                     decision=Decision.from_json(data["decision"]) if "decision" in data else None, data=data)
         result._text = text
         return result
 
     @property
     def batch(self) -> int:
-        """The batch to train at: the objective's, else the recommended (else the max)."""
+        """The batch to train at: the decision's (the objective's, capped at the recommended batch)."""
+        if self.decision is not None:
+            return self.decision.batch
         if self.objective is not None and self.objective.batch > 0:
-            return self.objective.batch
-        return self.recommended_batch or self.max_batch
+            return min(self.objective.batch, self.recommended_batch or self.objective.batch)
+        return self.recommended_batch
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The same fields as `saturate search --json`."""
@@ -167,6 +200,12 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     maximum (exact for every rank with `exact_ranks=True`). 'auto' (default): the default group
     when there are several ranks; None: each rank alone; or a process group. A collective: call it
     on every rank. The objective is then memory (the throughput curve is timed in one process).
+    A model you sharded with FSDP2 (`fully_shard`) is searched too: during the trials every rank
+    agrees at each sharded unit's forward and backward whether any rank has run out of memory, so
+    that one rank's out-of-memory inside a sharded step stops every rank at the same point instead
+    of leaving the others in a collective until its timeout (docs/sharding.md). Each rank's entry in
+    `result.data["ranks"]` then has `own_oom_batch` (the smallest batch at which that rank itself
+    ran out of memory); `exact_ranks` does not apply (a rank cannot run a sharded step alone).
     """
     if not callable(step):
         raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
@@ -185,7 +224,10 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     if items is not None:
         step = items.step_on(user_step, "worst")
     state = StepState(user_step, model, optimizer)
-    runner = StepRunner(step)
+    group = ranks_for(ranks)
+    units = fsdp_modules(state.modules) if group is not None else []
+    sync = ShardSync(group, units) if units else None  # a sharded model: ranks agree inside each step
+    runner = StepRunner(step, sync)
 
     def reset():
         state.reset()
@@ -195,11 +237,10 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     report = None
     if on_trial is not None:
         report = lambda text: on_trial(Trial.from_json(json.loads(text)))  # noqa: E731
-    group = ranks_for(ranks)
     noise = None
     if objective == "goodput":
         noise = NoiseFromSteps(step, state, reset)
-    with state.trials(restore):
+    with state.trials(restore), _removed_after(sync):
         text, console = _C.search(runner, device=device, budget_bytes=to_bytes(memory_budget, device),
                          target_fraction=float(target_memory), strategy=strategy, max_batch=int(max_batch or 0),
                          start_batch=max(min_batch, 2), warmup_steps=int(warmup_steps),
@@ -207,10 +248,15 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                          noise_steps=int(noise_steps), base_batch=int(base_batch or 0),
                          parameters=state.parameters(), after_trial=reset, name=step_name(step),
                          optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise,
-                         ranks=group, exact_ranks=bool(exact_ranks))
+                         ranks=group, exact_ranks=bool(exact_ranks) and sync is None)
     if runner.interrupt is not None:
         raise runner.interrupt
-    result = SearchResult.from_json(json.loads(text), console)
+    data_json = json.loads(text)
+    if sync is not None:
+        own_limits(sync, group, data_json)
+        data_json["sharded_units"] = len(units)
+        data_json["agreement_points"] = sync.points
+    result = SearchResult.from_json(data_json, console)
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"
@@ -233,6 +279,16 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
         result.data["worst_case"] = result.worst_case.to_json()
         result._text += _worst_case_text(result.worst_case)
     return result
+
+
+@contextlib.contextmanager
+def _removed_after(sync: Optional[ShardSync]) -> Iterator[None]:
+    """The agreement points are the search's: training runs without them."""
+    try:
+        yield
+    finally:
+        if sync is not None:
+            sync.remove()
 
 
 def _worst_case(items: ItemBatches, result: SearchResult) -> WorstCase:

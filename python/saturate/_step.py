@@ -63,8 +63,9 @@ def _first_line(error: BaseException) -> str:
 class StepRunner:
     """Calls `step(batch_size)`; returns None, or ("oom" | "error" | "interrupt", message)."""
 
-    def __init__(self, step: Callable[[int], Any]):
+    def __init__(self, step: Callable[[int], Any], sync: Any = None):
         self.step = step
+        self.sync = sync  # agreement points of a sharded model's ranks (_shard_sync.ShardSync), or None
         self.interrupt: Optional[BaseException] = None
         self.error_traceback: Optional[str] = None
         self.oom_count = 0
@@ -73,21 +74,30 @@ class StepRunner:
         if self.interrupt is not None:  # stop the search: every later trial fails at once
             return ("interrupt", "interrupted")
         try:
+            if self.sync is not None:
+                self.sync.begin()
             self.step(int(batch_size))
+            if self.sync is not None:
+                self.sync.end()
             return None
         except Exception as error:  # noqa: BLE001 - every failure is a trial result
             oom_error = _oom_in_chain(error)
             oom = oom_error is not None
             message = _first_line(oom_error if oom else error)
+            own = not getattr(oom_error, "from_another_rank", False)
             oom_error = None
             if not oom:
                 self.error_traceback = "".join(traceback.format_exception(error))
             release_exception(error)
             del error
+            if self.sync is not None:  # the other ranks learn of it at their next agreement point
+                self.sync.failed(oom, int(batch_size), own)
         except BaseException as error:  # KeyboardInterrupt, SystemExit: raised after the search
             message = _first_line(error)
             release_exception(error)
             self.interrupt = error
+            if self.sync is not None:
+                self.sync.failed(False, int(batch_size), True)
             return ("interrupt", message)
         if oom:
             self.oom_count += 1

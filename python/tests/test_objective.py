@@ -26,6 +26,25 @@ def test_throughput_chooses_the_knee_of_the_curve_it_measured_on_the_users_step(
     assert r.data["objective"]["objective"] == "throughput"  # the CLI's JSON key
 
 
+def test_the_result_leads_with_one_decision_the_same_in_the_json_the_text_and_the_html():
+    model, opt, step = LOOPS["mlp"]()
+    for objective in ("memory", "throughput"):
+        r = saturate.search(step, device="cpu", memory_budget=48 * MiB, objective=objective, knee_fraction=0.8)
+        assert not r.error, r.error
+        d = r.decision
+        assert d is not None and d.objective == objective and d.requested == objective
+        assert r.batch == d.batch == r.data["decision"]["batch"]
+        assert 0 < d.batch <= r.recommended_batch  # never above the memory-safe batch
+        assert all(a.batch <= r.recommended_batch for a in d.alternatives), d.alternatives
+        assert r.throughput_batch <= r.recommended_batch
+        assert f"decision           train at batch {d.batch} (objective {objective})" in str(r), str(r)
+        assert f"Train at batch <b>{d.batch}</b> (objective {objective})" in r.to_html()
+        if objective == "throughput":
+            assert d.batch == r.objective.batch
+            assert [a.name for a in d.alternatives] == ["memory"]
+            assert d.alternatives[0].batch == r.recommended_batch
+
+
 def test_bad_objective_options_name_the_keyword_and_the_range():
     model, opt, step = LOOPS["mlp"]()
     with pytest.raises(ValueError, match=r"knee_fraction: 0 is outside 0.01..1 \(a fraction of the best samples/s\)"):

@@ -2,6 +2,8 @@
 // and the messages that name a lost rank (see dist/process_group.h).
 #include "saturate/dist/process_group.h"
 
+#include "saturate/dist/job_settings.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -366,9 +368,18 @@ class Rendezvous {
 
   /// Writes this rank's entry: proc/<rank> and the next join/<n>.
   void publish(const JoinRecord& me) {
+    store_->set(fmt::format("settings/{}", me.rank), bytes(job_settings().text()));  // before the join: rank 0 reads it then
     store_->set(fmt::format("proc/{}", me.rank), bytes(record_text(me)));
     const int64_t n = store_->add("joined", 1);
     store_->set(fmt::format("join/{}", n), bytes(record_text(me)));
+  }
+
+  /// What rank `rank` runs (published before its join entry).
+  static JobSettings settings_of(c10d::Store& store, int rank) {
+    const std::string key = fmt::format("settings/{}", rank);
+    if (!store.check({key})) return {};
+    const auto v = store.get(key);
+    return JobSettings::parse(std::string(v.begin(), v.end()));
   }
 
   void join_as_rank_zero(Clock::time_point deadline, const JoinRecord& me) {
@@ -397,6 +408,14 @@ class Rendezvous {
             reason = fmt::format("two processes have RANK {}: pid {} on {} and pid {} on {}; give each rank its "
                                  "own RANK in 0..{} (saturate launch and torchrun set it)",
                                  r.rank, it->second.pid, it->second.host, r.pid, r.host, size - 1);
+          } else if (const std::string differs = settings_of(store, r.rank).difference(job_settings(), "rank 0");
+                     !differs.empty()) {
+            usage = true;
+            joined[r.rank] = r;  // it waits for the verdict: the grace below lets it read why
+            reason = fmt::format("the ranks run different jobs: {} runs with {}; every rank of a job runs the same "
+                                 "command with the same settings: give each rank the same flags (saturate launch "
+                                 "and torchrun start one command on every rank)",
+                                 r.who(), differs);
           } else {
             joined[r.rank] = r;
           }

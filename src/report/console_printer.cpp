@@ -18,7 +18,7 @@ class ConsolePrinter final : public Printer {
   }
   void result(const SearchReport& r) override {
     std::ostringstream text;
-    print_search(text, context_, r.result);
+    print_search(text, context_, r.result, r.json.contains("decision") ? &r.json["decision"] : nullptr);
     out_ << (name_of_ ? name_options(text.str(), name_of_) : text.str()) << r.notes << std::flush;
   }
   void end() override { out_.flush(); }

@@ -109,7 +109,21 @@ std::string search_decision(const Run& run) {
     lead = "No batch fits: " + (error.empty() ? std::string("no trial ran under the budget.") : esc(error));
     return "<p class=\"lead\">" + lead + "</p>\n<ul>\n" + plan_words(j) + "</ul>\n";
   }
-  lead = fmt::format("Train at batch <b>{}</b>", number_text(*rec));
+  // the one answer (search/decision.h): the batch the run's objective chose, capped at the
+  // memory-safe one; older JSON without a decision leads with the recommended batch
+  const json* decision = opt_object(j, "decision");
+  const auto decided = decision ? opt_number(*decision, "batch", "decision") : std::nullopt;
+  lead = fmt::format("Train at batch <b>{}</b>", number_text(decided && *decided > 0 ? *decided : *rec));
+  if (decision) {
+    const std::string by = opt_string(*decision, "objective"), asked = opt_string(*decision, "requested");
+    lead += fmt::format(" (objective {}{})", esc(by), !asked.empty() && asked != by ? ", asked for " + esc(asked) : "");
+    std::string s = "<b>Why:</b> " + esc(opt_string(*decision, "reason")) + ".";
+    if (decision->contains("alternatives"))
+      for (const json& a : (*decision)["alternatives"])
+        s += fmt::format(" <b>Alternative {}</b>: batch {}, {}.", esc(opt_string(a, "name")),
+                         number_text(opt_number(a, "batch", "alternative").value_or(0)), esc(opt_string(a, "reason")));
+    items += li(s);
+  }
   const TrialView* rt = run.recommended();
   const double pct_target = run.budget && run.target && *run.budget > 0 ? 100.0 * *run.target / *run.budget : 0;
   {
@@ -149,18 +163,17 @@ std::string search_decision(const Run& run) {
   if (tb && *tb > 0) {
     double best = 0, best_batch = 0;
     for (const TrialView& t : run.trials)
-      if (t.ok() && t.samples_per_s && *t.samples_per_s > best) {
+      if (t.ok() && t.batch <= *rec && t.samples_per_s && *t.samples_per_s > best) {
         best = *t.samples_per_s;
         best_batch = t.batch;
       }
-    std::string s = fmt::format("<b>throughput_batch {}</b>: the smallest measured batch within 3 % of the best "
-                                "samples/s ({:.1f} at batch {}).",
+    std::string s = fmt::format("<b>throughput_batch {}</b>: the smallest memory probe up to the recommended batch "
+                                "within 3 % of the fastest probe's samples/s ({:.1f} at batch {}).",
                                 number_text(*tb), best, number_text(best_batch));
     if (*tb < *rec) {
-      s += fmt::format(" Batches above {} add memory, not speed: train at {} unless the optimization needs the "
-                       "larger batch (then scale the learning rate with it).",
-                       number_text(*tb), number_text(*tb));
-      lead += fmt::format(" — or at <b>{}</b>, which is as fast", number_text(*tb));
+      s += fmt::format(" One timed step per probe: a hint that batches above {} add memory, not speed; time the "
+                       "curve with <code>`objective`</code> throughput before relying on it.",
+                       number_text(*tb));
     } else {
       s += " Throughput still grows up to the recommended batch: memory is what limits it.";
     }

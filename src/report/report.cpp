@@ -5,6 +5,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
+#include "saturate/search/decision.h"
 
 namespace saturate {
 
@@ -47,6 +48,7 @@ nlohmann::json search_json(const RunContext& c, const SearchResult& r) {
   j["search_seconds"] = r.search_seconds;
   j["trial_steps"] = r.trial_steps;
   if (!r.error.empty()) j["error"] = r.error;
+  j["decision"] = to_json(decide_batch(r));
   return j;
 }
 
@@ -78,7 +80,22 @@ void print_trial(std::ostream& out, const RunContext& c, const Trial& t) {
   if (!t.error.empty()) out << "error      " << t.error << "\n";
 }
 
-void print_search(std::ostream& out, const RunContext& c, const SearchResult& r) {
+std::string decision_text(const nlohmann::json* d) {
+  if (!d || !d->is_object() || !d->contains("batch")) return "";
+  const int64_t batch = (*d)["batch"].get<int64_t>();
+  const std::string objective = d->value("objective", "memory"), requested = d->value("requested", objective);
+  std::string s = batch > 0 ? fmt::format("decision           train at batch {} (objective {}{}): {}\n", batch, objective,
+                                          requested != objective ? ", asked for " + requested : "",
+                                          d->value("reason", ""))
+                            : fmt::format("decision           no batch to train at: {}\n", d->value("reason", ""));
+  if (d->contains("alternatives"))
+    for (const auto& a : (*d)["alternatives"])
+      s += fmt::format("  alternative      {} {}: {}\n", a.value("name", ""), a.value("batch", int64_t{0}),
+                       a.value("reason", ""));
+  return s;
+}
+
+void print_search(std::ostream& out, const RunContext& c, const SearchResult& r, const nlohmann::json* decision) {
   print_context(out, c);
   out << fmt::format("strategy   {} ({} trials, {} training steps, {:.1f} s)\n\n", to_string(r.strategy),
                      r.trials.size(), r.trial_steps, r.search_seconds);
@@ -91,7 +108,7 @@ void print_search(std::ostream& out, const RunContext& c, const SearchResult& r)
                    : fmt::format("{:>10}  {:>12}\n", "-", "-"));
   }
   const double pct = r.budget_bytes ? 100.0 * static_cast<double>(r.target_bytes) / static_cast<double>(r.budget_bytes) : 0;
-  out << "\n";
+  out << "\n" << decision_text(decision);
   out << fmt::format("max_batch          {}{}\n", r.max_batch,
                      r.capped ? " (capped by `max_batch`)"
                               : (r.max_batch_exact ? fmt::format(" (exact: {} does not fit)", r.max_batch + 1)
@@ -104,7 +121,8 @@ void print_search(std::ostream& out, const RunContext& c, const SearchResult& r)
                               r.boundary_spread, r.max_batch));
   out << fmt::format("recommended_batch  {} (measured peak within {:.0f} % of the budget = {}{})\n",
                      r.recommended_batch, pct, format_bytes(r.target_bytes), r.recommended_exact ? ", exact" : "");
-  out << fmt::format("throughput_batch   {} (smallest measured batch within 3 % of the best samples/s)\n",
+  out << fmt::format("throughput_batch   {} (fastest_probe: the smallest memory probe up to the recommended batch "
+                     "within 3 % of the fastest probe's samples/s, one timed step each)\n",
                      r.throughput_batch);
   if (r.memory_model.valid)
     out << fmt::format("memory model       {} + {} per sample\n",

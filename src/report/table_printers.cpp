@@ -35,6 +35,12 @@ std::string what_and_where(const RunContext& c) {
 /// The answer as key/value pairs, from the run JSON (the same numbers the JSON printer writes).
 std::vector<std::pair<std::string, std::string>> answer(const nlohmann::json& j) {
   std::vector<std::pair<std::string, std::string>> kv;
+  if (j.contains("decision") && j["decision"].is_object()) {  // the one answer leads
+    const auto& d = j["decision"];
+    kv.emplace_back("batch", d.value("batch", nlohmann::json(0)).dump());
+    kv.emplace_back("objective", d.value("objective", ""));
+    kv.emplace_back("reason", d.value("reason", ""));
+  }
   for (const char* key : {"recommended_batch", "max_batch", "max_batch_exact", "throughput_batch", "target_bytes",
                           "budget_bytes", "strategy", "search_seconds", "trial_steps", "error"})
     if (j.contains(key)) kv.emplace_back(key, j[key].is_string() ? j[key].get<std::string>() : j[key].dump());

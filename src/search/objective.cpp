@@ -35,18 +35,23 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
   options.check();
   ObjectiveOutcome out;
   out.objective = options.objective;
+  out.requested = options.objective;
   out.batch = max_batch;
   if (out.objective == Objective::kMemory || max_batch <= 0) return out;
   ThroughputCurveOptions co = curve_options(options, max_batch);
   co.on_point = progress.on_point;
   if (progress.on_curve_start) progress.on_curve_start(out.objective, max_batch);
   out.curve = measure_throughput_curve(runner, co);
-  if (out.objective == Objective::kThroughput) {
+  const auto knee = [&] {
+    out.objective = Objective::kThroughput;
     out.batch = out.curve->knee_batch;
     out.reason = fmt::format("batch {}: the smallest timed batch within {:.0f} % of the best samples/s ({:.0f} at batch "
                              "{}); a larger one adds memory, not speed",
                              out.batch, 100 * options.knee_fraction, out.curve->best_samples_per_s,
                              out.curve->best_batch);
+  };
+  if (out.requested == Objective::kThroughput) {
+    knee();
     return out;
   }
   if (!noise) throw InternalError("pick_by_objective: goodput without a way to measure the noise scale");
@@ -55,6 +60,17 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
   if (progress.on_noise_start) progress.on_noise_start(noise_batch, options.noise_steps);
   out.noise = noise(noise_batch, options.noise_steps);
   out.noise_data = noise_data;
+  if (!out.noise->noise_scale) {
+    // a noise scale that is not measurable says nothing about statistical efficiency: taking it
+    // as 1 would make goodput the throughput and scale the learning rate by the batch ratio on
+    // no evidence. The curve, which was measured, chooses instead.
+    knee();
+    out.fallback = fmt::format("goodput not measurable: the gradient noise scale is not measurable after {} steps of "
+                               "batch {} (|G|^2 estimate {:.3g}: the gradient is all noise); no learning-rate change",
+                               out.noise->steps, out.noise->batch, out.noise->gradient_sq_norm);
+    out.reason += "; " + out.fallback;
+    return out;
+  }
   out.goodput = choose_goodput_batch(*out.curve, out.noise->noise_scale, base, options.lr_rule);
   out.batch = out.goodput->batch;
   out.reason = out.goodput->reason;
@@ -78,7 +94,11 @@ nlohmann::json to_json(const ThroughputCurve& c) {
 }
 
 nlohmann::json to_json(const ObjectiveOutcome& o) {
-  nlohmann::json j = {{"objective", to_string(o.objective)}, {"batch", o.batch}, {"reason", o.reason}};
+  nlohmann::json j = {{"objective", to_string(o.objective)},
+                      {"requested", to_string(o.requested)},
+                      {"batch", o.batch},
+                      {"reason", o.reason}};
+  if (!o.fallback.empty()) j["fallback"] = o.fallback;
   if (o.curve) j["throughput_curve"] = to_json(*o.curve);
   if (o.noise)
     j["noise_scale"] = {{"value", o.noise->noise_scale ? nlohmann::json(*o.noise->noise_scale) : nlohmann::json()},

@@ -391,13 +391,17 @@ class SearchRun {
   SearchResult& res_;
 };
 
-int64_t throughput_batch(const std::vector<Trial>& trials, double tolerance) {
+/// Among the trials up to `limit` (the memory-safe batch): the smallest batch
+/// within `tolerance` of the fastest one's samples/s. Never above the limit: a batch past the
+/// target is not one to train at, however fast its probe ran.
+int64_t throughput_batch(const std::vector<Trial>& trials, double tolerance, int64_t limit) {
+  const auto counts = [limit](const Trial& t) { return t.ok() && t.batch <= limit; };
   double best = 0;
   for (const Trial& t : trials)
-    if (t.ok()) best = std::max(best, t.samples_per_s);
+    if (counts(t)) best = std::max(best, t.samples_per_s);
   int64_t batch = 0;
   for (const Trial& t : trials)
-    if (t.ok() && t.samples_per_s >= (1.0 - tolerance) * best && (batch == 0 || t.batch < batch)) batch = t.batch;
+    if (counts(t) && t.samples_per_s >= (1.0 - tolerance) * best && (batch == 0 || t.batch < batch)) batch = t.batch;
   return batch;
 }
 
@@ -417,7 +421,10 @@ SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options
   for (const Trial& t : result.trials)
     if (t.ok()) allocated.emplace_back(t.batch, t.peak_allocated_bytes);
   result.memory_model = fit_memory_law(allocated);
-  result.throughput_batch = throughput_batch(result.trials, options.throughput_tolerance);
+  result.throughput_batch = result.recommended_batch > 0 ? throughput_batch(result.trials, options.throughput_tolerance,
+                                                                            result.recommended_batch)
+                                                         : 0;
+  if (result.recommended_batch == 0) result.recommended_exact = false;  // nothing to be exact about
   result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "saturate/report/report.h"
+#include "saturate/train/batch_plan.h"
 #include "saturate/train/eta.h"
 
 namespace saturate {
@@ -106,12 +107,10 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
   const int64_t base_batch = o.base_batch > 0 ? o.base_batch : 64;
   e.on_start = [line, style, precision = to_string(o.step.precision),
                 checkpointing = to_string(o.step.checkpointing)](const TrainStart& s) {
-    line(fmt::format("saturate: training {} on {} ({}), micro-batch {} x {} = global batch {}, {} steps ({} per "
-                     "epoch), {} {}, lr {:g}",
-                     style.model_name, s.data, style.device_info, s.micro_batch,
-                     s.world_size > 1 ? fmt::format("{} x {} ranks", s.accumulation, s.world_size)
-                                      : std::to_string(s.accumulation),
-                     s.global_batch, s.total_steps, s.steps_per_epoch, precision, checkpointing, s.peak_lr));
+    line(fmt::format("saturate: training {} on {} ({}), {}, {} steps ({} per epoch), {} {}, lr {:g}",
+                     style.model_name, s.data, style.device_info,
+                     batch_arithmetic(s.micro_batch, s.accumulation, s.world_size, s.global_batch), s.total_steps,
+                     s.steps_per_epoch, precision, checkpointing, s.peak_lr));
   };
   e.on_step = [line, every = std::max<int64_t>(1, style.log_every)](const TrainProgress& p) {
     if (p.step % every == 0 || p.step == p.total_steps) line(step_line(p));

@@ -1,18 +1,28 @@
 #include "saturate/session/run_paths.h"
 
+#include <filesystem>
+
 #include "saturate/core/output_file.h"
+#include "saturate/data/dataset.h"
+#include "saturate/dist/job_settings.h"
 #include "saturate/train/checkpoint_file.h"
 
 namespace saturate {
 namespace {
 
-/// The path a `data` value reads ("tokens:FILE" -> FILE); "" for data that names none.
+/// The path a `data` value reads ("tokens:FILE" -> FILE, "idx:DIR" -> DIR, "wds:DIR/shard-*.tar"
+/// -> DIR, "fashion-mnist" -> Debian's folder); "" for data that names none (synthetic).
 std::string data_path(const std::string& data) {
   const size_t colon = data.find(':');
-  if (colon == std::string::npos) return "";
   const std::string kind = data.substr(0, colon);
-  for (const char* k : {"idx", "cifar10", "cifar100", "images", "wds", "tokens", "text"})
-    if (kind == k) return data.substr(colon + 1);
+  const std::string arg = colon == std::string::npos ? "" : data.substr(colon + 1);
+  if (kind == "fashion-mnist" || kind == "fashion_mnist") return arg.empty() ? DatasetOptions{}.fashion_mnist_dir : arg;
+  if (kind == "wds" && arg.find_first_of("*?[{") != std::string::npos) {
+    const std::string parent = std::filesystem::path(arg).parent_path().string();
+    return parent.empty() ? "." : parent;  // the shards' folder
+  }
+  for (const char* k : {"idx", "mnist", "cifar10", "cifar100", "images", "wds", "tokens", "text"})
+    if (kind == k) return arg;
   return "";
 }
 
@@ -40,6 +50,26 @@ void check_run_paths(const std::vector<PathUse>& uses) {
                        : use.option == "html" || use.option == "output" ? "report.html" : "result.json";
     check_output_path(use.path, {"`" + use.option + "`", name});
   }
+}
+
+void check_command(const std::string& command, const std::vector<OptionValue>& values) {
+  std::vector<PathUse> uses;
+  for (const OptionValue& v : values)
+    if (auto use = path_use(v.option, v.value)) uses.push_back(*use);
+  check_run_paths(uses);
+  JobSettings job;
+  job.items.emplace_back("command", command);
+  for (const OptionValue& v : values) {
+    if (!v.given) continue;
+    const auto use = path_use(v.option, v.value);
+    if (use && use->role == PathRole::kOutput) continue;  // each rank may write its own
+    bool per_rank = false;
+    for (const char* o : {"device", "memory_budget", "threads", "workers", "prefetch", "quiet", "watch.quiet",
+                          "report.quiet", "sample_hz", "watch.sample_hz", "dist_timeout"})
+      per_rank = per_rank || v.option == o;
+    if (!per_rank) job.items.emplace_back(v.option, v.value);
+  }
+  set_job_settings(std::move(job));
 }
 
 }  // namespace saturate

@@ -1,5 +1,7 @@
 #include "saturate/session/search_session.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -62,11 +64,27 @@ std::string search_failure(const SearchResult& result, WorkloadSession& session,
                        "a smaller model or input",
                        format_bytes(session.context.budget_bytes), session.context.model_name,
                        batch_one_need(session, footprint));
-  if (result.recommended_batch == 0)  // batches fit, none within the target
+  if (result.recommended_batch == 0) {  // batches fit, none within the target
+    // The fraction the smallest fitting batch needs is what to raise the target to (not a fixed example,
+    // which may be the value already given).
+    int64_t smallest_peak = 0;
+    int64_t smallest_batch = 0;
+    for (const Trial& t : result.trials)
+      if (t.ok() && (smallest_batch == 0 || t.batch < smallest_batch)) {
+        smallest_batch = t.batch;
+        smallest_peak = t.peak_reserved_bytes;
+      }
+    const double budget = static_cast<double>(session.context.budget_bytes);
+    const double needed = budget > 0 ? std::ceil(100.0 * static_cast<double>(smallest_peak) / budget) / 100.0 : 1.0;
+    const std::string raise =
+        smallest_batch > 0 && needed < 1.0
+            ? fmt::format("raise `target_fraction` to at least {:.2f} (batch {} peaked at {}), or `memory_budget`",
+                          needed, smallest_batch, format_bytes(smallest_peak))
+            : std::string("raise `memory_budget`");
     return fmt::format("no batch keeps its measured peak within `target_fraction` {:g} of the budget ({}); batches up "
-                       "to {} fit the whole budget: raise `target_fraction` (e.g. 0.9) or `memory_budget`",
-                       target, format_bytes(static_cast<int64_t>(target * session.context.budget_bytes)),
-                       result.max_batch);
+                       "to {} fit the whole budget: {}",
+                       target, format_bytes(static_cast<int64_t>(target * budget)), result.max_batch, raise);
+  }
   return "";
 }
 

@@ -191,14 +191,24 @@ struct BatchChoice {
   double lr_gain = 1;
 };
 
+/// The samples of one rank's share of an epoch (0: not known): no batch from the data is larger.
+int64_t train_data_size(const TrainSessionData& data, int64_t seq_len, int world_size) {
+  int64_t n = 0;
+  if (data.text_documents()) n = static_cast<int64_t>(data.text.train.size());
+  else if (data.tokens) n = data.corpus.train.defined() ? data.corpus.train.numel() / std::max<int64_t>(1, seq_len) : 0;
+  else if (data.train) n = data.train->size();
+  return n > 0 ? std::max<int64_t>(1, n / std::max(1, world_size)) : 0;
+}
+
 /// micro_batch 0: the largest micro-batch that trains (every rank probes the same batch, an OOM
-/// on any is one for all).
+/// on any is one for all), at most what one rank's share of the data holds (`data_samples`).
 AutoBatch search_micro_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
                            const BatchRequest& request, const TrainSessionOptions& o, TrainRanks& ranks,
-                           const TrainEvents& events, int64_t tokens) {
+                           const TrainEvents& events, int64_t tokens, int64_t data_samples) {
   AutoBatchOptions ao;
   ao.footprint = footprint;
   ao.request = request;
+  ao.search.max_batch = data_samples;  // a larger batch never comes from the data
   ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
   ao.search.on_trial = events.on_trial;
   ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
@@ -236,7 +246,7 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
     choice.objective = pick_by_objective(probe, oo, micro, source.next, source.name,
                                          events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial);
     choice.request.micro_batch = choice.objective.batch;
-    if (o.objective.objective == Objective::kGoodput) {
+    if (choice.objective.goodput) {  // goodput chose (not when its noise scale was not measurable)
       choice.request.accumulation = 1;
       if (!o.lr_scaling) choice.lr_gain = choice.objective.goodput->lr_gain;
     }
@@ -499,7 +509,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
   std::optional<AutoBatch> auto_batch;
   if (options.micro_batch == 0) {
-    auto_batch = search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens);
+    auto_batch = search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens,
+                                    train_data_size(data, workload.built().spec.seq_len, ranks.world_size()));
     choice.request.micro_batch = auto_batch->micro_batch;
   }
   if (options.objective.objective != Objective::kMemory || options.adaptive)

@@ -4,6 +4,7 @@
 
 #include "saturate/core/units.h"
 #include "saturate/session/train_session.h"
+#include "saturate/train/batch_plan.h"
 
 namespace saturate {
 
@@ -47,9 +48,10 @@ std::string optional_lines(const TrainSummary& s) {
 std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& ranks) {
   const TrainResult& r = s.result;
   std::string text = fmt::format(
-      "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       micro {} x {} = global {}\n"
+      "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       {}\n"
       "train loss  {:.4f}\n",
-      s.context.model_name, s.data, r.steps, r.samples_seen, r.epochs, r.micro_batch, r.accumulation, r.global_batch,
+      s.context.model_name, s.data, r.steps, r.samples_seen, r.epochs,
+      batch_arithmetic(r.micro_batch, r.accumulation, ranks.world_size, r.global_batch, "micro", "global"),
       r.final_train_loss);
   if (s.monitor && s.monitor->bottleneck)
     text += fmt::format("bottleneck  {}: {}\nfix         {}\n", s.monitor->bottleneck->verdict,

@@ -30,15 +30,17 @@ void UserSearchOptions::check() const {
                                                  budget_bytes));
 }
 
-int64_t UserSearchResult::batch() const {
-  if (objective.objective != Objective::kMemory && objective.batch > 0) return objective.batch;
-  return search.recommended_batch > 0 ? search.recommended_batch : search.max_batch;
+BatchDecision UserSearchResult::decision() const {
+  return decide_batch(search, objective.requested != Objective::kMemory ? &objective : nullptr);
 }
+
+int64_t UserSearchResult::batch() const { return decision().batch; }
 
 nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search);
   j["compute"] = compute_json(search, peak, std::nullopt);
-  if (objective.objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
+  if (objective.requested != Objective::kMemory) j["objective"] = saturate::to_json(objective);
+  j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, ranks);
   return j;
 }
@@ -46,7 +48,7 @@ nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
 std::string UserSearchResult::to_text(const RunContext& context) const {
   const nlohmann::json j = to_json(context);
   std::string notes;
-  if (objective.objective != Objective::kMemory)
+  if (objective.requested != Objective::kMemory)
     notes += objective_text(objective.objective, objective.reason, objective.noise, objective.noise_data,
                             objective.goodput);
   notes += compute_text(j["compute"]);
@@ -112,7 +114,8 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
     out.search = search_batch_size(probe, so);
   }
   if (monitor) monitor->finish();
-  out.objective.objective = options.objective.objective;
+  out.objective.objective = Objective::kMemory;  // until the requested objective runs
+  out.objective.requested = options.objective.objective;
   out.objective.batch = out.search.recommended_batch;
   const SearchResult& r = out.search;
   if (options.objective.objective != Objective::kMemory && r.error.empty() && r.max_batch > 0) {

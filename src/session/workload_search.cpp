@@ -8,6 +8,8 @@
 #include "saturate/report/checkpointing_report.h"
 #include "saturate/report/report.h"
 #include "saturate/report/search_text.h"
+#include "saturate/search/decision.h"
+#include "saturate/search/fixed_cost.h"
 #include "saturate/session/fast_path_trials.h"
 #include "saturate/session/objective_session.h"
 #include "saturate/step/fast_paths.h"
@@ -47,6 +49,12 @@ GemmPeak gemm_peak_outside_budget(MemoryMeter& meter, const c10::Device& device,
 WorkloadSearch::WorkloadSearch(Probe& probe, MemoryMeter& meter, WorkloadSearchOptions options, int world_size)
     : probe_(probe), options_(std::move(options)) {
   options_.check(world_size);
+  // a target below what every step holds whatever its batch: a usage error before any trial
+  Workload& w = probe_.workload();
+  check_target_above_fixed_cost(meter.budget_bytes(), options_.search.target_fraction,
+                                fixed_cost_of(w.parameter_bytes(),
+                                              optimizer_state_copies(to_string(w.optimizer_kind()), /*momentum=*/true),
+                                              to_string(w.optimizer_kind())));
   probe_.set_footprint(options_.footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
   // FLOPs of each trial's first step and MFU against the device's measured GEMM rate
   peak_ = gemm_peak_outside_budget(meter, probe_.workload().device(), options_.footprint.precision,
@@ -115,6 +123,8 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   j["compute"] = compute_json(search(), peak, analytic_flops_per_sample);
   j["fast_paths"] = fast_paths_json;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
+  j["decision"] = saturate::to_json(
+      decide_batch(search(), requested_objective != Objective::kMemory ? &objective : nullptr));
   if (world_size > 1) add_rank_json(j, world_size, run.chosen.ranks);
   return j;
 }

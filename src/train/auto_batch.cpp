@@ -40,7 +40,11 @@ AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoB
   a.reason = fmt::format("{} micro-batch {} ({}{}), measured with {} held for the loader's batches", 
                          so.target_fraction >= 1.0 ? "the largest" : "the recommended", a.micro_batch,
                          r.max_batch_exact ? fmt::format("{} does not fit", r.max_batch + 1)
-                                           : (r.capped ? "capped by the global batch" : "max not bracketed"),
+                                           : (r.capped ? (limit > 0 && so.max_batch == limit
+                                                                    ? "capped by the global batch"
+                                                                    : fmt::format("capped by the data: {} samples a rank",
+                                                                                  so.max_batch))
+                                                       : "max not bracketed"),
                          so.target_fraction >= 1.0 ? "" : fmt::format(", max {}", r.max_batch),
                          format_bytes(a.resident_data_bytes));
   return a;

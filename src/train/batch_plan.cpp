@@ -8,10 +8,24 @@
 
 namespace saturate {
 
+std::string batch_arithmetic(int64_t micro_batch, int64_t accumulation, int world_size, int64_t global_batch,
+                             const char* micro_word, const char* global_word) {
+  const int world = std::max(1, world_size);
+  const int64_t rank_batch = global_batch / world;
+  const int64_t last = rank_batch - micro_batch * (accumulation - 1);
+  if (last == micro_batch || accumulation < 1 || last <= 0 || last > micro_batch)
+    return world > 1 ? fmt::format("{} {} x {} x {} ranks = {} {}", micro_word, micro_batch, accumulation, world,
+                                   global_word, global_batch)
+                     : fmt::format("{} {} x {} = {} {}", micro_word, micro_batch, accumulation, global_word, global_batch);
+  const std::string steps = accumulation > 2 ? fmt::format("{} x {} + {}", micro_batch, accumulation - 1, last)
+                                             : fmt::format("{} + {}", micro_batch, last);
+  return world > 1 ? fmt::format("{} {} (a shorter last one) = {} per rank x {} ranks = {} {}", micro_word, steps,
+                                 rank_batch, world, global_word, global_batch)
+                   : fmt::format("{} {} (a shorter last one) = {} {}", micro_word, steps, global_word, global_batch);
+}
+
 std::string BatchPlan::text() const {
-  return world_size > 1 ? fmt::format("micro {} x {} x {} ranks = global {}", micro_batch, accumulation, world_size,
-                                      global_batch)
-                        : fmt::format("micro {} x {} = global {}", micro_batch, accumulation, global_batch);
+  return batch_arithmetic(micro_batch, accumulation, world_size, global_batch, "micro", "global");
 }
 
 int64_t rank_share(int64_t global_batch, int world_size) {

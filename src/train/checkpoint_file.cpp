@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -80,14 +81,73 @@ void check_checkpoint_dir(const std::string& dir, const std::string& option) {
                                          dir, p.string(), std::strerror(errno)));
 }
 
+namespace {
+
+/// The lock files this process holds, by folder as given: write_checkpoint_file checks that the
+/// folder still holds the very file (device and inode) before it writes there.
+struct HeldLock {
+  std::string dir;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+std::vector<HeldLock>& held_locks() {
+  static std::vector<HeldLock> locks;
+  return locks;
+}
+
+/// RuntimeFailure when `dir`'s lock file is no longer the one this process locked (the folder
+/// was removed, moved or replaced while the run held it); nothing when no lock on `dir` is held.
+void check_lock_still_there(const std::string& dir) {
+  for (const HeldLock& h : held_locks()) {
+    if (h.dir != dir) continue;
+    const std::string path = dir + "/" + checkpoint_lock_file_name();
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || st.st_dev != h.device || st.st_ino != h.inode)
+      throw RuntimeFailure(fmt::format(
+          "`checkpoint_dir` {}: the folder was removed, moved or replaced while this run held it (its lock {} is {}); "
+          "the checkpoint is not written there, where another run may now write: restore the folder, or resume from "
+          "the last checkpoint with another `checkpoint_dir`",
+          dir, path, ::lstat(path.c_str(), &st) != 0 ? "gone" : "another file"));
+    return;
+  }
+}
+
+}  // namespace
+
 CheckpointLock::CheckpointLock(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot create it: {}", dir, ec.message()));
   const std::string path = dir + "/" + checkpoint_lock_file_name();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0)
-    throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot open its lock {}: {}", dir, path, std::strerror(errno)));
+  // never through a link: a symlink (or a hard link) planted in a shared folder would make this
+  // run write its name into whatever file the link names. O_NONBLOCK: a FIFO does not hang the open.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
+  if (fd_ < 0) {
+    const int error = errno;
+    struct stat lst {};
+    if (error == ELOOP || (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)))
+      throw UsageError("checkpoint_dir",
+                       fmt::format("{}: its lock {} is a symbolic link; saturate never follows a link there (it would "
+                                   "write into the file the link names). Remove the link (rm {}), or give this run "
+                                   "another folder",
+                                   dir, path, path));
+    throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot open its lock {}: {}", dir, path, std::strerror(error)));
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    const bool linked = S_ISREG(st.st_mode) && st.st_nlink != 1;
+    ::close(fd_);
+    fd_ = -1;
+    throw UsageError("checkpoint_dir",
+                     fmt::format("{}: its lock {} is {}; saturate writes its lock only into a plain file of its own. "
+                                 "Remove it (rm {}), or give this run another folder",
+                                 dir, path,
+                                 linked ? fmt::format("a hard link ({} names for one file: writing it would change "
+                                                      "another file)",
+                                                      st.st_nlink)
+                                        : "not a regular file (a FIFO, a device or a folder)",
+                                 path));
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     char owner[256] = {};
@@ -96,6 +156,8 @@ CheckpointLock::CheckpointLock(const std::string& dir) {
     fd_ = -1;
     std::string who = n > 0 ? std::string(owner, static_cast<size_t>(n)) : std::string("another process");
     while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    for (char& c : who)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // the file is anyone's: no escapes reach the terminal
     if (error != EWOULDBLOCK)
       throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot lock {}: {}", dir, path, std::strerror(error)));
     throw UsageError("checkpoint_dir", fmt::format("{} is in use by another run ({}): two runs writing one folder "
@@ -109,22 +171,36 @@ CheckpointLock::CheckpointLock(const std::string& dir) {
   if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
     // the owner's name is only for the message of a second run: the lock holds without it
   }
+  dir_ = dir;
+  held_locks().push_back({dir, st.st_dev, st.st_ino});
+}
+
+void CheckpointLock::release() {
+  if (fd_ < 0) return;
+  ::close(fd_);  // closing the last descriptor releases the flock
+  fd_ = -1;
+  auto& locks = held_locks();
+  for (auto it = locks.begin(); it != locks.end(); ++it)
+    if (it->dir == dir_) {
+      locks.erase(it);
+      break;
+    }
 }
 
 CheckpointLock& CheckpointLock::operator=(CheckpointLock&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    release();
     fd_ = other.fd_;
+    dir_ = std::move(other.dir_);
     other.fd_ = -1;
   }
   return *this;
 }
 
-CheckpointLock::~CheckpointLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
-}
+CheckpointLock::~CheckpointLock() { release(); }
 
 void write_checkpoint_file(const std::string& dir, const std::string& payload) {
+  check_lock_still_there(dir);  // before the folder is created again
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot create it: {}", dir, ec.message()));

@@ -302,7 +302,23 @@ TEST(HtmlReportTest, ThePageFetchesNothing) {
     EXPECT_EQ(html.find(s), std::string::npos) << s;
   EXPECT_NE(html.find("<section id=\"decision\">"), std::string::npos);
   EXPECT_NE(html.find("Train at batch <b>460</b>"), std::string::npos);
-  EXPECT_NE(html.find("or at <b>128</b>, which is as fast"), std::string::npos);
+  EXPECT_EQ(html.find("or at <b>128</b>"), std::string::npos) << "one answer: the lead names one batch";
+}
+
+TEST(HtmlReportTest, TheLeadIsTheDecisionsBatchAndNamesTheObjectiveThatChoseIt) {
+  json run = search_run();
+  run["decision"] = {{"batch", 128},
+                     {"objective", "goodput"},
+                     {"requested", "goodput"},
+                     {"reason", "batch 128: best goodput"},
+                     {"alternatives", json::array({{{"name", "memory"}, {"batch", 460}, {"reason", "within the target"}}})}};
+  const std::string html = render_html_report(run);
+  EXPECT_NE(html.find("Train at batch <b>128</b> (objective goodput)"), std::string::npos);
+  EXPECT_EQ(html.find("Train at batch <b>460</b>"), std::string::npos);
+  EXPECT_NE(html.find("<b>Alternative memory</b>: batch 460"), std::string::npos);
+  run["decision"]["objective"] = "throughput";
+  run["decision"]["fallback"] = "goodput not measurable";
+  EXPECT_NE(render_html_report(run).find("(objective throughput, asked for goodput)"), std::string::npos);
 }
 
 TEST(HtmlReportTest, AMemoryRunIsOneTrialWithItsTimelinePhases) {

@@ -162,9 +162,9 @@ TEST(SearchTest, ThroughputBatchIsTheSmallestWithinThreePercentOfTheBest) {
   law.per_sample_ms = 0.01;
   FakeRunner runner(law);
   const SearchResult r = search(runner, Strategy::kBinsearch);
-  double best = 0;
+  double best = 0;  // among the batches one may train at: up to the recommended
   for (const Trial& t : r.trials)
-    if (t.ok()) best = std::max(best, t.samples_per_s);
+    if (t.ok() && t.batch <= r.recommended_batch) best = std::max(best, t.samples_per_s);
   const Trial* chosen = find_trial(r, r.throughput_batch, TrialStatus::kOk);
   ASSERT_NE(chosen, nullptr);
   EXPECT_GE(chosen->samples_per_s, 0.97 * best);
@@ -173,6 +173,26 @@ TEST(SearchTest, ThroughputBatchIsTheSmallestWithinThreePercentOfTheBest) {
       EXPECT_LT(t.samples_per_s, 0.97 * best) << t.batch;
     }
   EXPECT_LT(r.throughput_batch, r.max_batch);  // saturation comes before the memory limit here
+}
+
+TEST(SearchTest, ThroughputBatchIsNeverAboveTheRecommendedBatchEvenWhenLargerProbesRanFaster) {
+  // samples/s still grows at the boundary (a tiny per-sample time): the fastest probes are the
+  // largest, above the target; the hint must stay within what the search recommends
+  FakeLaw law;
+  law.launch_ms = 50;
+  law.per_sample_ms = 0.001;
+  for (const Strategy s : {Strategy::kFit, Strategy::kBinsearch}) {
+    FakeRunner runner(law);
+    const SearchResult r = search(runner, s);
+    ASSERT_GT(r.recommended_batch, 0);
+    const auto faster_above = std::any_of(r.trials.begin(), r.trials.end(), [&](const Trial& t) {
+      const Trial* rec = find_trial(r, r.recommended_batch, TrialStatus::kOk);
+      return rec && t.ok() && t.batch > r.recommended_batch && t.samples_per_s > rec->samples_per_s;
+    });
+    EXPECT_TRUE(faster_above) << to_string(s) << ": the case needs a faster probe above the recommended batch";
+    EXPECT_GT(r.throughput_batch, 0);
+    EXPECT_LE(r.throughput_batch, r.recommended_batch) << to_string(s);
+  }
 }
 
 TEST(SearchTest, ConfirmingAStableBoundaryCostsTwoTrialsAndChangesNothing) {

@@ -45,20 +45,36 @@ TEST(SearchSessionTest, TheAnswerComesWithItsJsonBreakdownAndNotes) {
 }
 
 TEST(SearchSessionTest, BatchOneTooLargeIsAFailureThatSaysWhatItNeeds) {
-  auto session = mlp_within("3MiB", 512);  // the parameters fit, a step does not
+  // 512 wide: weights, gradients and Adam's state (10.2 MiB) fit 0.9 of 12 MiB, a step at batch 1 does not.
+  auto session = mlp_within("12MiB", 512);
   const SearchSessionResult r = run_search_session(*session, {}, capped(64), nullptr);
   EXPECT_EQ(r.found.search().max_batch, 0);
-  EXPECT_NE(r.failure.find("batch 1 does not fit in `memory_budget` 3.0 MiB"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("batch 1 does not fit in `memory_budget` 12.0 MiB"), std::string::npos) << r.failure;
   EXPECT_NE(r.failure.find("needs"), std::string::npos) << r.failure;
 }
 
-TEST(SearchSessionTest, NoBatchWithinTheTargetIsAFailureNamingTheTarget) {
+TEST(SearchSessionTest, ABudgetBelowTheFixedCostIsAUsageErrorBeforeAnyTrial) {
+  auto session = mlp_within("3MiB", 512);  // the weights fit, weights + gradients + Adam's state do not
+  ASSERT_USAGE_ERROR_ABOUT(run_search_session(*session, {}, capped(64), nullptr), "memory_budget", "fixed cost");
+}
+
+TEST(SearchSessionTest, ATargetBelowTheFixedCostIsAUsageErrorNamingTheFractionNeeded) {
   auto session = mlp_within("24MiB");
   SearchSessionOptions o = capped(256);
   o.search.search.target_fraction = 0.01;
+  ASSERT_USAGE_ERROR_ABOUT(run_search_session(*session, {}, o, nullptr), "target_fraction", "above 0.04");
+}
+
+TEST(SearchSessionTest, NoBatchWithinTheTargetIsAFailureNamingTheFractionThatWouldFit) {
+  auto session = mlp_within("24MiB");
+  SearchSessionOptions o = capped(256);
+  o.search.search.target_fraction = 0.04;  // above the fixed cost, below any step's peak
   const SearchSessionResult r = run_search_session(*session, {}, o, nullptr);
   EXPECT_GT(r.found.search().max_batch, 0);
-  EXPECT_NE(r.failure.find("within `target_fraction` 0.01"), std::string::npos) << r.failure;
+  EXPECT_EQ(r.found.search().recommended_batch, 0);
+  EXPECT_NE(r.failure.find("within `target_fraction` 0.04"), std::string::npos) << r.failure;
+  EXPECT_NE(r.failure.find("to at least 0."), std::string::npos) << r.failure;
+  EXPECT_EQ(r.failure.find("(e.g. 0.9)"), std::string::npos) << r.failure;
 }
 
 TEST(SearchSessionTest, PlanForOptionsAreRefusedByName) {

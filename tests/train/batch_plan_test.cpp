@@ -2,6 +2,9 @@
 // with errors that name the option they concern (the command line turns it into its flag).
 #include "saturate/train/batch_plan.h"
 
+#include <regex>
+#include <sstream>
+
 #include "saturate/core/errors.h"
 #include "support/support.h"
 
@@ -18,7 +21,55 @@ std::string option_of(const BatchRequest& r) {
   return "";
 }
 
+/// The value of one side of printed arithmetic: its numbers joined by "x" (products) and "+"
+/// (sums), the words between them ignored ("micro", "per rank", "(a shorter last one)").
+int64_t evaluate(const std::string& side) {
+  static const std::regex token(R"((\d+)|(\+)|(\bx\b))");
+  int64_t sum = 0, product = 0;
+  bool have = false;
+  for (auto it = std::sregex_iterator(side.begin(), side.end(), token); it != std::sregex_iterator(); ++it) {
+    if ((*it)[1].matched) {
+      const int64_t n = std::stoll((*it)[1].str());
+      product = have ? product * n : n;
+      have = true;
+    } else if ((*it)[2].matched) {
+      sum += product;
+      have = false;
+    }
+  }
+  return sum + (have ? product : 0);
+}
+
 }  // namespace
+
+TEST(BatchPlanTest, ThePrintedArithmeticHoldsForEveryMicroBatchAndRankCount) {
+  // evaluated from the text itself: every "=" joins sides of equal value (a "per rank" side
+  // times its ranks is the next one), and the last side is the global batch
+  for (int world = 1; world <= 3; ++world)
+    for (int64_t global : {int64_t{100}, int64_t{8192}, int64_t{96}})
+      for (int64_t micro : {int64_t{1}, int64_t{7}, int64_t{32}, int64_t{62}, int64_t{64}, int64_t{99}}) {
+        if (global % world) continue;
+        BatchRequest r;
+        r.global_batch = global;
+        r.world_size = world;
+        const BatchPlan p = plan_batches(r, micro);
+        for (const std::string text : {p.text(), batch_arithmetic(p.micro_batch, p.accumulation, world, global)}) {
+          std::vector<std::string> sides;
+          std::stringstream ss(text);
+          for (std::string side; std::getline(ss, side, '=');) sides.push_back(side);
+          ASSERT_GE(sides.size(), 2u) << text;
+          EXPECT_EQ(evaluate(sides.back()), global) << text;
+          for (size_t i = 0; i + 1 < sides.size(); ++i) {
+            const int64_t next = evaluate(sides[i + 1]);
+            const bool per_rank = sides[i + 1].find("per rank") != std::string::npos;
+            EXPECT_EQ(per_rank ? evaluate(sides[i]) * world : evaluate(sides[i]), next) << text;
+          }
+          if (p.last_micro_batch() != p.micro_batch) {
+            EXPECT_NE(text.find("a shorter last one"), std::string::npos) << text;
+          }
+        }
+      }
+}
 
 TEST(BatchPlanTest, AGlobalBatchSplitsIntoAccumulatedMicroBatchesPerRank) {
   BatchRequest r;

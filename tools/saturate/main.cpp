@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/terminal_text.h"
 #include "saturate/core/torch_error.h"
 #include "saturate/session/run_paths.h"
 
@@ -34,22 +35,23 @@ bool refuse_unknown_command(CLI::App& app, int argc, char** argv) {
 /// Runs the command; its failures become exit statuses, its messages name flags.
 int run(const CLI::App& app, const saturate::cli::Action& action) {
   try {
-    for (const CLI::App* cmd : app.get_subcommands()) saturate::check_run_paths(saturate::cli::path_uses(*cmd));
+    for (const CLI::App* cmd : app.get_subcommands()) saturate::check_command(cmd->get_name(), saturate::cli::option_values(*cmd));
     return action();
   } catch (const saturate::UsageError& e) {
     // a library error names its option; the command line names the flag that set it, before the
     // message and wherever the message names an option (`global_batch` -> --global-batch)
     const std::string flag = e.option().empty() ? "" : saturate::cli::flag_for_option(e.option()) + ": ";
-    std::cerr << "saturate: error: " << flag << saturate::cli::with_flags(e.what()) << "\n";
+    std::cerr << "saturate: error: " << flag << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";
     return 2;
   } catch (const saturate::RuntimeFailure& e) {
-    std::cerr << "saturate: error: " << saturate::cli::with_flags(e.what()) << "\n";
+    std::cerr << "saturate: error: " << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";
     return 1;
   } catch (const saturate::InternalError& e) {
-    std::cerr << "saturate: internal error: " << saturate::cli::with_flags(e.what()) << "\n";
+    std::cerr << "saturate: internal error: " << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";
     return 70;  // EX_SOFTWARE
   } catch (const std::exception& e) {  // LibTorch's: the error without its backtraces
-    std::cerr << "saturate: error: " << saturate::cli::with_flags(saturate::torch_error_text(e)) << "\n";
+    std::cerr << "saturate: error: " << saturate::terminal_text(saturate::cli::with_flags(saturate::torch_error_text(e)))
+              << "\n";
     return 1;
   }
 }

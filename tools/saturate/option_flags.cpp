@@ -118,13 +118,13 @@ const CLI::Validator kNotEmpty(
     },
     "");
 
-std::vector<PathUse> path_uses(const CLI::App& cmd) {
-  std::vector<PathUse> uses;
+std::vector<OptionValue> option_values(const CLI::App& cmd) {
+  std::vector<OptionValue> values;
   for (const CLI::Option* o : cmd.get_options())
     for (const FlagRow& row : kRows)
-      if (o->count() > 0 && first_flag(row) == o->get_name())
-        if (auto use = path_use(row.key, o->as<std::string>())) uses.push_back(*use);
-  return uses;
+      if (first_flag(row) == o->get_name() && (o->count() > 0 || !o->get_default_str().empty()))
+        values.push_back({row.key, o->count() > 0 ? o->as<std::string>() : o->get_default_str(), o->count() > 0});
+  return values;
 }
 
 const FlagRow& flag_row(std::string_view key) {

@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "saturate/core/path_plan.h"
+#include "saturate/session/run_paths.h"
 
 namespace saturate::cli {
 
@@ -44,8 +44,8 @@ CLI::Option* add_option_flag(CLI::App& app, std::string_view key, T& field) {
     return describe(app.add_option(row.names, field), row);
 }
 
-/// The paths the parsed command `cmd` reads and writes (session/run_paths.h), for check_path_plan.
-std::vector<PathUse> path_uses(const CLI::App& cmd);
+/// The options of the parsed command `cmd`, given or defaulted, by option name (session/run_paths.h).
+std::vector<OptionValue> option_values(const CLI::App& cmd);
 
 /// A check for a count of CPU threads: 0..4 per core of this machine.
 CLI::Validator thread_count(const std::string& meaning);

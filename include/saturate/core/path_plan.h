@@ -26,7 +26,10 @@ struct PathUse {
 
 /// Throws UsageError (about the later option) when an output is the same file as an input or as
 /// another output, naming both options and the file: "`json` v.pt is the same file as `model`
-/// v.pt; it would be overwritten: give `json` another path". Empty paths and "-" are skipped.
+/// v.pt; it would be overwritten: give `json` another path". An input that is a folder (a
+/// dataset's files) stands for everything in it: an output (or output folder) inside it, through
+/// any symlink, or a hard link to one of its files, is refused naming both. Empty paths and "-"
+/// are skipped.
 void check_path_plan(const std::vector<PathUse>& uses);
 
 }  // namespace saturate

@@ -16,12 +16,19 @@
 namespace saturate {
 
 nlohmann::json trial_json(const Trial& t);
+/// The search's JSON, with "decision" (search/decision.h) as memory decides it: a caller whose
+/// objective ran replaces it with decide_batch(r, &outcome).
 nlohmann::json search_json(const RunContext& c, const SearchResult& r);
 
 /// One line per trial, as the search runs (for stderr).
 std::string trial_line(const Trial& t);
-/// The table of trials and the answer, for people.
-void print_search(std::ostream& out, const RunContext& c, const SearchResult& r);
+/// The table of trials and the answer, for people; `decision` (the run JSON's "decision", may be
+/// null) leads the answer.
+void print_search(std::ostream& out, const RunContext& c, const SearchResult& r,
+                  const nlohmann::json* decision = nullptr);
+/// The decision's lines for people, from the run JSON's "decision": the batch to train at, the
+/// objective that chose it and why, then each alternative by name ("" for null).
+std::string decision_text(const nlohmann::json* decision);
 void print_trial(std::ostream& out, const RunContext& c, const Trial& t);
 
 /// FLOPs and MFU of a search (search JSON "compute"): the counted FLOPs per sample of the trial at

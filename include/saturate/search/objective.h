@@ -48,11 +48,18 @@ struct ObjectiveProgress {
 };
 
 struct ObjectiveOutcome {
+  /// The objective that chose `batch`: the requested one, or the one it fell back to (goodput
+  /// falls back to throughput when the noise scale cannot be measured).
   Objective objective = Objective::kMemory;
+  Objective requested = Objective::kMemory;  ///< what was asked for
+  /// Why the requested objective did not choose, in one line ("" when it did).
+  std::string fallback;
   int64_t batch = 0;  ///< the batch the objective chose (memory: the batch it was given)
   std::optional<ThroughputCurve> curve;
   std::optional<NoiseScaleMeasurement> noise;
   std::string noise_data;  ///< where the noise scale's batches came from
+  /// Goodput's choice; nullopt when goodput was not asked for or the noise scale was not
+  /// measurable (then no goodput pick and no learning-rate change: `fallback` says so).
   std::optional<GoodputChoice> goodput;
   std::string reason;  ///< why this batch, in one line
 };
@@ -63,7 +70,9 @@ int64_t noise_batch_for(const ObjectiveOptions& options, int64_t max_batch);
 
 /// Times the curve on `runner` up to `max_batch` and, for goodput, measures the noise scale with
 /// `noise` (`noise_data` names its batches). Memory (or max_batch 0): `max_batch` unchanged.
-/// Checks `options` first.
+/// Goodput with a noise scale that is not measurable (the gradient is all noise after the
+/// steps) picks nothing from it: the knee of the curve chooses (objective throughput, the
+/// fallback named), and no learning-rate gain is given. Checks `options` first.
 ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& options, int64_t max_batch,
                                    const NoiseMeasure& noise, const std::string& noise_data,
                                    const ObjectiveProgress& progress = {});

@@ -17,6 +17,20 @@ namespace saturate {
 /// "images:DIR", ...) and run are inputs. nullopt for an option that names no path.
 std::optional<PathUse> path_use(const std::string& option, const std::string& value);
 
+/// An option of a command as the user gave it (or its default, `given` false).
+struct OptionValue {
+  std::string option;
+  std::string value;
+  bool given = true;
+};
+
+/// Before any work of `command` with `values`: the paths its options name are checked
+/// (check_run_paths, defaults included: a default dataset is read too), and the settings every
+/// rank must share are recorded for the rendezvous (set_job_settings: the command and each given
+/// option but the per-rank ones: outputs, device, memory_budget, threads, workers, prefetch,
+/// quiet, sample_hz, dist_timeout).
+void check_command(const std::string& command, const std::vector<OptionValue>& values);
+
 /// Before any work: no output replaces an input or another output (check_path_plan), each
 /// output can be written (check_output_path, "-" is stdout) and a `checkpoint_dir` can hold
 /// checkpoints (check_checkpoint_dir). UsageError naming the option.

@@ -17,6 +17,7 @@
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/probe/user_step.h"
 #include "saturate/report/run_context.h"
+#include "saturate/search/decision.h"
 #include "saturate/search/objective.h"
 #include "saturate/search/fast_path_choice.h"
 #include "saturate/search/search.h"
@@ -49,7 +50,9 @@ struct UserSearchResult {
   int world_size = 1;
   std::vector<RankMax> ranks;  ///< each rank's own budget and maximum (several ranks)
   std::string ranks_backend;   ///< what carried the ranks' collectives
-  /// The batch to train at: the objective's (memory: recommended, else the largest that fits).
+  /// The one answer (search/decision.h): the batch to train at, what chose it and why.
+  BatchDecision decision() const;
+  /// decision().batch: the objective's batch, capped at the recommended one (0: none within the target).
   int64_t batch() const;
   /// The search JSON (search_json), its "compute", and "objective" unless memory.
   nlohmann::json to_json(const RunContext& context) const;

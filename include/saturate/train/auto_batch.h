@@ -19,7 +19,9 @@ struct AutoBatchOptions {
   /// The step as training runs it; global_batch is filled from the request.
   TrainingFootprint footprint;
   BatchRequest request;
-  SearchOptions search;  ///< max_batch is set to the request's limit
+  /// max_batch: at most this (the samples one rank's data holds; 0: no limit), lowered to the
+  /// request's limit.
+  SearchOptions search;
   /// Runs the search (a rank-synced one under data parallelism); empty: search_batch_size.
   std::function<SearchResult(TrialRunner&, const SearchOptions&)> run_search;
   /// Probe observers (not owned), e.g. a progress printer.

@@ -22,9 +22,19 @@ struct BatchPlan {
   int64_t rank_batch = 0;    ///< samples per optimizer step on one rank (micro x accumulation)
   int64_t global_batch = 0;  ///< rank_batch x ranks
   int world_size = 1;
-  /// "micro 32 x 4 = global 128" or "micro 32 x 4 x 2 ranks = global 256".
+  /// The last micro-batch of a rank's step: shorter than micro_batch when it does not divide
+  /// rank_batch.
+  int64_t last_micro_batch() const { return rank_batch - micro_batch * (accumulation - 1); }
+  /// batch_arithmetic in short words: "micro 32 x 4 = global 128", "micro 64 + 36 (a shorter last one) = global 100".
   std::string text() const;
 };
+
+/// The batch plan as arithmetic that holds, for people: "micro-batch 32 x 4 = global batch 128",
+/// "micro-batch 64 x 4 x 2 ranks = global batch 512", and with a shorter last micro-batch
+/// "micro-batch 62 x 66 + 4 (a shorter last one) = 4096 per rank x 2 ranks = global batch 8192".
+/// `global_batch` is every rank's together; the words may be shorter ("micro", "global").
+std::string batch_arithmetic(int64_t micro_batch, int64_t accumulation, int world_size, int64_t global_batch,
+                             const char* micro_word = "micro-batch", const char* global_word = "global batch");
 
 /// This rank's share of a global batch; UsageError("global_batch") when the ranks cannot
 /// share it equally (the message names the nearest multiples).

@@ -26,18 +26,23 @@ void check_checkpoint_dir(const std::string& dir, const std::string& option);
 
 /// The one writer of a checkpoint folder (created if missing). A second run on the same folder
 /// gets a UsageError naming the owner's pid and host; the lock ends with this object or the
-/// process.
+/// process. The lock file is opened without following links: a symlink, a hard link or anything
+/// but a plain file there is a UsageError naming it (nothing is written through it). While held,
+/// write_checkpoint_file into the folder first checks that the lock is still the same file (a
+/// folder removed or replaced under the run is a RuntimeFailure, not a new unlocked folder).
 class CheckpointLock {
  public:
   CheckpointLock() = default;
   explicit CheckpointLock(const std::string& dir);
-  CheckpointLock(CheckpointLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  CheckpointLock(CheckpointLock&& other) noexcept : fd_(other.fd_), dir_(std::move(other.dir_)) { other.fd_ = -1; }
   CheckpointLock& operator=(CheckpointLock&& other) noexcept;
   ~CheckpointLock();
   bool held() const { return fd_ >= 0; }
 
  private:
+  void release();
   int fd_ = -1;
+  std::string dir_;
 };
 
 /// Writes `payload` atomically as DIR/checkpoint.pt (creating DIR). Throws RuntimeFailure.

@@ -1,0 +1,246 @@
+"""Trials on a model the user sharded with FSDP2 (`fully_shard`) that never hang (issue 42).
+
+A sharded step is a chain of collectives: each unit's all-gather before its forward (and again
+before its backward when it reshards after forward), each unit's reduce-scatter after its
+backward. When one rank runs out of memory inside a unit, it leaves the step, while the others
+wait in that unit's next collective for a rank that never comes: a hang until the collective
+timeout (10-30 minutes on NCCL).
+
+During the search's trials, an agreement point (an all-reduce of one integer: "did any rank
+fail?") runs on every rank at the same places of the step: before each unit's forward, before
+each unit's backward (the gradient reaching its outputs), before each unit's gradients are
+reduce-scattered (the gradient reaching its inputs), at the end of the backward and at the end
+of the step. Between two points every rank runs the same collectives; a rank that fails does so
+after the last collective of its stretch (its compute), and announces the failure at what is
+its next point, where the others, having run the same stretch, are too. They learn of it there
+and raise `PeerOutOfMemory` (an out-of-memory to the search): every rank leaves the step at the
+same point, with no collective left waiting, and the ranks back off together. A rank that would
+run out of memory in the buffer of a collective itself (before any rank has entered it) is told
+so at the point before: each point first reserves, and frees at once, the bytes of the unit's
+unsharded parameters (or gradients), so the allocation fails there, not inside the collective.
+
+The points exist only while a trial runs; they are removed when the search ends (training runs
+without them)."""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+_OK, _OOM, _ERROR = 0, 1, 2
+
+
+class PeerOutOfMemory(torch.OutOfMemoryError):
+    """Another rank ran out of memory in this sharded step: this rank leaves it at the same point."""
+
+    from_another_rank = True
+
+
+class PeerFailed(RuntimeError):
+    """Another rank failed in this sharded step with an error that is not out-of-memory."""
+
+
+def fsdp_modules(modules: List[torch.nn.Module]) -> List[torch.nn.Module]:
+    """The FSDP2 units (`fully_shard`ed modules) inside `modules`, each once, in module order."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # a torch without FSDP2
+        return []
+    seen, out = set(), []
+    for m in modules:
+        for sub in m.modules():
+            if isinstance(sub, FSDPModule) and id(sub) not in seen:
+                seen.add(id(sub))
+                out.append(sub)
+    return out
+
+
+def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module]) -> int:
+    """The bytes of the parameters `unit` itself manages (not those of the units inside it),
+    unsharded: what its all-gather (and its gradients' reduce-scatter) allocates at most."""
+    inner = set()
+    for other in units:
+        if other is not unit and any(other is m for m in unit.modules()):
+            inner.update(id(p) for p in other.parameters())
+    total = 0
+    for p in unit.parameters():
+        if id(p) not in inner:
+            total += p.numel() * p.element_size()  # a DTensor's numel is the whole parameter's
+    return total
+
+
+class _Agreement(torch.autograd.Function):
+    """Identity in the forward; its backward is an agreement point (before the gradient flows on)."""
+
+    @staticmethod
+    def forward(ctx, sync: "ShardSync", reserve_bytes: int, *tensors: torch.Tensor):
+        ctx.sync = sync
+        ctx.reserve_bytes = reserve_bytes
+        return tuple(t.view_as(t) for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        ctx.sync.backward_point(ctx.reserve_bytes)
+        return (None, None, *grads)
+
+
+class ShardSync:
+    """Agreement points on every FSDP2 unit of the step's modules, active only inside `step()`.
+    `ranks` is the search's group (TorchRanks: `all_reduce_max`)."""
+
+    def __init__(self, ranks: Any, units: List[torch.nn.Module]):
+        self.ranks = ranks
+        self.units = units
+        self.active = False
+        self.learned = False   # this step's failure is known to every rank (announced or heard)
+        self.points = 0        # agreement points so far (for the docs' cost figure)
+        self.own_oom_batches: List[int] = []  # the batches at which this rank itself ran out of memory
+        self._queued = False
+        self._handles: List[Any] = []
+        for unit in units:
+            nbytes = _unit_bytes(unit, units)
+            device = next((p.device for p in unit.parameters()), torch.device("cpu"))
+            self._handles.append(unit.register_forward_pre_hook(self._before_forward(nbytes, device), prepend=True))
+            self._handles.append(unit.register_forward_pre_hook(self._wrap_inputs(nbytes), with_kwargs=True))
+            self._handles.append(unit.register_forward_hook(self._wrap_outputs(nbytes)))
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    # -- the points --
+    def _agree(self, flag: int) -> int:
+        self.points += 1
+        return int(self.ranks.all_reduce_max([flag])[0])
+
+    def _reserve(self, nbytes: int, device: Optional[torch.device] = None) -> bool:
+        """Whether `nbytes` can be allocated now (allocated and freed at once)."""
+        if nbytes <= 0:
+            return True
+        try:
+            t = torch.empty(nbytes, dtype=torch.uint8, device=device or self._device)
+            del t
+            return True
+        except torch.OutOfMemoryError:
+            return False
+
+    def _point(self, nbytes: int, device: Optional[torch.device] = None) -> None:
+        if not self.active or self.learned:
+            return
+        mine = _OK if self._reserve(nbytes, device) else _OOM
+        seen = self._agree(mine)
+        if seen == _OK:
+            return
+        self.learned = True
+        if mine == _OOM:
+            raise torch.OutOfMemoryError(
+                f"out of memory: {nbytes} bytes for a sharded unit's collective buffer did not fit (found at the "
+                f"agreement point before the collective)")
+        if seen == _OOM:
+            raise PeerOutOfMemory("out of memory on another rank in this sharded step: every rank stops it here")
+        raise PeerFailed("another rank failed in this sharded step (not out of memory): every rank stops it here")
+
+    def _before_forward(self, nbytes: int, device: torch.device):
+        def hook(module, args):
+            self._point(nbytes, device)
+        return hook
+
+    def _wrap(self, value: Any, nbytes: int) -> Any:
+        flat, spec = tree_flatten(value)
+        at = [i for i, t in enumerate(flat) if torch.is_tensor(t) and t.requires_grad]
+        if not at:
+            return value
+        wrapped = _Agreement.apply(self, nbytes, *[flat[i] for i in at])
+        for i, t in zip(at, wrapped):
+            flat[i] = t
+        return tree_unflatten(flat, spec)
+
+    def _wrap_inputs(self, nbytes: int):
+        # runs after FSDP's own pre-forward, which hooks the unit's reduce-scatter onto the
+        # inputs' gradients: this point comes before it in the backward
+        def hook(module, args, kwargs):
+            if not self.active or not torch.is_grad_enabled():
+                return None
+            return self._wrap(args, nbytes), self._wrap(kwargs, nbytes)
+        return hook
+
+    def _wrap_outputs(self, nbytes: int):
+        # runs after FSDP's post-forward, which hooks the unit's backward all-gather onto the
+        # outputs' gradients: this point comes before it in the backward
+        def hook(module, args, output):
+            if not self.active or not torch.is_grad_enabled():
+                return None
+            return self._wrap(output, nbytes)
+        return hook
+
+    def backward_point(self, nbytes: int) -> None:
+        if self.active and not self._queued:
+            # the end of the backward is a point too, before FSDP's final callback (queued after
+            # this one, by the root's pre-backward) reduce-scatters the root's gradients
+            self._queued = True
+            torch.autograd.Variable._execution_engine.queue_callback(self._end_of_backward)
+        self._point(nbytes)
+
+    def _end_of_backward(self) -> None:
+        self._queued = False
+        self._point(self._root_bytes)
+
+    # -- a step --
+    @property
+    def _device(self) -> torch.device:
+        for unit in self.units:
+            for p in unit.parameters():
+                return p.device
+        return torch.device("cpu")
+
+    @property
+    def _root_bytes(self) -> int:
+        return _unit_bytes(self.units[0], self.units) if self.units else 0
+
+    def begin(self) -> None:
+        self.active, self.learned, self._queued = True, False, False
+
+    def end(self) -> None:
+        """The step ran through on this rank: the last point (another rank may have failed after
+        the last unit, in its loss or its optimizer step)."""
+        try:
+            self._point(0)
+        finally:
+            self.active = False
+
+    def failed(self, out_of_memory: bool, batch: int, own: bool) -> None:
+        """This rank's step raised: announce it at this rank's next point, unless every rank
+        already knows (it was raised at a point). `own`: this rank's own failure, not a peer's."""
+        if out_of_memory and own:
+            self.own_oom_batches.append(batch)
+        try:
+            if self.active and not self.learned:
+                self.learned = True
+                self._agree(_OOM if out_of_memory else _ERROR)
+        finally:
+            self.active = False
+            self._queued = False
+            for unit in self.units:  # a step left mid-way leaves units unsharded: free them
+                try:
+                    unit.reshard()
+                except Exception:  # noqa: BLE001 - best effort; the next forward reshards anyway
+                    pass
+
+
+def own_limits(sync: ShardSync, ranks: Any, data: dict) -> None:
+    """Each rank's entry in `data["ranks"]` after a sharded search: a rank cannot run a sharded
+    step alone, so its max is what the common trials showed, exact only when this rank itself
+    (not a peer) ran out of memory at max + 1; `own_oom_batch`: the smallest batch at which it did
+    (0: never). A collective."""
+    # under the full budget only: a trial run under the lowered target budget ("over-target") is
+    # not this rank's limit
+    full = {t["batch"] for t in data.get("trials", []) if t.get("status") == "oom"}
+    own = [b for b in sync.own_oom_batches if b in full]
+    mine = min(own) if own else 0
+    every = ranks.all_gather([mine])
+    for entry in data.get("ranks", []):
+        own = int(every[entry["rank"]])
+        entry["own_oom_batch"] = own
+        entry["max_batch_exact"] = own != 0 and own == entry["max_batch"] + 1

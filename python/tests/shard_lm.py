@@ -1,0 +1,105 @@
+"""A user's own model sharded with FSDP2 over Gloo ranks (issue 42), run by test_shard_search.py
+under torchrun. A small transformer language model (PyTorch's own TransformerEncoderLayer
+blocks, causal), `fully_shard` on each block and the root, AdamW; each rank a CPU device of
+its own byte budget.
+
+    shard_lm.py search OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S
+        saturate.search(step, ranks="auto") on every rank: OUT_DIR/rank<R>.json
+    shard_lm.py fresh OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S BATCH STEPS
+        STEPS plain steps at BATCH under each rank's budget, no saturate in the step: each rank
+        writes "ok", "oom" or "peer-gone" (another rank left: it ran out of memory) to
+        OUT_DIR/fresh<R>.txt. A rank that runs out of memory writes it and exits at once, so
+        that its peers' collectives fail at once instead of waiting for the timeout."""
+import datetime
+import json
+import os
+import sys
+
+import saturate  # first: the CPU budget counts the tensors made after it
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.distributed.fsdp import fully_shard
+
+VOCAB, WIDTH, HEADS, LAYERS, SEQ = 512, 128, 4, 4, 64
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, WIDTH)
+        self.pos = nn.Parameter(torch.zeros(SEQ, WIDTH))
+        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0,
+                                                               batch_first=True, norm_first=True)
+                                    for _ in range(LAYERS))
+        self.head = nn.Linear(WIDTH, VOCAB)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(SEQ), persistent=False)
+
+    def forward(self, ids):
+        x = self.embed(ids) + self.pos
+        for b in self.blocks:
+            x = b(x, src_mask=self.mask, is_causal=True)
+        return self.head(x)
+
+
+def make():
+    torch.manual_seed(0)
+    model = TinyLM()
+    for b in model.blocks:
+        fully_shard(b)
+    fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(1 + dist.get_rank())
+
+    def step(batch_size):
+        ids = torch.randint(0, VOCAB, (batch_size, SEQ + 1), generator=gen)
+        logits = model(ids[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), ids[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return model, opt, step
+
+
+if __name__ == "__main__":
+    mode, out_dir, b0, b1, timeout_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
+    rank = dist.get_rank()
+    budget = b0 if rank == 0 else b1
+    torch.set_num_threads(1)
+    if mode == "search":
+        model, opt, step = make()
+        r = saturate.search(step, device="cpu", memory_budget=budget, ranks="auto")
+        # the process group and the model train on afterwards: a few steps at the answer, the
+        # weights the same on every rank (FSDP's shards gathered whole)
+        trained = ""
+        if r.batch > 0:
+            with saturate.cpu_memory_budget(budget):
+                for _ in range(3):
+                    step(r.batch)
+            whole = [p.full_tensor().sum().item() for p in model.parameters()]
+            trained = f"{sum(whole):.6f}"
+        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+            json.dump({"data": r.data, "text": str(r), "error": r.error, "trained": trained}, f)
+        dist.barrier()
+        dist.destroy_process_group()
+    else:
+        batch, steps = int(sys.argv[6]), int(sys.argv[7])
+        path = os.path.join(out_dir, f"fresh{rank}.txt")
+        try:
+            with saturate.cpu_memory_budget(budget):
+                model, opt, step = make()
+                for _ in range(steps):
+                    step(batch)
+            result = "ok"
+        except torch.OutOfMemoryError:
+            with open(path, "w") as f:
+                f.write("oom")
+            os._exit(0)  # at once: the peer's collective fails now, not at the timeout
+        except Exception as e:  # noqa: BLE001 - the peer left mid-collective
+            result = "peer-gone" if "onnection" in str(e) or "closed" in str(e) or "peer" in str(e) else f"error {e}"
+        with open(path, "w") as f:
+            f.write(result)
+        os._exit(0)

@@ -1,0 +1,57 @@
+"""saturate.search on a model the user sharded with FSDP2 (issue 42): with unequal budgets one
+rank runs out of memory inside a sharded forward or backward while the other waits in the next
+unit's collective. Without agreement points that is a hang until the collective timeout; with
+them every rank leaves the step at the same point, the search answers on every rank, and the
+answer is exact: it fits on every rank in fresh processes, one more runs out on some rank."""
+import json
+import os
+import subprocess
+import sys
+
+MiB = 1 << 20
+HERE = os.path.dirname(os.path.abspath(__file__))
+# a hang would last this long (the collective timeout), then fail the test: far above the
+# search's own time, so that the test fails on a hang, never on a slow machine
+TIMEOUT_S = 240
+
+
+def torchrun(*args, timeout=900):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           os.path.join(HERE, "shard_lm.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def fresh(tmp_path, b0, b1, batch):
+    """Every rank's result of 3 plain steps at `batch` in new processes: "ok", "oom" or "peer-gone"."""
+    for r in (0, 1):
+        (tmp_path / f"fresh{r}.txt").unlink(missing_ok=True)
+    out = torchrun("fresh", tmp_path, b0, b1, 30, batch, 3)
+    results = [(tmp_path / f"fresh{r}.txt").read_text() if (tmp_path / f"fresh{r}.txt").exists() else "none"
+               for r in (0, 1)]
+    assert all(r in ("ok", "oom", "peer-gone") for r in results), (results, out.stderr[-3000:])
+    return results
+
+
+def test_unequal_budgets_on_a_sharded_model_answer_on_every_rank_exactly_without_a_hang(tmp_path):
+    b0, b1 = 72 * MiB, 52 * MiB
+    out = torchrun("search", tmp_path, b0, b1, TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-4000:]
+    results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert not results[0]["error"] and not results[1]["error"], results[0]["error"] or results[1]["error"]
+    d0, d1 = results[0]["data"], results[1]["data"]
+    m = d0["max_batch"]
+    assert m > 0 and m == d1["max_batch"] and d0["recommended_batch"] == d1["recommended_batch"]
+    assert d0["max_batch_exact"]
+    ranks = {r["rank"]: r for r in d0["ranks"]}
+    assert ranks[0]["budget_bytes"] == b0 and ranks[1]["budget_bytes"] == b1
+    # the smaller rank ran out of memory itself at max + 1; the larger one did not (a peer's
+    # out-of-memory stopped it there, at the same agreement point)
+    assert ranks[1]["own_oom_batch"] == m + 1 and ranks[1]["max_batch_exact"]
+    assert ranks[0]["own_oom_batch"] == 0 or ranks[0]["own_oom_batch"] > m + 1
+    assert d0["sharded_units"] == 5 and d0["agreement_points"] > 0
+    # the group and the model trained on after the search, on every rank alike
+    assert results[0]["trained"] and results[0]["trained"] == results[1]["trained"]
+    # exact, checked in fresh processes that run the plain step
+    assert fresh(tmp_path, b0, b1, m) == ["ok", "ok"]
+    assert "oom" in fresh(tmp_path, b0, b1, m + 1)

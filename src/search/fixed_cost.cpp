@@ -1,0 +1,49 @@
+#include "saturate/search/fixed_cost.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+
+namespace saturate {
+
+int optimizer_state_copies(const std::string& optimizer, bool momentum) {
+  if (optimizer == "adam" || optimizer == "adamw" || optimizer == "Adam" || optimizer == "AdamW") return 2;
+  if (optimizer == "sgd" || optimizer == "SGD") return momentum ? 1 : 0;
+  return 0;
+}
+
+FixedCost fixed_cost_of(int64_t weight_bytes, int state_copies, const std::string& optimizer) {
+  FixedCost c;
+  c.weight_bytes = weight_bytes;
+  c.gradient_bytes = weight_bytes;
+  c.optimizer_state_bytes = weight_bytes * state_copies;
+  c.optimizer = optimizer;
+  return c;
+}
+
+void check_target_above_fixed_cost(int64_t budget_bytes, double target_fraction, const FixedCost& cost) {
+  if (budget_bytes <= 0) return;
+  const int64_t target = static_cast<int64_t>(std::floor(target_fraction * static_cast<double>(budget_bytes)));
+  const int64_t fixed = cost.total_bytes();
+  if (fixed <= target) return;
+  const double fraction_needed = std::ceil(100.0 * static_cast<double>(fixed) / static_cast<double>(budget_bytes)) / 100.0;
+  const std::string raise =
+      fraction_needed < 1.0 ? fmt::format("raise `target_fraction` above {:.2f}, or `memory_budget`", fraction_needed)
+                            : fmt::format("raise `memory_budget` above {} ({} / {:g})",
+                                          format_bytes(static_cast<int64_t>(std::ceil(static_cast<double>(fixed) / target_fraction))),
+                                          format_bytes(fixed), target_fraction);
+  const std::string state = cost.optimizer_state_bytes > 0
+                                ? fmt::format(" and {} of {} state", format_bytes(cost.optimizer_state_bytes),
+                                              cost.optimizer.empty() ? std::string("optimizer") : cost.optimizer)
+                                : std::string();
+  throw UsageError(fraction_needed < 1.0 ? "target_fraction" : "memory_budget",
+                   fmt::format("{:g} of the budget {} is {}, below the fixed cost every batch holds: {} of weights, "
+                               "as much in gradients{} = {} (before any activation); no batch can stay within it: {}",
+                               target_fraction, format_bytes(budget_bytes), format_bytes(target),
+                               format_bytes(cost.weight_bytes), state, format_bytes(fixed), raise));
+}
+
+}  // namespace saturate
