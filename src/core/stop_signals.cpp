@@ -14,6 +14,7 @@ namespace {
 
 std::atomic<int> g_received{0};
 std::atomic<bool> g_stopping{false};
+std::atomic<bool> g_alive{false};
 StopSignalsOptions g_options;
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 struct sigaction g_old[3];
@@ -50,6 +51,7 @@ StopSignals::StopSignals(const StopSignalsOptions& options) {
   g_received.store(0);
   g_stopping.store(false);
   g_options = options;
+  g_alive.store(true);
   for (int i = 0; i < 3; ++i) {
     struct sigaction sa {};
     sa.sa_handler = on_signal;
@@ -60,11 +62,32 @@ StopSignals::StopSignals(const StopSignalsOptions& options) {
 }
 
 StopSignals::~StopSignals() {
+  g_alive.store(false);
   for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &g_old[i], nullptr);
 }
 
 const std::atomic<int>& StopSignals::received() const { return g_received; }
 
 const std::atomic<bool>& StopSignals::stopping() const { return g_stopping; }
+
+int stop_signal_received() { return g_alive.load() ? g_received.load() : 0; }
+
+StoppedBySignal::StoppedBySignal(int signal, const std::string& where)
+    : std::runtime_error(std::string("stopped by ") +
+                         (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "a signal") +
+                         " during " + where),
+      signal_(signal) {}
+
+namespace {
+void on_file_size_limit(int) {}  // the write fails with EFBIG and its error names the file
+}  // namespace
+
+void make_file_size_limit_an_error() {
+  struct sigaction xfsz {};
+  xfsz.sa_handler = on_file_size_limit;
+  sigemptyset(&xfsz.sa_mask);
+  xfsz.sa_flags = SA_RESTART;
+  sigaction(SIGXFSZ, &xfsz, nullptr);
+}
 
 }  // namespace saturate

@@ -2,6 +2,7 @@
 // and the messages that name a lost rank (see dist/process_group.h).
 #include "saturate/dist/process_group.h"
 
+#include "saturate/core/stop_signals.h"
 #include "saturate/dist/job_settings.h"
 
 #include <arpa/inet.h>
@@ -141,6 +142,12 @@ std::string connect_cause(int err) {
   }
 }
 
+/// A stop signal (SIGINT, SIGTERM, SIGHUP under a command that stops gracefully) ends the
+/// rendezvous's waits at once, not at the timeout.
+void stop_if_signalled() {
+  if (const int sig = stop_signal_received()) throw StoppedBySignal(sig, "the rendezvous (waiting for the other ranks)");
+}
+
 /// Opens (and closes) a TCP connection to host:port, retrying until `deadline`, so that an
 /// unreachable rank 0 fails within the timeout (c10d's TCPStore client retries its own
 /// connect loop after a first full timeout: 2x and more). Returns the empty string once a
@@ -187,6 +194,7 @@ std::string reach(const std::string& host, int port, Clock::time_point deadline)
     if (res) freeaddrinfo(res);
     const milliseconds left = time_left(deadline);
     if (left.count() == 0) return cause;
+    stop_if_signalled();
     std::this_thread::sleep_for(std::min(pause, left));
   }
 }
@@ -258,6 +266,7 @@ bool wait_for_key(c10d::Store& store, const std::string& key, Clock::time_point 
     if (store.check({key})) return true;
     const milliseconds left = time_left(deadline);
     if (left.count() == 0) return false;
+    stop_if_signalled();
     std::this_thread::sleep_for(std::min(pause, left));
   }
 }
@@ -323,6 +332,8 @@ class Rendezvous {
     } catch (const UsageError&) {
       throw;
     } catch (const RuntimeFailure&) {
+      throw;
+    } catch (const StoppedBySignal&) {
       throw;
     } catch (const std::exception& e) {
       throw RuntimeFailure(error(fmt::format("lost the connection to {} ({}); it failed or exited: see its message",
@@ -425,6 +436,7 @@ class Rendezvous {
           store.set("status", bytes("ok"));
           return true;
         }
+        stop_if_signalled();
         const milliseconds left = time_left(deadline);
         if (left.count() == 0) {
           std::string missing, present;

@@ -1,5 +1,7 @@
 #include "saturate/probe/probe.h"
 
+#include "saturate/core/stop_signals.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -135,11 +137,12 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   Fanout fanout(observers_, meter_);
   PhaseObserver* const observer = &fanout;
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
+  int stopped = 0;  // a stop signal ends the trial at the next step boundary, then the search
   try {
     step_.begin(batch);
     const int total = request.warmup_steps + request.measure_steps;
     PhaseObserverInstall install(observer);  // a user's step marks its phases with PhaseScope
-    for (int i = 0; i < total; ++i) {
+    for (int i = 0; i < total && !(stopped = stop_signal_received()); ++i) {
       ++t.steps;
       const bool measured = i >= request.warmup_steps;
       notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
@@ -159,9 +162,11 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   }
   // the graph died with the exception (and what its backward had queued is given back); the step
   // drops its optimizer, batches and gradients.
-  if (t.status != TrialStatus::kOk) release_failed_backward();
+  if (t.status != TrialStatus::kOk || stopped) release_failed_backward();
   step_.end();
   synchronize();
+  if (stopped) throw StoppedBySignal(stopped, fmt::format("the batch-size search (a trial at batch {}, step {})",
+                                                          batch, t.steps));
   fanout.keep_peak();
   t.peak_allocated_bytes = fanout.peak_allocated_bytes();
   t.peak_reserved_bytes = fanout.peak_reserved_bytes();

@@ -59,10 +59,15 @@ void check_command(const std::string& command, const std::vector<OptionValue>& v
   check_run_paths(uses);
   JobSettings job;
   job.items.emplace_back("command", command);
-  for (const OptionValue& v : values) {
+  for (OptionValue v : values) {
     if (!v.given) continue;
     const auto use = path_use(v.option, v.value);
-    if (use && use->role == PathRole::kOutput) continue;  // each rank may write its own
+    if (use && use->role != PathRole::kInput) continue;  // each rank may write its own (only rank 0 writes)
+    if (use && !use->path.empty()) {
+      // a path may differ between machines (another mount): the kind of data, the model file's name
+      v.value = v.option == "data" ? v.value.substr(0, v.value.find(':')) + ":..."
+                                   : std::filesystem::path(use->path).filename().string();
+    }
     bool per_rank = false;
     for (const char* o : {"device", "memory_budget", "threads", "workers", "prefetch", "quiet", "watch.quiet",
                           "report.quiet", "sample_hz", "watch.sample_hz", "dist_timeout"})

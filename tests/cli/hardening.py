@@ -499,6 +499,57 @@ def ranks_that_agree_train():
         fail(f"exit statuses {codes}", "\n".join(outs))
 
 
+# ---- 6b (issue 43): a stop signal ends every wait, not only training's steps ----
+def _started(p, ready):
+    for _ in range(12000):
+        if ready() or p.poll() is not None:
+            return
+        time.sleep(0.05)
+
+
+def stop_during_the_rendezvous():
+    # issue 43: a lone rank sent SIGTERM waited for the whole --dist-timeout (58.6 s of 60) and exited 1
+    for rank, sig in ((0, 15), (1, 1)):  # rank 0 waiting for the others; rank 1 for a rank 0 that never comes
+        port = free_port()
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        p = subprocess.Popen([BIN] + TRAIN + ["--steps", "2", "--dist-timeout", "600"], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        _started(p, lambda: _catches(p.pid, sig))
+        p.send_signal(sig)
+        out, _ = p.communicate(timeout=120)  # the timeout is 600 s: a wait for it fails here
+        if p.returncode != 128 + sig or "during the rendezvous" not in out:
+            fail(f"rank {rank}: exit status {p.returncode}, expected {128 + sig} naming the rendezvous", out)
+
+
+def _catches(pid, sig):
+    """Whether the process has its stop handler for `sig` installed (train installs it first)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+        return bool(mask & (1 << (sig - 1)))
+    except (OSError, StopIteration):
+        return False
+
+
+def stop_during_the_batch_search():
+    # issue 43: SIGTERM during train --batch auto waited for the whole search and a step
+    for sig in (15, 2):
+        p = subprocess.Popen([BIN, "train", "--model", "convnet", "--device", "cpu", "--data", "synthetic",
+                              "--batch", "auto", "--global-batch", "2048", "--steps", "2", "--threads", "1",
+                              "--memory-budget", "512MiB"], text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, bufsize=1)
+        seen = ""
+        for line in p.stdout:  # until the search has run a trial
+            seen += line
+            if re.search(r"batch +[0-9]+ +(ok|oom|over-target)", line):
+                break
+        p.send_signal(sig)
+        out = seen + p.communicate(timeout=300)[0]
+        if p.returncode != 128 + sig or "stopped by SIG" not in out or "during the batch-size search" not in out:
+            fail(f"signal {sig}: exit status {p.returncode}, expected {128 + sig} naming the search", out)
+
+
 # ---- 7: readers bounded by what the format allows and the budget holds ----
 def bomb_shard(path, member_bytes):
     raw = io.BytesIO()
@@ -647,7 +698,7 @@ def clear_os_allocation_failure_is_not_the_budget():
 
 
 CASES = {name: f for name, f in globals().items() if callable(f) and name.split("_")[0] in
-         ("clash", "ckfail", "empty", "lock", "resume", "ranks", "bounded", "clear")}
+         ("clash", "ckfail", "empty", "lock", "resume", "ranks", "bounded", "clear", "stop")}
 if CASE not in CASES:
     fail(f"unknown case; the cases: {' '.join(CASES)}")
 CASES[CASE]()

@@ -1,20 +1,18 @@
 // saturate: find the batch size, precision and loader settings that keep a GPU saturated.
 // main parses flags, runs the chosen subcommand and turns outcomes into exit statuses:
-// 0 ok, 1 runtime failure, 2 usage error, 70 internal error (a bug in saturate: EX_SOFTWARE).
-#include <signal.h>
-
+// 0 ok, 1 runtime failure, 2 usage error, 70 internal error (a bug in saturate: EX_SOFTWARE),
+// 128 + N stopped by signal N before any step (a rendezvous, a batch-size search).
 #include <iostream>
 
 #include "commands.h"
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/stop_signals.h"
 #include "saturate/core/terminal_text.h"
 #include "saturate/core/torch_error.h"
 #include "saturate/session/run_paths.h"
 
 namespace {
-
-void on_file_size_limit(int) {}  // the write fails with EFBIG and its error names the file
 
 /// A first word that is not a flag names the command: an unknown one is said as such (CLI11
 /// would only say that a subcommand is required). True when it was unknown.
@@ -46,12 +44,14 @@ int run(const CLI::App& app, const saturate::cli::Action& action) {
   } catch (const saturate::RuntimeFailure& e) {
     std::cerr << "saturate: error: " << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";
     return 1;
+  } catch (const saturate::StoppedBySignal& e) {  // before any step: nothing trained, nothing written
+    std::cerr << "saturate: " << e.what() << "\n";
+    return 128 + e.signal();
   } catch (const saturate::InternalError& e) {
     std::cerr << "saturate: internal error: " << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";
     return 70;  // EX_SOFTWARE
   } catch (const std::exception& e) {  // LibTorch's: the error without its backtraces
-    std::cerr << "saturate: error: " << saturate::terminal_text(saturate::cli::with_flags(saturate::torch_error_text(e)))
-              << "\n";
+    std::cerr << "saturate: error: " << saturate::terminal_text(saturate::cli::with_flags(saturate::torch_error_text(e))) << "\n";
     return 1;
   }
 }
@@ -59,14 +59,7 @@ int run(const CLI::App& app, const saturate::cli::Action& action) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `ulimit -f`: a write past the limit raises SIGXFSZ, which kills without a word. Caught (not
-  // ignored, so that commands run by `monitor` and `launch` get the default back at exec), the
-  // write fails with EFBIG and the error says the limit was reached writing the file.
-  struct sigaction xfsz {};
-  xfsz.sa_handler = on_file_size_limit;
-  sigemptyset(&xfsz.sa_mask);
-  xfsz.sa_flags = SA_RESTART;
-  sigaction(SIGXFSZ, &xfsz, nullptr);
+  saturate::make_file_size_limit_an_error();  // `ulimit -f`: an error naming the file, not a silent kill
   // before any CPU tensor exists, so that the budget sees every byte.
   saturate::install_cpu_budget_allocator();
   saturate::set_cpu_budget_name("saturate --memory-budget");  // what an allocation past it names

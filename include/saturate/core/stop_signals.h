@@ -7,6 +7,8 @@
 // SIGXFSZ is not touched. One instance at a time; the previous handlers come back at its end.
 #pragma once
 #include <atomic>
+#include <stdexcept>
+#include <string>
 
 namespace saturate {
 
@@ -35,5 +37,26 @@ class StopSignals {
   /// True once a signal came (for a flag a loop polls).
   const std::atomic<bool>& stopping() const;
 };
+
+/// The first signal the StopSignals alive in this process received; 0 when none came or none is
+/// alive (a command that does not stop gracefully keeps the default action: the signal ends it).
+/// For waits that are not steps: a rendezvous, a batch-size search between trials.
+int stop_signal_received();
+
+/// Thrown where a wait or a search ends because a stop signal came; the command exits 128 +
+/// signal(). what(): "stopped by SIGTERM during <where>".
+class StoppedBySignal : public std::runtime_error {
+ public:
+  StoppedBySignal(int signal, const std::string& where);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+/// `ulimit -f`: a write past the limit raises SIGXFSZ, which kills without a word. Caught (not
+/// ignored, so that commands run by `monitor` and `launch` get the default back at exec), the
+/// write fails with EFBIG and the error says the limit was reached writing the file.
+void make_file_size_limit_an_error();
 
 }  // namespace saturate

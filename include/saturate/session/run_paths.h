@@ -27,8 +27,9 @@ struct OptionValue {
 /// Before any work of `command` with `values`: the paths its options name are checked
 /// (check_run_paths, defaults included: a default dataset is read too), and the settings every
 /// rank must share are recorded for the rendezvous (set_job_settings: the command and each given
-/// option but the per-rank ones: outputs, device, memory_budget, threads, workers, prefetch,
-/// quiet, sample_hz, dist_timeout).
+/// option but the per-rank ones: outputs and checkpoint folders, device, memory_budget, threads,
+/// workers, prefetch, quiet, sample_hz, dist_timeout; an input path as the kind of data or the
+/// model file's name, since a path may differ between machines).
 void check_command(const std::string& command, const std::vector<OptionValue>& values);
 
 /// Before any work: no output replaces an input or another output (check_path_plan), each
