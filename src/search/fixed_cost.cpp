@@ -1,5 +1,6 @@
 #include "saturate/search/fixed_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -44,6 +45,12 @@ void check_target_above_fixed_cost(int64_t budget_bytes, double target_fraction,
                                "as much in gradients{} = {} (before any activation); no batch can stay within it: {}",
                                target_fraction, format_bytes(budget_bytes), format_bytes(target),
                                format_bytes(cost.weight_bytes), state, format_bytes(fixed), raise));
+}
+
+int64_t min_ranks_to_shard(const FixedCost& cost, int64_t largest_unit_bytes, int64_t budget_bytes) {
+  const int64_t room = budget_bytes - 2 * largest_unit_bytes;
+  if (room <= 0) return 0;
+  return std::max<int64_t>(1, (cost.total_bytes() + room - 1) / room);
 }
 
 }  // namespace saturate

@@ -6,8 +6,55 @@
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
+#include "saturate/models/model.h"
+#include "saturate/search/fixed_cost.h"
 
 namespace saturate {
+namespace {
+
+/// The largest unit FSDP would shard a built-in model into: its stem, a block or its head, by
+/// parameter bytes (0 for a model that is not made of blocks: a lower bound).
+int64_t largest_unit_bytes(Model& model) {
+  BlockModelImpl* blocks = as_block_model(model);
+  if (!blocks) return 0;
+  int64_t largest = 0;
+  const auto bytes_of = [](const torch::nn::AnyModule& m) {
+    int64_t bytes = 0;
+    if (!m.is_empty())
+      for (const auto& p : m.ptr()->parameters()) bytes += static_cast<int64_t>(p.nbytes());
+    return bytes;
+  };
+  largest = std::max(bytes_of(blocks->stem), bytes_of(blocks->head));
+  for (const auto& b : blocks->blocks) largest = std::max(largest, bytes_of(b));
+  return largest;
+}
+
+/// The model's parameters alone do not fit one device: the ways out, sharding among them (issue 42).
+RuntimeFailure does_not_fit_one_device(Workload& workload, OptimizerKind optimizer, int64_t params_bytes,
+                                       int64_t budget_bytes) {
+  const FixedCost cost = fixed_cost_of(params_bytes, optimizer_state_copies(to_string(optimizer), true),
+                                       to_string(optimizer));
+  const int64_t unit = largest_unit_bytes(workload.model());
+  const int64_t ranks = min_ranks_to_shard(cost, unit, budget_bytes);
+  const std::string shard =
+      ranks > 0
+          ? fmt::format("shard it over at least {} ranks of this budget (FSDP: {} / {} ranks + 2 x its largest unit {} = "
+                        "{} of model states a rank, before activations): wrap each block with "
+                        "torch.distributed.fsdp.fully_shard and search the step with saturate.search(step, "
+                        "ranks=\"auto\") under torchrun (docs/sharding.md)",
+                        ranks, format_bytes(cost.total_bytes()), ranks, format_bytes(unit),
+                        format_bytes(cost.total_bytes() / ranks + 2 * unit))
+          : fmt::format("its largest block ({}) does not fit twice in this budget, so no number of ranks sharding it "
+                        "block by block fits either",
+                        format_bytes(unit));
+  return RuntimeFailure(fmt::format(
+      "`memory_budget` {}: the model's parameters alone take {}, and training holds {} of model states ({} of "
+      "weights, as much in gradients, {} of {} state); raise the budget, choose a smaller model, or {}",
+      format_bytes(budget_bytes), format_bytes(params_bytes), format_bytes(cost.total_bytes()),
+      format_bytes(cost.weight_bytes), format_bytes(cost.optimizer_state_bytes), to_string(optimizer), shard));
+}
+
+}  // namespace
 
 std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
   auto s = std::make_unique<WorkloadSession>();
@@ -43,10 +90,7 @@ std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
   s->context.budget_bytes = s->meter->budget_bytes();
   s->context.gpu_name = device_name(s->device);
   const int64_t params_in_use = s->meter->stats().allocated_bytes;
-  if (params_in_use > budget_bytes)
-    throw RuntimeFailure(fmt::format("`memory_budget` {}: the model's parameters alone take {}; raise the budget "
-                                     "or choose a smaller model",
-                                     format_bytes(budget_bytes), format_bytes(params_in_use)));
+  if (params_in_use > budget_bytes) throw does_not_fit_one_device(*s->workload, optimizer, params_in_use, budget_bytes);
   return s;
 }
 

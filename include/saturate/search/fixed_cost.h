@@ -28,4 +28,11 @@ FixedCost fixed_cost_of(int64_t weight_bytes, int state_copies, const std::strin
 /// the cost, its parts and what to raise; nothing when the budget is unknown (0) or it fits.
 void check_target_above_fixed_cost(int64_t budget_bytes, double target_fraction, const FixedCost& cost);
 
+/// The law of a sharded model's states (FSDP, ZeRO-3): over N ranks each holds 1/N of `cost`
+/// (its share of the weights, gradients and optimizer state) plus one unit's whole weights and
+/// gradients while that unit is gathered (2 x `largest_unit_bytes`). The smallest N whose share
+/// fits `budget_bytes`; 0 when none does (the largest unit alone does not fit). Activations come
+/// on top: a lower bound on the ranks a run needs.
+int64_t min_ranks_to_shard(const FixedCost& cost, int64_t largest_unit_bytes, int64_t budget_bytes);
+
 }  // namespace saturate
