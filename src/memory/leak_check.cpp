@@ -42,6 +42,8 @@ std::string leak_sites_text(const std::vector<LeakSite>& sites, size_t top) {
 nlohmann::json to_json(const LeakCheckResult& r) {
   nlohmann::json j = leak_json(r.report);
   j["oom_step"] = r.oom_step;
+  j["checked"] = r.checked();
+  j["steps_needed"] = r.steps_needed;
   j["allocated_after_step_bytes"] = r.allocated_after_step_bytes;
   j["sites"] = leak_sites_json(r.sites);
   j["sites_method"] = r.sites_method;
@@ -145,6 +147,7 @@ LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)
   }
   sync();
   r.report = detector.report();
+  r.steps_needed = o.leak.warmup_steps + o.leak.min_growth_steps;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -57,7 +57,12 @@ std::string timeline_summary(const Timeline& t) {
 std::string leak_text(const LeakCheckResult& r, int steps) {
   const LeakReport& l = r.report;
   std::string s;
-  if (l.detected)
+  if (!r.checked())
+    s = fmt::format("leak       not checked: {} of the {} steps a verdict needs ran{}\n", l.steps, r.steps_needed,
+                    r.oom_step >= 0 ? fmt::format(" (out of memory at step {}: lower the batch or raise the budget)",
+                                                  r.oom_step)
+                                    : "");
+  else if (l.detected)
     s = fmt::format("leak       DETECTED: +{} per step from step {} ({} -> {} over {} steps)\n",
                     format_bytes(static_cast<int64_t>(l.bytes_per_step)), l.first_step, format_bytes(l.warm_bytes),
                     format_bytes(l.last_bytes), l.steps);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "saturate/core/build_info.h"
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/stop_signals.h"
@@ -65,6 +66,9 @@ int main(int argc, char** argv) {
   saturate::set_cpu_budget_name("saturate --memory-budget");  // what an allocation past it names
   CLI::App app{"saturate: keep the GPU saturated without running out of memory"};
   app.require_subcommand(1);
+  const saturate::BuildInfo& b = saturate::build_info();
+  app.set_version_flag("--version", "saturate " + b.version + " (" + b.git_commit + ", " + b.build_type + "), LibTorch " +
+                                        b.torch_version + (b.cuda_version.empty() ? "" : ", CUDA " + b.cuda_version));
   saturate::cli::Action action;
   saturate::cli::add_probe_command(app, action);
   saturate::cli::add_search_command(app, action);
@@ -79,6 +83,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "saturate: error: " << e.what() << "\nRun 'saturate --help' or 'saturate COMMAND --help'.\n";

@@ -25,6 +25,12 @@ struct OptionDoc {
   /// What a value means, ending a range error: "optimizer steps; 0: at epoch ends".
   std::string_view meaning;
 
+  /// {key, help} for an option that is not a number; {key, help, min, max, meaning} for one that is.
+  constexpr OptionDoc(std::string_view key_, std::string_view help_,
+                      double min_ = std::numeric_limits<double>::quiet_NaN(),
+                      double max_ = std::numeric_limits<double>::quiet_NaN(), std::string_view meaning_ = {})
+      : key(key_), help(help_), min(min_), max(max_), meaning(meaning_) {}
+
   bool has_range() const { return min == min; }
 };
 

@@ -38,12 +38,16 @@ struct LeakCheckResult {
   /// How the sites were found, or why they were not ("" when site_steps was 0).
   std::string sites_method;
   int oom_step = -1;  ///< the step that ran out of memory (the run stops there); -1: none
+  /// Steps the verdict needs (the detector's warm-up and growth steps): with fewer observed,
+  /// nothing was checked (`checked()` false), whatever `report.detected` says.
+  int64_t steps_needed = 0;
+  bool checked() const { return report.steps >= steps_needed; }
   std::string error;
   double seconds = 0;
 };
 
-/// {"detected", ..., "oom_step", "allocated_after_step_bytes", "sites", "sites_method"}: the
-/// memory JSON's "leak" (docs/memory.md).
+/// {"detected", ..., "checked", "steps_needed", "oom_step", "allocated_after_step_bytes", "sites",
+/// "sites_method"}: the memory JSON's "leak" (docs/memory.md).
 nlohmann::json to_json(const LeakCheckResult& r);
 
 class AllocationSiteTracking;
