@@ -1,5 +1,7 @@
 #include "saturate/session/data_session.h"
 
+#include "saturate/models/zoo.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -77,11 +79,20 @@ OpenedData open_data(const DataOptions& f, WorkloadOptions& workload) {
   o.skip_bad_samples = f.skip_bad_samples;
   o.seed = m.seed;
   o.val_fraction = opened.val_fraction;  // the train split: without the held-out samples
+  // synthetic data takes the model's natural shape (resnet 3x224x224) unless `input` says otherwise
+  if (f.data == "synthetic" && m.input_shape.empty() && !is_model_file(m.name))
+    m.input_shape = resolve_model_spec(m).input_shape;
   if (f.data == "synthetic" && m.input_shape.size() == 3)  // the model's shape, as the synthetic batches have
     o.synthetic_shape = {m.input_shape[0], m.input_shape[1], m.input_shape[2]};
   if (f.data == "synthetic" && m.classes > 0) o.synthetic_classes = m.classes;
   opened.dataset = open_dataset(f.data, o);
   const SampleShape s = opened.dataset->shape();
+  if (m.input_shape.empty() && m.name.rfind("resnet", 0) == 0 && (s.height < 32 || s.width < 32))
+    throw UsageError("data", fmt::format("{} gives {}x{}x{} images, and {} downsamples 32x: it needs images of at "
+                                         "least 32x32 (its own shape is 3x224x224); give `data` synthetic (random "
+                                         "images of the model's shape), or a dataset of larger images (cifar10:DIR, "
+                                         "images:DIR)",
+                                         f.data, s.channels, s.height, s.width, m.name));
   if (m.input_shape.empty()) m.input_shape = {s.channels, s.height, s.width};
   if (m.classes <= 0) m.classes = opened.dataset->classes();
   if (opened.dataset->classes() > m.classes)
