@@ -2,6 +2,7 @@
 
 #include "saturate/models/zoo.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -69,6 +70,18 @@ OpenedData open_data(const DataOptions& f, WorkloadOptions& workload) {
                                    "{} takes images",
                                    f.data, workload.model.name));
     opened.text = f.data;
+    return opened;
+  }
+  if (is_token_data(f.data)) {  // fixed windows of seq_len tokens: the trials' synthetic token batches have their shape
+    if (!takes_tokens(workload.model))
+      throw UsageError(fmt::format("`data` {}: tokens feed token models (gpt, or a TorchScript file with `tokens`); "
+                                   "{} takes images",
+                                   f.data, workload.model.name));
+    const std::string path = f.data.substr(std::string("tokens:").size());
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(path.c_str(), R_OK) != 0)
+      throw UsageError(fmt::format("`data` {}: not a readable regular file; give the corpus's path", f.data));
+    opened.tokens = f.data;
     return opened;
   }
   if (f.prefetch < 1) throw UsageError("prefetch", fmt::format("{} must be at least 1", f.prefetch));

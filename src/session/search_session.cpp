@@ -92,6 +92,7 @@ std::string search_failure(const SearchResult& result, WorkloadSession& session,
 
 std::string trial_data_name(const OpenedData& data) {
   if (!data.text.empty()) return data.text + " (its longest documents: the worst case)";
+  if (!data.tokens.empty()) return data.tokens + " (windows of seq_len tokens: the trials' token batches have their shape)";
   return data.dataset ? data.dataset->name() : "synthetic batches (random labels, not your data)";
 }
 

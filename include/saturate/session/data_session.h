@@ -43,6 +43,9 @@ double parse_val_fraction(const std::string& text);
 struct OpenedData {
   std::shared_ptr<Dataset> dataset;
   std::string text;  ///< `data` text:FILE (a token model's documents, read by the session using them)
+  /// `data` tokens:FILE for a search, probe or memory run: fixed windows of seq_len tokens, the
+  /// shape of the synthetic token batches the trials run (the memory is the same; train reads the file).
+  std::string tokens;
   double val_fraction = 0;
   int workers = -1;  ///< -1: auto
 };
