@@ -193,3 +193,31 @@ def test_the_result_names_the_budget_it_searched_in():
     assert r.budget_bytes == 48 * MiB
     assert r.data["budget_bytes"] == 48 * MiB
     assert "48.0 MiB" in str(r).split("\n")[3], str(r)  # the context's budget line
+
+
+def test_a_batchnorm_model_times_its_curve_from_the_smallest_batch_it_accepts():
+    # issue 44: the curve started at batch 1, which BatchNorm refuses in training, and the search
+    # returned batch 0 with no error
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch_size):
+        x, y = torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    r = saturate.search(step, device="cpu", memory_budget=24 * MiB, objective="throughput", max_batch=64,
+                        knee_fraction=0.8)
+    assert not r.error, r.error
+    points = r.objective.data["throughput_curve"]["points"]
+    assert points[0]["batch"] == 1 and not points[0]["ok"] and "channel" in points[0]["error"]
+    assert r.batch >= 2 and r.objective.batch >= 2
+    # a step that fails at every batch is an error, not a silent 0
+    def broken(batch_size):
+        raise RuntimeError("Expected more than 1 value per channel when training")
+    with pytest.warns(RuntimeWarning):
+        bad = saturate.search(broken, device="cpu", memory_budget=24 * MiB, objective="throughput", max_batch=8,
+                              model=model, optimizer=opt)
+    assert bad.batch == 0 and "value per channel" in bad.error

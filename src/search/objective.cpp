@@ -42,6 +42,12 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
   co.on_point = progress.on_point;
   if (progress.on_curve_start) progress.on_curve_start(out.objective, max_batch);
   out.curve = measure_throughput_curve(runner, co);
+  if (out.curve->knee_batch <= 0) {  // no point ran: say why, never a silent batch 0
+    const std::string why = out.curve->points.empty() ? std::string("no batch to time") : out.curve->points.front().error;
+    throw RuntimeFailure(fmt::format("the throughput curve up to batch {} has no batch that ran (batch {}: {}); the "
+                                     "step fails at every timed batch: fix the step, or use `objective` memory",
+                                     max_batch, out.curve->points.empty() ? 0 : out.curve->points.front().batch, why));
+  }
   const auto knee = [&] {
     out.objective = Objective::kThroughput;
     out.batch = out.curve->knee_batch;

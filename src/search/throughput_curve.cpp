@@ -75,7 +75,11 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
     }
     curve.points.push_back(p);
     if (o.on_point) o.on_point(p);
-    if (!p.ok) break;  // a larger batch will not fit either
+    // an error at the bottom, before any point ran (BatchNorm refuses a batch of 1), is not the
+    // top: the next batch may run. Past a point that ran, a failure is the curve's end.
+    const bool bottom_error = !p.ok && curve.best_batch == 0 && p.error != to_string(TrialStatus::kOom) &&
+                              p.error.find("out of memory") == std::string::npos;
+    if (!p.ok && !bottom_error) break;  // a larger batch will not fit either
     if (p.samples_per_s > curve.best_samples_per_s) {
       curve.best_samples_per_s = p.samples_per_s;
       curve.best_batch = batch;
