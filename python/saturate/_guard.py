@@ -8,6 +8,7 @@ train`'s back-off uses, so a later batch as costly starts split and a cheaper on
 from __future__ import annotations
 
 import gc
+import math
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
@@ -99,8 +100,10 @@ class OomGuard:
             raise TypeError(f"loss_fn={loss_fn!r} is not callable: give loss_fn(batch) -> the batch's mean loss")
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"optimizer={optimizer!r} is not a torch.optim.Optimizer")
-        if max_grad_norm < 0:
-            raise ValueError(f"max_grad_norm={max_grad_norm}: give 0 (off) or a positive norm")
+        if not isinstance(max_grad_norm, (int, float)) or isinstance(max_grad_norm, bool) or \
+                not math.isfinite(max_grad_norm) or max_grad_norm < 0:
+            # NaN compared False with every bound: clipping was silently off
+            raise ValueError(f"max_grad_norm={max_grad_norm!r}: give 0 (off) or a positive, finite norm")
         self.loss_fn = loss_fn
         self.optimizer = optimizer
         self.weight = weight
@@ -115,7 +118,11 @@ class OomGuard:
         self.micro_batch = 0  # the last step's micro-batch
 
     def _weight(self, part: Any, rows: int) -> float:
-        return float(self.weight(part)) if self.weight is not None else float(rows)
+        w = float(self.weight(part)) if self.weight is not None else float(rows)
+        if not math.isfinite(w) or w < 0:  # a NaN weight turns every parameter NaN at the step
+            raise ValueError(f"weight() of a micro-batch is {w!r}: give its share of the mean, a finite number >= 0 "
+                             "(its items, or its real tokens)")
+        return w
 
     def _run(self, batch: Any, rows: int, micro: int) -> float:
         """Forward and backward of every micro-batch; returns the batch's mean loss."""

@@ -108,3 +108,21 @@ def test_the_cpu_budget_is_an_out_of_memory_every_tool_recognises():
             torch.empty(2 * MiB, dtype=torch.uint8)
     assert is_oom_error(info.value)
     assert should_reduce_batch_size(info.value)
+
+
+def test_oom_guard_refuses_a_non_finite_norm_or_weight_before_the_model_turns_nan():
+    # issue 43: max_grad_norm=nan turned clipping silently off; a NaN weight made every parameter NaN
+    import math
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = lambda b: model(b).pow(2).mean()  # noqa: E731
+    for norm in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ValueError, match="max_grad_norm"):
+            saturate.OomGuard(loss, opt, max_grad_norm=norm)
+    before = [p.detach().clone() for p in model.parameters()]
+    for bad in (float("nan"), float("inf")):
+        guard = saturate.OomGuard(loss, opt, weight=lambda b, bad=bad: bad)
+        with pytest.raises(ValueError, match="weight"):
+            guard.step(torch.randn(8, 4))
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # no step taken
+    assert all(math.isfinite(float(p.sum())) for p in model.parameters())

@@ -241,14 +241,24 @@ std::string read_checkpoint_file(const std::string& dir, int64_t max_bytes) {
   in.read(data.data(), st.st_size);
   data.resize(static_cast<size_t>(in.gcount()));
   const size_t header = sizeof kMagic + 2 * sizeof(uint64_t);
+  // the magic is "SATCKPT" and a format version digit
+  const size_t family = sizeof kMagic - 1;
+  if (data.size() >= sizeof kMagic && std::memcmp(data.data(), kMagic, family) == 0 && data[family] != kMagic[family])
+    throw UsageError(fmt::format("`resume` {}: {} is a saturate checkpoint of format version {} (this build reads {}): "
+                                 "resume it with the saturate that wrote it",
+                                 dir, path, data[family], kMagic[family]));
   if (data.size() < header || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
     throw UsageError(fmt::format("`resume` {}: {} is not a saturate checkpoint (bad header)", dir, path));
   uint64_t length = 0, sum = 0;
   std::memcpy(&length, data.data() + sizeof kMagic, sizeof length);
   std::memcpy(&sum, data.data() + sizeof kMagic + sizeof length, sizeof sum);
-  if (data.size() - header != length)
+  if (data.size() - header < length)
     throw UsageError(fmt::format("`resume` {}: {} is truncated ({} of {} payload bytes)", dir, path,
                                  data.size() - header, length));
+  if (data.size() - header > length)
+    throw UsageError(fmt::format("`resume` {}: {} is longer than its header says ({} payload bytes, the header says "
+                                 "{}): something was written after it; restore it or start afresh without `resume`",
+                                 dir, path, data.size() - header, length));
   std::string payload = data.substr(header);
   if (fnv1a64(payload) != sum)
     throw UsageError(fmt::format("`resume` {}: {} is corrupt (checksum mismatch); restore it or start afresh "

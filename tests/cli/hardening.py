@@ -668,6 +668,20 @@ def clear_escapes_in_a_file_never_reach_the_terminal():
         fail("a control character reached the terminal", repr(out))
 
 
+def clear_checkpoint_longer_or_newer_than_this_build_reads():
+    # issue 43: a checkpoint longer than its header says was called "truncated", a newer one "bad header"
+    run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 0)
+    with open("ck/checkpoint.pt", "rb") as f:
+        good = f.read()
+    write("ck/checkpoint.pt", good + b"appended")
+    run(TRAIN + ["--steps", "2", "--resume", "ck"], 2, r"is longer than its header says \(\d+ payload bytes, the "
+        r"header says \d+\)")
+    write("ck/checkpoint.pt", good[:7] + b"2" + good[8:])
+    run(TRAIN + ["--steps", "2", "--resume", "ck"], 2, r"format version 2 \(this build reads 1\)")
+    write("ck/checkpoint.pt", good[:-3])  # and a short one is still truncated
+    run(TRAIN + ["--steps", "2", "--resume", "ck"], 2, r"is truncated")
+
+
 def fnv1a64(data):
     h = 1469598103934665603
     for c in data:
