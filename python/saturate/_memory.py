@@ -19,7 +19,8 @@ def cpu_memory_budget(size: Size) -> Iterator[int]:
     ('512MiB', bytes, or a fraction of RAM): one more allocation raises torch.OutOfMemoryError,
     as a GPU of that size would (what the command line's --memory-budget does). Counted: CPU
     tensors made after `import saturate`. Yields the budget in bytes; the previous one (or none)
-    is back after the block."""
+    is back after the block. Inside another budget the smaller one holds (a block cannot give
+    itself more than the block around it allows)."""
     if not _C.cpu_allocator_installed():
         raise RuntimeError("the CPU budget needs saturate's CPU allocator, which SATURATE_NO_CPU_ALLOCATOR "
                            "turned off: unset it before `import saturate`")
@@ -27,6 +28,8 @@ def cpu_memory_budget(size: Size) -> Iterator[int]:
         raise ValueError("cpu_memory_budget(None): give a size such as '512MiB' or a number of bytes")
     budget = to_bytes(size, "cpu", "size")
     before = _C.cpu_counters()["budget_bytes"]
+    if before:
+        budget = min(budget, before)
     _C.set_cpu_budget(budget)
     try:
         yield budget

@@ -45,3 +45,19 @@ def test_bad_sizes_name_the_value_and_what_is_allowed():
             with saturate.cpu_memory_budget(bad):
                 pass
         assert str(bad) in str(info.value) or "None" in str(info.value), str(info.value)
+
+
+def test_a_nested_budget_cannot_raise_the_one_around_it():
+    # issue 43: cpu_memory_budget("64MiB") around ("1GiB") let 200 MiB through
+    with saturate.cpu_memory_budget("64MiB") as outer:
+        with saturate.cpu_memory_budget("1GiB") as inner:
+            assert inner == outer == 64 * 2**20
+            with pytest.raises(torch.OutOfMemoryError):
+                torch.empty(200 * 2**20, dtype=torch.uint8)
+            small = torch.empty(1 << 20, dtype=torch.uint8)  # a smaller inner one still holds
+            del small
+        with saturate.cpu_memory_budget("16MiB") as smaller:
+            assert smaller == 16 * 2**20
+            with pytest.raises(torch.OutOfMemoryError):
+                torch.empty(32 * 2**20, dtype=torch.uint8)
+        torch.empty(32 * 2**20, dtype=torch.uint8)  # the outer one is back

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <cerrno>
+#include <cstdlib>
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
@@ -29,7 +31,7 @@ const std::vector<OptionDoc> kDocs = {
     {"optimizer", "sgd | adam | adamw (Adam keeps two state tensors per parameter)"},
     {"lr", "learning rate (default 0.01 for sgd, 1e-3 for adam/adamw)", 0, 1e6,
            "a learning rate; 0: the optimizer's default"},
-    {"seed", "seed for weights and synthetic data"},
+    {"seed", "seed for weights and synthetic data", 0, 18446744073709551615.0, "a whole number below 2^64"},
     {"threads", "CPU threads for LibTorch (default: LibTorch's choice)"},
     // the step (step/step_footprint.h, step/fast_paths.h)
     {"precision", "fp32 | tf32 | bf16 | fp16: the step's precision (bf16/fp16 autocast; fp16 with loss scaling, CUDA "
@@ -207,6 +209,47 @@ void check_option_range(std::string_view key, double value) {
   if (value >= doc.min && value <= doc.max) return;  // NaN fails both
   throw UsageError(std::string(option_name(key)),
                    fmt::format("{} is outside {} ({})", limit_text(value), range_text(doc), doc.meaning));
+}
+
+std::string number_text_problem(const std::string& text, double lo, double hi, bool whole, const std::string& meaning) {
+  const std::string range = limit_text(lo) + ".." + limit_text(hi);
+  const std::string tail = meaning.empty() ? "" : " (" + meaning + ")";
+  const bool has_digit = text.find_first_of("0123456789") != std::string::npos;
+  const bool decimal = !text.empty() && has_digit &&
+                       text.find_first_not_of(whole ? "+-0123456789" : "+-0123456789.eE") == std::string::npos;
+  if (!decimal) {
+    const bool hex = text.find_first_of("xX") != std::string::npos && has_digit;
+    const bool fraction = whole && text.find_first_not_of("+-0123456789.eE") == std::string::npos && has_digit;
+    return fmt::format("'{}' is {}; give {} in {}{}", text,
+                       hex ? "hexadecimal" : fraction ? "not a whole number" : "not a number",
+                       hex ? "a decimal number" : whole ? "a whole number" : "one", range, tail);
+  }
+  errno = 0;
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  if (whole) {
+    const bool negative = text[0] == '-';
+    if (negative && lo >= 0) return fmt::format("{} is outside {}{}", text, range, tail);
+    long double v = 0;
+    if (negative) {
+      v = static_cast<long double>(std::strtoll(begin, &end, 10));
+    } else {
+      v = static_cast<long double>(std::strtoull(begin, &end, 10));
+    }
+    if (end != begin + text.size()) return fmt::format("'{}' is not a whole number; give one in {}{}", text, range, tail);
+    if (errno == ERANGE || v < static_cast<long double>(lo) || v > static_cast<long double>(hi))
+      return fmt::format("{} is outside {}{}", text, range, tail);
+    return "";
+  }
+  const double v = std::strtod(begin, &end);
+  if (end != begin + text.size() || !std::isfinite(v))
+    return fmt::format("'{}' is not a number; give one in {}{}", text, range, tail);
+  if (errno == ERANGE && std::fabs(v) < 1.0)
+    return fmt::format("{} is too small to be told from 0 (the smallest normal number is 2.2e-308); give 0 or a value "
+                       "in {}{}",
+                       text, range, tail);
+  if (errno == ERANGE || v < lo || v > hi) return fmt::format("{} is outside {}{}", text, range, tail);
+  return "";
 }
 
 std::optional<long long> parse_whole_number(const std::string& text) {

@@ -682,6 +682,21 @@ def clear_checkpoint_longer_or_newer_than_this_build_reads():
     run(TRAIN + ["--steps", "2", "--resume", "ck"], 2, r"is truncated")
 
 
+def clear_numbers_have_one_grammar():
+    # issue 43: -1 and 2^64 were taken as the seed 2^64 - 1; --steps 0x10 trained 16 steps while
+    # --eval-batch 0x10 was refused; --lr 1e-320 was "outside 0..1000000"
+    for seed in ("-1", "18446744073709551616", "99999999999999999999"):
+        run(TRAIN + ["--steps", "1", "--seed", seed], 2, rf"--seed: {re.escape(seed)} is outside 0\.\.")
+    run(TRAIN + ["--steps", "1", "--seed", "18446744073709551615"], 0)
+    run(TRAIN + ["--steps", "0x10"], 2, r"--optimizer-steps: '0x10' is hexadecimal; give a decimal number in")
+    run(TRAIN + ["--steps", "1", "--lr", "1e-320"], 2, r"--lr: 1e-320 is too small to be told from 0")
+    # not in the issue: a thread count and a fraction in hex, a whole count given as a fraction
+    run(["train", "--model", "mlp", "--data", "synthetic", "--device", "cpu", "--threads", "0x2", "--steps", "1"], 2,
+        r"--threads: '0x2' is hexadecimal")
+    run(["search", "--model", "mlp", "--target-memory", "0x1p-1"], 2, r"--target-memory: '0x1p-1' is hexadecimal")
+    run(TRAIN + ["--steps", "1.5"], 2, r"--optimizer-steps: '1\.5' is not a whole number")
+
+
 def fnv1a64(data):
     h = 1469598103934665603
     for c in data:

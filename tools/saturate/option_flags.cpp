@@ -18,21 +18,9 @@ namespace saturate::cli {
 namespace {
 
 /// The value is a finite number in [lo, hi]; `meaning` ends the message ("0: no cap").
-CLI::Validator in_range(double lo, double hi, const std::string& meaning) {
-  const std::string range = limit_text(lo) + ".." + limit_text(hi);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        const char* begin = text.c_str();
-        char* end = nullptr;
-        errno = 0;
-        const double v = std::strtod(begin, &end);
-        if (text.empty() || end != begin + text.size() || !std::isfinite(v))
-          return fmt::format("'{}' is not a number; give one in {}{}", text, range, meaning.empty() ? "" : " (" + meaning + ")");
-        if (errno == ERANGE || v < lo || v > hi)
-          return fmt::format("{} is outside {}{}", text, range, meaning.empty() ? "" : " (" + meaning + ")");
-        return "";
-      },
-      range);
+CLI::Validator in_range(double lo, double hi, const std::string& meaning, bool whole = false) {
+  return CLI::Validator([=](std::string& text) { return number_text_problem(text, lo, hi, whole, meaning); },
+                        limit_text(lo) + ".." + limit_text(hi));
 }
 
 constexpr bool kShown = true;  // --help shows the default
@@ -133,10 +121,10 @@ const FlagRow& flag_row(std::string_view key) {
   throw InternalError(fmt::format("no flag for option '{}' (tools/saturate/option_flags.cpp)", key));
 }
 
-CLI::Option* describe(CLI::Option* option, const FlagRow& row) {
+CLI::Option* describe(CLI::Option* option, const FlagRow& row, bool whole) {
   const OptionDoc* doc = row.help ? nullptr : &option_doc(row.key);
   option->description(with_flags(row.help ? row.help : std::string(doc->help)));
-  if (doc && doc->has_range()) option->check(in_range(doc->min, doc->max, with_flags(std::string(doc->meaning))));
+  if (doc && doc->has_range()) option->check(in_range(doc->min, doc->max, with_flags(std::string(doc->meaning)), whole));
   if (row.show_default) option->capture_default_str();
   if (row.env) option->envname(row.env);
   return option;
@@ -144,7 +132,7 @@ CLI::Option* describe(CLI::Option* option, const FlagRow& row) {
 
 CLI::Validator thread_count(const std::string& meaning) {
   const int most = max_loader_threads();
-  return in_range(0, most, fmt::format("{}; at most 4 per core on this machine's {}", meaning, most / 4));
+  return in_range(0, most, fmt::format("{}; at most 4 per core on this machine's {}", meaning, most / 4), true);
 }
 
 std::optional<std::string> find_flag_for_option(const std::string& option) {

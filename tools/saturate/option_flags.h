@@ -26,8 +26,8 @@ struct FlagRow {
 
 /// The row for `key`; an InternalError for a key the table lacks.
 const FlagRow& flag_row(std::string_view key);
-/// Help, range check, default and environment variable of `row` on `option`.
-CLI::Option* describe(CLI::Option* option, const FlagRow& row);
+/// Help, range check (`whole`: an integer flag), default and environment variable of `row` on `option`.
+CLI::Option* describe(CLI::Option* option, const FlagRow& row, bool whole = false);
 
 /// Refuses an empty value (an unset shell variable) naming the flag.
 extern const CLI::Validator kNotEmpty;
@@ -41,7 +41,7 @@ CLI::Option* add_option_flag(CLI::App& app, std::string_view key, T& field) {
   else if constexpr (std::is_same_v<T, std::string>)
     return describe(app.add_option(row.names, field), row)->check(kNotEmpty);
   else
-    return describe(app.add_option(row.names, field), row);
+    return describe(app.add_option(row.names, field), row, std::is_integral_v<T>);
 }
 
 /// The options of the parsed command `cmd`, given or defaulted, by option name (session/run_paths.h).

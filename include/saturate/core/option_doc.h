@@ -53,6 +53,13 @@ std::string range_text(const OptionDoc& doc);
 /// (its name, without the command) that says the value, the range and what a value means.
 void check_option_range(std::string_view key, double value);
 
+/// The one grammar of every numeric option (issue 43): why `text` is not a value in lo..hi, ""
+/// when it is. Decimal only (no hex: "0x10" is refused everywhere), finite; `whole`: digits with an
+/// optional sign, compared exactly (18446744073709551616 is not 2^64 - 1, -1 is not a large
+/// unsigned); a value too small to be told from 0 (a subnormal) is said so, not "outside".
+/// `meaning` ends the message ("optimizer steps; 0: at epoch ends").
+std::string number_text_problem(const std::string& text, double lo, double hi, bool whole, const std::string& meaning);
+
 /// `text` as a whole integer (digits with an optional sign, nothing before or after); nullopt
 /// otherwise. For options written as a count or a word (`workers` auto, `max_tokens` auto).
 std::optional<long long> parse_whole_number(const std::string& text);
