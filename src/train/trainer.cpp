@@ -425,8 +425,11 @@ TrainResult Trainer::run() {
         training_step.release_gradients();
         meter_.release_cache();
         if (micro_ == 1)
-          throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; raise "
-                                           "`memory_budget` or use `checkpointing` blocks / `precision` bf16",
+          throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; the step's "
+                                           "activations are not all of it: the loader's batches wait beside it (fewer "
+                                           "with a lower `prefetch` or fewer `workers`), and the model states stay "
+                                           "whatever the batch; raise `memory_budget`, hold fewer loader batches, or "
+                                           "use `checkpointing` blocks / `precision` bf16",
                                            step, peer_oom ? " (on another rank)" : ""));
         micro_ = std::min<int64_t>(micro_, batch.inputs.size(0));  // a token budget's micro may exceed its rows
         const int64_t old_micro = micro_;
