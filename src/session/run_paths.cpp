@@ -1,5 +1,7 @@
 #include "saturate/session/run_paths.h"
 
+#include <glob.h>
+
 #include <filesystem>
 
 #include "saturate/core/output_file.h"
@@ -10,17 +12,14 @@
 namespace saturate {
 namespace {
 
-/// The path a `data` value reads ("tokens:FILE" -> FILE, "idx:DIR" -> DIR, "wds:DIR/shard-*.tar"
-/// -> DIR, "fashion-mnist" -> Debian's folder); "" for data that names none (synthetic).
+/// The path a `data` value reads ("tokens:FILE" -> FILE, "idx:DIR" -> DIR, "fashion-mnist" ->
+/// Debian's folder); "" for data that names none (synthetic) or many (a wds: glob, its shards).
 std::string data_path(const std::string& data) {
   const size_t colon = data.find(':');
   const std::string kind = data.substr(0, colon);
   const std::string arg = colon == std::string::npos ? "" : data.substr(colon + 1);
   if (kind == "fashion-mnist" || kind == "fashion_mnist") return arg.empty() ? DatasetOptions{}.fashion_mnist_dir : arg;
-  if (kind == "wds" && arg.find_first_of("*?[{") != std::string::npos) {
-    const std::string parent = std::filesystem::path(arg).parent_path().string();
-    return parent.empty() ? "." : parent;  // the shards' folder
-  }
+  if (kind == "wds" && arg.find_first_of("*?[") != std::string::npos) return "";  // the shards, one by one (below)
   for (const char* k : {"idx", "mnist", "cifar10", "cifar100", "images", "wds", "tokens", "text"})
     if (kind == k) return arg;
   return "";
@@ -54,8 +53,16 @@ void check_run_paths(const std::vector<PathUse>& uses) {
 
 void check_command(const std::string& command, const std::vector<OptionValue>& values) {
   std::vector<PathUse> uses;
-  for (const OptionValue& v : values)
+  for (const OptionValue& v : values) {
     if (auto use = path_use(v.option, v.value)) uses.push_back(*use);
+    // wds:GLOB reads the shards it matches, not the whole folder (which may hold anything else)
+    if (v.option == "data" && v.value.rfind("wds:", 0) == 0 && v.value.find_first_of("*?[", 4) != std::string::npos) {
+      glob_t g{};
+      if (::glob(v.value.c_str() + 4, 0, nullptr, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; ++i) uses.push_back({v.option, g.gl_pathv[i], PathRole::kInput, {}});
+      globfree(&g);
+    }
+  }
   check_run_paths(uses);
   JobSettings job;
   job.items.emplace_back("command", command);

@@ -199,8 +199,10 @@ def clash_json_onto_a_shard_of_a_wds_glob():
     run(TRAIN_ON("wds:wds", "--input", "1x8x8", "--json", "wds/shard-000.tar"), 2,
         r"--json wds/shard-000\.tar is inside the folder of --data wds")
     run(TRAIN_ON("wds:wds/shard-*.tar", "--input", "1x8x8", "--html", "wds/shard-000.tar"), 2,
-        r"--html wds/shard-000\.tar is inside the folder of --data wds")
+        r"--html wds/shard-000\.tar is the same file as --data wds/shard-000\.tar")
     unchanged("wds/shard-000.tar", before)
+    # a glob reads the shards it matches: the folder's other files may be written
+    run(TRAIN_ON("wds:wds/shard-*.tar", "--input", "1x8x8", "--json", "wds/run.json"), 0)
 
 
 def clash_json_onto_the_file_a_folder_links_to():
