@@ -249,13 +249,13 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                          parameters=state.parameters(), after_trial=reset, name=step_name(step),
                          optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise,
                          ranks=group, exact_ranks=bool(exact_ranks) and sync is None)
-    if runner.interrupt is not None:
-        raise runner.interrupt
     data_json = json.loads(text)
-    if sync is not None:
+    if sync is not None:  # a collective: every rank, an interrupted one too, before it raises
         own_limits(sync, group, data_json)
         data_json["sharded_units"] = len(units)
         data_json["agreement_points"] = sync.points
+    if runner.interrupt is not None:
+        raise runner.interrupt
     result = SearchResult.from_json(data_json, console)
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
