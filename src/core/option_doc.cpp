@@ -1,9 +1,9 @@
 #include "saturate/core/option_doc.h"
 
-#include <cmath>
-
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"

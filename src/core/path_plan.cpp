@@ -23,6 +23,18 @@ struct FileIdentity {
   }
 };
 
+/// The file a write through `path` lands in: its symlinks followed to the last (possibly
+/// dangling) target, at most 40 hops.
+std::filesystem::path final_target(std::filesystem::path target) {
+  std::error_code ec;
+  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(target, ec); ++hops) {
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) break;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target;
+}
+
 /// nullopt for what writing never replaces (a FIFO, a character device) and for folders.
 std::optional<FileIdentity> identity(const std::string& path) {
   struct stat st {};
@@ -31,13 +43,8 @@ std::optional<FileIdentity> identity(const std::string& path) {
     return FileIdentity{st.st_dev, st.st_ino, {}};
   }
   // a dangling symlink names the file its target will be
-  std::filesystem::path target = path;
+  const std::filesystem::path target = final_target(path);
   std::error_code ec;
-  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(target, ec); ++hops) {
-    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
-    if (ec) break;
-    target = next.is_absolute() ? next : target.parent_path() / next;
-  }
   const std::filesystem::path canonical = std::filesystem::weakly_canonical(target, ec);
   return FileIdentity{0, 0, ec ? std::filesystem::absolute(target, ec).lexically_normal().string() : canonical.string()};
 }
@@ -54,13 +61,9 @@ struct InputFolder {
 std::vector<std::filesystem::path> written_in(const std::string& path, bool folder) {
   std::error_code ec;
   std::vector<std::filesystem::path> out;
-  std::filesystem::path target = std::filesystem::absolute(path, ec);
-  out.push_back(std::filesystem::weakly_canonical(folder ? target : target.parent_path(), ec));
-  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(target, ec); ++hops) {
-    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
-    if (ec) break;
-    target = next.is_absolute() ? next : target.parent_path() / next;
-  }
+  const std::filesystem::path named = std::filesystem::absolute(path, ec);
+  out.push_back(std::filesystem::weakly_canonical(folder ? named : named.parent_path(), ec));
+  const std::filesystem::path target = final_target(named);
   const std::filesystem::path final_folder = std::filesystem::weakly_canonical(folder ? target : target.parent_path(), ec);
   if (final_folder != out.front()) out.push_back(final_folder);
   return out;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "saturate/core/signal_name.h"
+
 namespace saturate {
 namespace {
 
@@ -73,9 +75,7 @@ const std::atomic<bool>& StopSignals::stopping() const { return g_stopping; }
 int stop_signal_received() { return g_alive.load() ? g_received.load() : 0; }
 
 StoppedBySignal::StoppedBySignal(int signal, const std::string& where)
-    : std::runtime_error(std::string("stopped by ") +
-                         (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "a signal") +
-                         " during " + where),
+    : std::runtime_error("stopped by " + signal_name(signal) + " during " + where),
       signal_(signal) {}
 
 namespace {

@@ -19,6 +19,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
+#include "saturate/core/terminal_text.h"
 #include "saturate/core/units.h"
 
 namespace saturate {
@@ -156,8 +157,7 @@ CheckpointLock::CheckpointLock(const std::string& dir) {
     fd_ = -1;
     std::string who = n > 0 ? std::string(owner, static_cast<size_t>(n)) : std::string("another process");
     while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
-    for (char& c : who)
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // the file is anyone's: no escapes reach the terminal
+    who = terminal_text(who);  // the file is anyone's: no escapes reach the terminal
     if (error != EWOULDBLOCK)
       throw RuntimeFailure(fmt::format("`checkpoint_dir` {}: cannot lock {}: {}", dir, path, std::strerror(error)));
     throw UsageError("checkpoint_dir", fmt::format("{} is in use by another run ({}): two runs writing one folder "

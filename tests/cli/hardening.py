@@ -427,15 +427,8 @@ def free_port():
 
 
 def two_ranks(extra0, extra1, args=None):
-    port = str(free_port())
-    procs = []
-    for rank, extra in ((0, extra0), (1, extra1)):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=port)
-        procs.append(subprocess.Popen([BIN] + (args or TRAIN + ["--steps", "2"]) + extra, env=env, text=True,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-    outs = [p.communicate(timeout=600)[0] for p in procs]
-    return [p.returncode for p in procs], outs
+    base = args or TRAIN + ["--steps", "2"]
+    return _two_commands(base + extra0, base + extra1)
 
 
 def ranks_with_another_seed_stop_together():
@@ -484,6 +477,7 @@ def ranks_on_other_models_or_commands_stop_together_at_the_start():
 
 
 def _two_commands(args0, args1):
+    """Rank 0 runs saturate with `args0`, rank 1 with `args1`; their exit statuses and outputs."""
     port = str(free_port())
     procs = []
     for rank, args in ((0, args0), (1, args1)):
