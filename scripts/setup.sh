@@ -30,16 +30,25 @@ if [ "$have" != "$TORCH_VERSION" ]; then
   fi
 fi
 $PY -c 'import numpy' 2>/dev/null || $PY -m pip install -q numpy >&2
-# `pip install --no-build-isolation .` needs wheel; the Python package's tests need pytest (CTest
-# skips them without it) and the tools its drop-ins replace, Lightning and Accelerate (their
-# tests skip without them). torch is pinned in the same command so that pip keeps 2.11.
+# `pip install --no-build-isolation .` needs wheel; the Python package's tests need pytest, the
+# tools its drop-ins replace (Lightning, Accelerate) and the model libraries its tests build real
+# architectures from (torchvision, transformers, timm; from configs, no downloads). Pinned, and a
+# failure here fails the setup: a missing one would fail the suite, not skip it. torch is pinned
+# in the same command so that pip keeps 2.11.
+PYDEPS=(pytest==9.2.0 wheel==0.48.0 lightning==2.6.6 accelerate==1.16.0 torchvision==0.26.0
+        transformers==5.25.0 timm==1.0.31)
 pymissing=()
-for m in pytest wheel lightning accelerate torchvision; do
-  $PY -c "import $m" 2>/dev/null || pymissing+=("$m")
+for spec in "${PYDEPS[@]}"; do
+  name=${spec%%==*}; want=${spec#*==}
+  got=$($PY -c "import importlib.metadata as m; print(m.version('$name'))" 2>/dev/null || true)
+  [ "$got" = "$want" ] || pymissing+=("$spec")
 done
 if ((${#pymissing[@]})); then
   echo "setup: installing Python test dependencies: ${pymissing[*]}" >&2
-  $PY -m pip install -q "${pymissing[@]}" "torch==$TORCH_VERSION" >&2 ||
-    echo "setup: warning: could not install ${pymissing[*]}; their Python tests will be skipped" >&2
+  if ! $PY -m pip install -q "${pymissing[@]}" "torch==$TORCH_VERSION" >&2; then
+    echo "setup: error: could not install ${pymissing[*]} from PyPI (see pip's message above); the" >&2
+    echo "setup: Python tests need them: run scripts/setup.sh again once PyPI is reachable." >&2
+    exit 1
+  fi
 fi
 exit 0

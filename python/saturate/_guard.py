@@ -90,12 +90,20 @@ class OomGuard:
     and `rows(batch)` cut a batch (default: tensors on dim 0), `length(batch)` is its tokens per
     item (default: dim 1 of its largest tensor). `scaler`: a torch.amp.GradScaler for fp16.
     `max_grad_norm`: clip before the step. Each recovery is logged (logger "saturate") and kept in
-    `backoffs`. An out-of-memory at a micro-batch of 1 is raised: nothing smaller is left."""
+    `backoffs`. An out-of-memory at a micro-batch of 1 is raised: nothing smaller is left.
+
+    Under torchrun give `model=` (and `ranks="auto"`, the default): every rank splits its batch into
+    the same number of micro-batches (the most any rank needs; a rank with fewer items runs a
+    zero-weight one), since each backward of a DDP or FSDP model runs collectives. On a model
+    sharded with FSDP2 (`fully_shard`), each step runs with the agreement points of
+    `saturate.search` (docs/sharding.md): one rank's out-of-memory inside a sharded forward or
+    backward stops every rank at the same point, and all back off together, no rank left waiting
+    in a collective. An out-of-memory at micro-batch 1 on any rank is raised on every rank."""
 
     def __init__(self, loss_fn: Callable[[Any], torch.Tensor], optimizer: torch.optim.Optimizer, *,
                  weight: Optional[Callable[[Any], float]] = None, split: Optional[Callable[[Any, int, int], Any]] = None,
                  rows: Optional[Callable[[Any], int]] = None, length: Optional[Callable[[Any], int]] = None,
-                 scaler: Any = None, max_grad_norm: float = 0.0):
+                 scaler: Any = None, max_grad_norm: float = 0.0, model: Any = None, ranks: Any = "auto"):
         if not callable(loss_fn):
             raise TypeError(f"loss_fn={loss_fn!r} is not callable: give loss_fn(batch) -> the batch's mean loss")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -116,6 +124,17 @@ class OomGuard:
         self.backoffs: List[Backoff] = []
         self.steps = 0
         self.micro_batch = 0  # the last step's micro-batch
+        self._group = None  # several ranks: they agree on the split of every step
+        self._sync = None   # a sharded model: agreement points inside each step
+        if model is not None:
+            from ._ranks import ranks_for
+            from ._shard_sync import ShardSync, fsdp_modules
+            from ._step import _as_list
+
+            self._group = ranks_for(ranks)
+            units = fsdp_modules(_as_list(model)) if self._group is not None else []
+            if units:
+                self._sync = ShardSync(self._group, units)
 
     def _weight(self, part: Any, rows: int) -> float:
         w = float(self.weight(part)) if self.weight is not None else float(rows)
@@ -124,17 +143,21 @@ class OomGuard:
                              "(its items, or its real tokens)")
         return w
 
-    def _run(self, batch: Any, rows: int, micro: int) -> float:
-        """Forward and backward of every micro-batch; returns the batch's mean loss."""
+    def _run(self, batch: Any, rows: int, micro: int, count: int = 0) -> float:
+        """Forward and backward of every micro-batch; returns the batch's mean loss. `count`: run
+        exactly this many (several ranks), the missing ones on the first item with weight 0."""
         parts = [(s, min(s + micro, rows)) for s in range(0, rows, micro)]
         pieces = [batch if (a, b) == (0, rows) else self.split(batch, a, b) for a, b in parts]
         weights = [self._weight(p, b - a) for p, (a, b) in zip(pieces, parts)]
         total = sum(weights)
         if total <= 0:
             raise ValueError(f"weight() of the batch is {total}: a batch needs a positive weight (items or tokens)")
+        while count and len(pieces) < count:  # the same backwards (collectives) as the other ranks
+            pieces.append(self.split(batch, 0, 1))
+            weights.append(0.0)
         loss_sum = 0.0
         for piece, w in zip(pieces, weights):
-            if w == 0:
+            if w == 0 and not count:
                 continue
             loss = self.loss_fn(piece) * (w / total)
             (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
@@ -146,13 +169,29 @@ class OomGuard:
         """One optimizer step on `batch` (split into micro-batches when it does not fit)."""
         rows, length = int(self.rows(batch)), int(self.length(batch))
         micro = self.memory.micro_for(rows, length)
+        count, give_up = 0, 0  # give_up: this rank ran out of memory at micro-batch 1
         while True:
+            if self._group is not None:  # every rank runs as many micro-batches as the most split one
+                count, anyone = self._group.all_reduce_max([math.ceil(rows / micro), give_up])
+                if anyone:
+                    raise torch.OutOfMemoryError(
+                        f"OomGuard: step {self.steps} runs out of memory with a micro-batch of 1 on "
+                        f"{'this rank' if give_up else 'another rank'} (rank {self._group.rank} of "
+                        f"{self._group.world_size} here): give the ranks more memory or shorter items")
+                micro = math.ceil(rows / count)
             self.optimizer.zero_grad(set_to_none=True)
             try:
-                loss = self._run(batch, rows, micro)
+                if self._sync is not None:
+                    self._sync.begin()
+                loss = self._run(batch, rows, micro, count)
+                if self._sync is not None:
+                    self._sync.end()
                 break
             except Exception as error:  # noqa: BLE001 - an OOM is recovered from, the rest re-raised
                 oom = _oom_in_chain(error)
+                own = oom is not None and not getattr(oom, "from_another_rank", False)
+                if self._sync is not None:  # the other ranks learn of it at their next point
+                    self._sync.failed(oom is not None, rows, own)
                 if oom is None:
                     raise
                 message = str(oom).strip().splitlines()[0][:200]
@@ -164,10 +203,16 @@ class OomGuard:
             gc.collect()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-            smaller = self.memory.after_oom(rows, length, micro)
+            # another rank's out-of-memory: this rank's micro-batch did fit; the split is agreed above
+            smaller = self.memory.after_oom(rows, length, micro) if own else micro
+            if smaller == 0 and self._group is not None:
+                give_up = 1
+                continue
             if smaller == 0:
                 raise torch.OutOfMemoryError(f"OomGuard: step {self.steps} runs out of memory with a micro-batch of 1 "
                                              f"(length {length}): {message}; give the step more memory or shorter items")
+            if not own:
+                continue
             self.backoffs.append(Backoff(self.steps, rows, length, micro, smaller))
             log.warning("saturate.OomGuard: step %d (%d items of length %d) ran out of memory at micro-batch %d; "
                         "retrying at %d with accumulation (the batch stays %d): %s", self.steps, rows, length, micro,

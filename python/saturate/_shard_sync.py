@@ -23,7 +23,7 @@ The points exist only while a trial runs; they are removed when the search ends 
 without them)."""
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
@@ -74,14 +74,14 @@ class _Agreement(torch.autograd.Function):
     """Identity in the forward; its backward is an agreement point (before the gradient flows on)."""
 
     @staticmethod
-    def forward(ctx, sync: "ShardSync", reserve_bytes: int, *tensors: torch.Tensor):
+    def forward(ctx, sync: "ShardSync", reserve: Callable[[], int], *tensors: torch.Tensor):
         ctx.sync = sync
-        ctx.reserve_bytes = reserve_bytes
+        ctx.reserve = reserve
         return tuple(t.view_as(t) for t in tensors)
 
     @staticmethod
     def backward(ctx, *grads):
-        ctx.sync.backward_point(ctx.reserve_bytes)
+        ctx.sync.backward_point(ctx.reserve())
         return (None, None, *grads)
 
 
@@ -98,12 +98,18 @@ class ShardSync:
         self.own_oom_batches: List[int] = []  # the batches at which this rank itself ran out of memory
         self._queued = False
         self._handles: List[Any] = []
-        for unit in units:
-            nbytes = _unit_bytes(unit, units)
+        self._bytes = [_unit_bytes(unit, units) for unit in units]
+        self._world = max(1, int(getattr(ranks, "world_size", 1)))
+        # Gloo's all-gather and reduce-scatter copy their buffer inside the call, before they
+        # communicate (measured: an all-gather of a 6.8 MiB unit allocated 6.8 MiB more in
+        # `_allgather_base`); NCCL works in place
+        self._backend_copies = 1 if "gloo" in str(getattr(ranks, "backend", "")) else 0
+        self._order: List[int] = []  # the units in the order their forward ended, this step
+        for i, unit in enumerate(units):
             device = next((p.device for p in unit.parameters()), torch.device("cpu"))
-            self._handles.append(unit.register_forward_pre_hook(self._before_forward(nbytes, device), prepend=True))
-            self._handles.append(unit.register_forward_pre_hook(self._wrap_inputs(nbytes), with_kwargs=True))
-            self._handles.append(unit.register_forward_hook(self._wrap_outputs(nbytes)))
+            self._handles.append(unit.register_forward_pre_hook(self._before_forward(i, device), prepend=True))
+            self._handles.append(unit.register_forward_pre_hook(self._wrap_inputs(i), with_kwargs=True))
+            self._handles.append(unit.register_forward_hook(self._wrap_outputs(i)))
 
     def remove(self) -> None:
         for h in self._handles:
@@ -142,37 +148,74 @@ class ShardSync:
             raise PeerOutOfMemory("out of memory on another rank in this sharded step: every rank stops it here")
         raise PeerFailed("another rank failed in this sharded step (not out of memory): every rank stops it here")
 
-    def _before_forward(self, nbytes: int, device: torch.device):
+    # -- what the collectives after a point allocate --
+    def _unsharded(self, i: int) -> bool:
+        """Whether unit i's weights are gathered already (not resharded after forward, or prefetched)."""
+        try:
+            group = self.units[i]._get_fsdp_state()._fsdp_param_group
+            return group is None or group.is_unsharded or group._all_gather_result is not None
+        except AttributeError:  # another torch: assume it gathers
+            return False
+
+    def _gather_bytes(self, i: int) -> int:
+        """Before unit i's forward: its all-gather's output and the backend's copy, allocated before
+        it communicates (copying the output into the unit's weights comes after: a rank that fails
+        there does so in its compute, before the next point)."""
+        return 0 if self._unsharded(i) else self._bytes[i] * (1 + self._backend_copies)
+
+    def _backward_gather_bytes(self, i: int) -> int:
+        """Before unit i's backward FSDP gathers it (output and backend copy, then its weights copied
+        out of the output) and then prefetches the unit whose forward ended just before its own (the
+        reverse of the forward order), with unit i's weights held: the most of these held at once
+        before the prefetch communicates."""
+        copies = 1 + self._backend_copies
+        own = 0 if self._unsharded(i) else self._bytes[i]
+        prefetch = 0
+        if i in self._order:
+            at = len(self._order) - 1 - self._order[::-1].index(i)
+            if at > 0 and self._order[at - 1] != i and not self._unsharded(self._order[at - 1]):
+                prefetch = self._bytes[self._order[at - 1]]
+        return max(own * max(2, copies), own + prefetch * copies)
+
+    def _reduce_bytes(self, i: int) -> int:
+        """Unit i's reduce-scatter: its gradients copied into one buffer (the gradients then freed),
+        then this rank's shard of the output and the backend's copy, before it communicates."""
+        b = self._bytes[i]
+        return max(b, b // self._world + b * self._backend_copies)
+
+    def _before_forward(self, i: int, device: torch.device):
         def hook(module, args):
-            self._point(nbytes, device)
+            self._point(self._gather_bytes(i), device)
         return hook
 
-    def _wrap(self, value: Any, nbytes: int) -> Any:
+    def _wrap(self, value: Any, reserve: Callable[[], int]) -> Any:
         flat, spec = tree_flatten(value)
         at = [i for i, t in enumerate(flat) if torch.is_tensor(t) and t.requires_grad]
         if not at:
             return value
-        wrapped = _Agreement.apply(self, nbytes, *[flat[i] for i in at])
+        wrapped = _Agreement.apply(self, reserve, *[flat[i] for i in at])
         for i, t in zip(at, wrapped):
             flat[i] = t
         return tree_unflatten(flat, spec)
 
-    def _wrap_inputs(self, nbytes: int):
+    def _wrap_inputs(self, i: int):
         # runs after FSDP's own pre-forward, which hooks the unit's reduce-scatter onto the
         # inputs' gradients: this point comes before it in the backward
         def hook(module, args, kwargs):
             if not self.active or not torch.is_grad_enabled():
                 return None
-            return self._wrap(args, nbytes), self._wrap(kwargs, nbytes)
+            reserve = lambda: self._reduce_bytes(i)  # noqa: E731
+            return self._wrap(args, reserve), self._wrap(kwargs, reserve)
         return hook
 
-    def _wrap_outputs(self, nbytes: int):
+    def _wrap_outputs(self, i: int):
         # runs after FSDP's post-forward, which hooks the unit's backward all-gather onto the
         # outputs' gradients: this point comes before it in the backward
         def hook(module, args, output):
             if not self.active or not torch.is_grad_enabled():
                 return None
-            return self._wrap(output, nbytes)
+            self._order.append(i)
+            return self._wrap(output, lambda: self._backward_gather_bytes(i))
         return hook
 
     def backward_point(self, nbytes: int) -> None:
@@ -185,7 +228,7 @@ class ShardSync:
 
     def _end_of_backward(self) -> None:
         self._queued = False
-        self._point(self._root_bytes)
+        self._point(self._reduce_bytes(0) if self.units else 0)
 
     # -- a step --
     @property
@@ -195,12 +238,9 @@ class ShardSync:
                 return p.device
         return torch.device("cpu")
 
-    @property
-    def _root_bytes(self) -> int:
-        return _unit_bytes(self.units[0], self.units) if self.units else 0
-
     def begin(self) -> None:
         self.active, self.learned, self._queued = True, False, False
+        self._order = []
 
     def end(self) -> None:
         """The step ran through on this rank: the last point (another rank may have failed after
@@ -222,11 +262,54 @@ class ShardSync:
         finally:
             self.active = False
             self._queued = False
-            for unit in self.units:  # a step left mid-way leaves units unsharded: free them
+            # a step left mid-way leaves units unsharded: idle first (a unit left in its forward
+            # that keeps its weights after forward ignores reshard(), while the peer that finished
+            # that forward reshards it: the next step then all-gathers it on one rank only, a hang),
+            # then resharded, alike on every rank
+            _fsdp_idle(self.units)
+            for unit in self.units:
                 try:
                     unit.reshard()
                 except Exception:  # noqa: BLE001 - best effort; the next forward reshards anyway
                     pass
+
+
+def _fsdp_idle(units: List[torch.nn.Module]) -> None:
+    """FSDP2's bookkeeping of a step left mid-way put back as after a whole step, without its
+    collectives: every unit idle, no final callback taken as queued, no prefetch order, no pending
+    all-gather. Left as it was, the next step runs with units in a backward state and a root that
+    believes its final callback queued: some units' gradients are then never reduced (seen: after a
+    failed trial only one block of four got gradients, so the optimizer stepped only that block)."""
+    try:
+        from torch.distributed.fsdp._fully_shard._fsdp_common import TrainingState
+    except ImportError:  # another torch: nothing known to put back
+        return
+    for unit in units:
+        try:
+            state = unit._get_fsdp_state()
+        except Exception:  # noqa: BLE001 - not an FSDP2 unit after all
+            continue
+        state._training_state = TrainingState.IDLE
+        getattr(state, "_modules_to_run_forward", set()).clear()
+        group = getattr(state, "_fsdp_param_group", None)
+        if group is not None:
+            group._training_state = TrainingState.IDLE
+            group._post_forward_indices.clear()
+            pending = group._all_gather_result
+            if pending is not None:  # a prefetch every rank issued: let it finish, then drop it
+                work = getattr(pending, "all_gather_work", None)
+                if work is not None and hasattr(work, "wait"):
+                    work.wait()
+                group._all_gather_result = None
+            group._post_reduce_event = None
+            group._all_reduce_state = None
+        ctx = getattr(state, "_state_ctx", None)
+        if ctx is not None:
+            ctx.post_backward_final_callback_queued = False
+        comm = getattr(state, "_comm_ctx", None)
+        if comm is not None:
+            comm.post_forward_order.clear()
+            comm.reduce_scatter_state = None
 
 
 def own_limits(sync: ShardSync, ranks: Any, data: dict) -> None:

@@ -9,7 +9,10 @@ its own byte budget.
         STEPS plain steps at BATCH under each rank's budget, no saturate in the step: each rank
         writes "ok", "oom" or "peer-gone" (another rank left: it ran out of memory) to
         OUT_DIR/fresh<R>.txt. A rank that runs out of memory writes it and exits at once, so
-        that its peers' collectives fail at once instead of waiting for the timeout."""
+        that its peers' collectives fail at once instead of waiting for the timeout.
+    shard_lm.py guard OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S ROWS STEPS
+        saturate.OomGuard(model=) steps on ROWS items a rank (SGD): OUT_DIR/guard<R>.json, with
+        rank 0's largest weight difference from one process on the same global batches"""
 import datetime
 import json
 import os
@@ -26,15 +29,15 @@ VOCAB, WIDTH, HEADS, LAYERS, SEQ = 512, 128, 4, 4, 64
 
 
 class TinyLM(nn.Module):
-    def __init__(self):
+    def __init__(self, width=WIDTH, layers=LAYERS, seq=SEQ):
         super().__init__()
-        self.embed = nn.Embedding(VOCAB, WIDTH)
-        self.pos = nn.Parameter(torch.zeros(SEQ, WIDTH))
-        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0,
+        self.embed = nn.Embedding(VOCAB, width)
+        self.pos = nn.Parameter(torch.zeros(seq, width))
+        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(width, HEADS, 4 * width, dropout=0.0,
                                                                batch_first=True, norm_first=True)
-                                    for _ in range(LAYERS))
-        self.head = nn.Linear(WIDTH, VOCAB)
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(SEQ), persistent=False)
+                                    for _ in range(layers))
+        self.head = nn.Linear(width, VOCAB)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq), persistent=False)
 
     def forward(self, ids):
         x = self.embed(ids) + self.pos
@@ -43,13 +46,17 @@ class TinyLM(nn.Module):
         return self.head(x)
 
 
-def make():
+def make(optimizer="adamw", shard=True):
     torch.manual_seed(0)
     model = TinyLM()
-    for b in model.blocks:
-        fully_shard(b)
-    fully_shard(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    if shard:
+        for b in model.blocks:
+            fully_shard(b)
+        fully_shard(model)
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    else:  # plain SGD: the guard's test compares weights with one process's, Adam's normalisation apart
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
     gen = torch.Generator().manual_seed(1 + dist.get_rank())
 
     def step(batch_size):
@@ -69,7 +76,39 @@ if __name__ == "__main__":
     rank = dist.get_rank()
     budget = b0 if rank == 0 else b1
     torch.set_num_threads(1)
-    if mode == "search":
+    if mode == "guard":
+        # OomGuard on every rank, each rank its rows of a global batch too large for the smaller
+        # rank: the ranks back off together; the weights are then one process's on the same batches
+        rows, steps = int(sys.argv[6]), int(sys.argv[7])
+        model, opt, _ = make("sgd")
+
+        def loss_fn(ids):
+            return F.cross_entropy(model(ids[:, :-1]).reshape(-1, VOCAB), ids[:, 1:].reshape(-1))
+
+        guard = saturate.OomGuard(loss_fn, opt, model=model)
+        gen = torch.Generator().manual_seed(11)
+        batches = [torch.randint(0, VOCAB, (2 * rows, SEQ + 1), generator=gen) for _ in range(steps)]
+        losses, micro = [], []
+        with saturate.cpu_memory_budget(budget):
+            for ids in batches:
+                losses.append(guard.step(ids[rank * rows:(rank + 1) * rows]))
+                micro.append(guard.micro_batch)
+        got = [p.full_tensor() for p in model.parameters()]
+        out = {"micro": micro, "losses": losses, "backoffs": [b.__dict__ for b in guard.backoffs],
+               "points": guard._sync.points if guard._sync else 0}
+        if rank == 0:
+            ref, ref_opt, _ = make("sgd", shard=False)
+            for ids in batches:
+                F.cross_entropy(ref(ids[:, :-1]).reshape(-1, VOCAB), ids[:, 1:].reshape(-1)).backward()
+                ref_opt.step()
+                ref_opt.zero_grad(set_to_none=True)
+            out["max_abs_diff"] = max((a - b).abs().max().item() for a, b in zip(got, ref.parameters()))
+            out["moved"] = max((a - b).abs().max().item() for a, b in zip(ref.parameters(), make("sgd", False)[0].parameters()))
+        with open(os.path.join(out_dir, f"guard{rank}.json"), "w") as f:
+            json.dump(out, f)
+        dist.barrier()
+        dist.destroy_process_group()
+    elif mode == "search":
         model, opt, step = make()
         r = saturate.search(step, device="cpu", memory_budget=budget, ranks="auto")
         # the process group and the model train on afterwards: a few steps at the answer, the
@@ -81,8 +120,13 @@ if __name__ == "__main__":
                     step(r.batch)
             whole = [p.full_tensor().sum().item() for p in model.parameters()]
             trained = f"{sum(whole):.6f}"
+        # every weight the optimizer holds was stepped (has state): a step after a failed trial once
+        # left FSDP's units in a backward state, and their gradients never reached the optimizer
+        params = [p for g in opt.param_groups for p in g["params"]]
+        stepped = sum(1 for p in params if p in opt.state)
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump({"data": r.data, "text": str(r), "error": r.error, "trained": trained}, f)
+            json.dump({"data": r.data, "text": str(r), "error": r.error, "trained": trained, "stepped": stepped,
+                       "weights": len(params)}, f)
         dist.barrier()
         dist.destroy_process_group()
     else:

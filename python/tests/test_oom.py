@@ -100,8 +100,8 @@ def test_oom_words_of_every_allocator_are_recognised():
 
 
 def test_the_cpu_budget_is_an_out_of_memory_every_tool_recognises():
-    is_oom_error = pytest.importorskip("lightning.pytorch.utilities.memory").is_oom_error
-    should_reduce_batch_size = pytest.importorskip("accelerate.utils.memory").should_reduce_batch_size
+    from lightning.pytorch.utilities.memory import is_oom_error  # installed by scripts/setup.sh
+    from accelerate.utils.memory import should_reduce_batch_size
 
     with saturate.cpu_memory_budget("1MiB"):
         with pytest.raises(torch.OutOfMemoryError) as info:

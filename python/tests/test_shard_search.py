@@ -52,6 +52,26 @@ def test_unequal_budgets_on_a_sharded_model_answer_on_every_rank_exactly_without
     assert d0["sharded_units"] == 5 and d0["agreement_points"] > 0
     # the group and the model trained on after the search, on every rank alike
     assert results[0]["trained"] and results[0]["trained"] == results[1]["trained"]
+    # and every weight was trained: after the failed trials FSDP's units are idle again
+    for r in results:
+        assert r["stepped"] == r["weights"] > 0, (r["stepped"], r["weights"])
     # exact, checked in fresh processes that run the plain step
     assert fresh(tmp_path, b0, b1, m) == ["ok", "ok"]
     assert "oom" in fresh(tmp_path, b0, b1, m + 1)
+
+
+def test_oom_guard_on_a_sharded_model_backs_off_on_every_rank_together_and_trains_as_one_process(tmp_path):
+    # 48 items a rank do not fit the 52 MiB rank; they do the 72 MiB one: rank 1 runs out of
+    # memory inside the sharded step while rank 0 would wait in the next collective
+    b0, b1 = 72 * MiB, 52 * MiB
+    out = torchrun("guard", tmp_path, b0, b1, TIMEOUT_S, 48, 3)
+    assert out.returncode == 0, out.stderr[-4000:]
+    g0, g1 = (json.loads((tmp_path / f"guard{r}.json").read_text()) for r in (0, 1))
+    assert g0["micro"] == g1["micro"]  # the same split on both ranks, every step
+    assert g0["micro"][0] < 48 and all(m > 0 for m in g0["micro"])
+    assert g1["backoffs"] and g1["backoffs"][0]["old_micro_batch"] == 48  # the small rank ran out itself
+    assert not g0["backoffs"]  # the large one never did: it split because its peer did
+    assert g0["points"] > 0
+    # the weights after 3 guarded steps are one process's on the same global batches (plain SGD)
+    assert g0["moved"] > 1e-4
+    assert g0["max_abs_diff"] < 1e-5, g0["max_abs_diff"]

@@ -1,0 +1,554 @@
+"""saturate.shard_plan: how to split a model over the ranks, searched with the batch (issue 42, seed M10).
+
+For each strategy (replicated, FSDP2 resharding after forward, FSDP2 keeping the forward's
+parameters) with and without activation checkpointing of the units, a cheap check first: the
+strategy's model states a rank (weights, gradients, optimizer state: the law below) against the
+smallest rank's budget; one that cannot fit is not searched. The others are built from a fresh
+model, searched exactly on every rank together (saturate.search with ranks, the agreement points
+of a sharded step: no hang when one rank runs out of memory) and timed at their memory-safe
+micro-batch with their real collectives. The plan is the candidate with the most samples/s (or
+the largest batch, objective="memory").
+
+Model states a rank, P the weights' bytes, k the optimizer's state bytes per weight byte (measured
+on one tensor: 2 for Adam), N ranks, U the largest unit's weights:
+
+    ddp              (2 + k) P                 every rank holds everything
+    fsdp             (2 + k) P / N + 2 U       a shard of each, and two units gathered (the one
+                                               running and the one prefetched)
+    fsdp_no_reshard  P + (1 + k) P / N         every unit's weights stay gathered from its forward
+                                               to its backward
+"""
+from __future__ import annotations
+
+import gc
+import json
+import math
+import time
+import types
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from . import _saturate as _C
+from ._budget import Size, current_cpu_budget, to_bytes
+
+STRATEGIES = ("ddp", "fsdp_no_reshard", "fsdp")
+OBJECTIVES = ("throughput", "memory")
+NEAR = 0.03  # candidates within 3 % of the best samples/s: the simpler one wins (the list's order)
+
+
+@dataclass
+class Candidate:
+    """One strategy, with or without checkpointing: whether it fits, its batch and its speed."""
+    strategy: str
+    checkpointing: bool
+    fits: bool = False
+    reason: str = ""                # why it does not fit, or was not searched
+    searched: bool = False          # False: ruled out by the cheap check, no trial ran
+    model_state_bytes: int = 0      # a rank's model states by the law (module docstring)
+    max_batch: int = 0              # micro-batch a rank, exact when max_batch_exact
+    max_batch_exact: bool = False
+    capped: bool = False            # the search stopped at the global batch a rank (no need for more)
+    micro_batch: int = 0            # the memory-safe one (the search's recommended batch)
+    samples_per_s: float = 0.0      # every rank together, at micro_batch, with the real collectives
+    step_ms: float = 0.0            # the slowest rank's step
+    trials: int = 0
+    search_s: float = 0.0
+    peak_bytes: List[int] = field(default_factory=list)  # per rank, in the timed steps at micro_batch
+    # per rank: budget, weights, gradients, optimizer state bytes (its own shards), 4 numbers a rank
+    rank_bytes: List[int] = field(default_factory=list, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.strategy + (" + checkpointing" if self.checkpointing else "")
+
+
+@dataclass
+class RankMemory:
+    """One rank under the plan: its budget, its measured peak at the micro-batch, and what the
+    model states of the plan's strategy take on it (measured: the local shards)."""
+    rank: int
+    budget_bytes: int
+    peak_bytes: int
+    parameters_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+
+
+@dataclass
+class ShardPlan:
+    """How to train: `strategy` ("ddp", "fsdp", "fsdp_no_reshard"), `checkpointing`, a rank's
+    `micro_batch` and `accumulation` steps to reach `global_batch`; `apply(model)` wraps a model
+    so (make its optimizer after)."""
+    strategy: str
+    checkpointing: bool
+    micro_batch: int
+    accumulation: int
+    global_batch: int               # micro_batch x world_size x accumulation
+    max_batch: int
+    max_batch_exact: bool
+    samples_per_s: float
+    world_size: int
+    units: List[str]                # the module names wrapped as units (fully_shard / checkpointed)
+    mixed_precision: Optional[str]
+    candidates: List[Candidate]
+    ranks: List[RankMemory]
+    min_world_size: Dict[str, Optional[int]]  # per strategy at this budget (model states only); None: never
+    reason: str
+    objective: str
+    parameter_bytes: int
+    optimizer_state_factor: float
+    largest_unit_bytes: int
+    device: str = "cpu"
+
+    def apply(self, model: torch.nn.Module) -> torch.nn.Module:
+        """`model` wrapped as planned (checkpointing on the units, then DDP or fully_shard on each
+        unit and the root). A collective under torchrun: every rank, the same model."""
+        return _wrap(model, self.strategy, self.checkpointing, self.units, self.mixed_precision, self.device)
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(asdict(self), indent=indent)
+
+    def __str__(self) -> str:
+        fmt = _C.format_bytes
+        exact = "exact" if self.max_batch_exact else "not exact"
+        lines = [f"shard plan     {self.strategy}{' + checkpointing' if self.checkpointing else ''} on "
+                 f"{self.world_size} rank(s): micro-batch {self.micro_batch} (max {self.max_batch}, {exact}) x "
+                 f"{self.accumulation} accumulation x {self.world_size} ranks = global batch {self.global_batch}; "
+                 f"{self.samples_per_s:.1f} samples/s",
+                 f"why            {self.reason}",
+                 f"units          {_units_text(self.units)} and the root",
+                 f"model states   weights {fmt(self.parameter_bytes)}, optimizer state {self.optimizer_state_factor:g}x "
+                 f"weights, largest unit {fmt(self.largest_unit_bytes)}",
+                 "",
+                 f"{'candidate':<30} {'states/rank':>12} {'max batch':>10} {'micro':>6} {'samples/s':>10} "
+                 f"{'trials':>6} {'search':>8}"]
+        for c in self.candidates:
+            head = f"{c.name:<30} {fmt(c.model_state_bytes):>12} "
+            if not c.fits:
+                lines.append(head + c.reason)
+                continue
+            mark = "" if c.max_batch_exact else ("+" if c.capped else "?")
+            lines.append(head + f"{str(c.max_batch) + mark:>10} {c.micro_batch:>6} {c.samples_per_s:>10.1f} "
+                                f"{c.trials:>6} {c.search_s:>7.1f}s")
+        lines.append("")
+        for r in self.ranks:
+            lines.append(f"rank {r.rank:<9} budget {fmt(r.budget_bytes)}, peak {fmt(r.peak_bytes)}: weights "
+                         f"{fmt(r.parameters_bytes)}, gradients {fmt(r.gradients_bytes)}, optimizer state "
+                         f"{fmt(r.optimizer_bytes)} (this rank's shards)")
+        worlds = ", ".join(f"{s} {'never' if n is None else n}" for s, n in self.min_world_size.items())
+        lines.append(f"min world size {worlds} (ranks of the smallest budget, model states only)")
+        return "\n".join(lines)
+
+
+def _units_text(units: Sequence[str]) -> str:
+    if not units:
+        return "none"
+    if len(units) <= 3:
+        return ", ".join(units)
+    return f"{len(units)} blocks ({units[0]} .. {units[-1]})"
+
+
+# -- the model's units ------------------------------------------------------------------------
+
+def find_units(model: torch.nn.Module, classes: Optional[Sequence[str]] = None) -> List[str]:
+    """The names of the modules to wrap as units: those of `classes` (class names, outermost
+    ones), or the repeated blocks: the children of one ModuleList/Sequential that share a class,
+    the container whose blocks hold the most parameters."""
+    if classes is not None:
+        if isinstance(classes, str) or not all(isinstance(c, str) for c in classes) or not classes:
+            raise ValueError(f"units={classes!r}: give a list of module class names, e.g. ['GPT2Block']")
+        wanted, names = set(classes), []
+        for name, m in model.named_modules():
+            if name and type(m).__name__ in wanted and not any(name.startswith(n + ".") for n in names):
+                names.append(name)
+        if not names:
+            present = sorted({type(m).__name__ for _, m in model.named_modules()})
+            raise ValueError(f"units={list(classes)!r}: no module of these classes in the model; its classes are "
+                             f"{', '.join(present[:20])}")
+        return names
+    best: List[str] = []
+    best_params = 0
+    for name, m in model.named_modules():
+        if not isinstance(m, (torch.nn.ModuleList, torch.nn.Sequential)):
+            continue
+        by_class: Dict[type, List[str]] = {}
+        for child_name, child in m.named_children():
+            by_class.setdefault(type(child), []).append(child_name)
+        for cls, children in by_class.items():
+            if len(children) < 2:
+                continue
+            params = sum(p.numel() for c in children for p in getattr(m, c).parameters())
+            if params > best_params:
+                best_params = params
+                best = [f"{name}.{c}" if name else c for c in children]
+    if not best:
+        raise ValueError("found no repeated blocks to shard (a ModuleList or Sequential of modules of one class): "
+                         "give units=[the block's class name]")
+    return best
+
+
+def _module(model: torch.nn.Module, name: str) -> torch.nn.Module:
+    return model.get_submodule(name)
+
+
+def _unit_param_bytes(model: torch.nn.Module, units: Sequence[str]) -> List[int]:
+    """Each unit's weights, and last the root's own (those in no unit)."""
+    inside, sizes = set(), []
+    for name in units:
+        ps = list(_module(model, name).parameters())
+        inside.update(id(p) for p in ps)
+        sizes.append(sum(p.numel() * p.element_size() for p in ps))
+    sizes.append(sum(p.numel() * p.element_size() for p in model.parameters() if id(p) not in inside))
+    return sizes
+
+
+# -- wrapping ---------------------------------------------------------------------------------
+
+def _checkpointed(unit: torch.nn.Module) -> None:
+    """The unit's forward under torch.utils.checkpoint (non-reentrant, RNG state preserved): its
+    activations are recomputed in the backward instead of kept."""
+    from torch.utils.checkpoint import checkpoint
+
+    inner = unit.forward
+
+    def forward(self, *args, **kwargs):
+        return checkpoint(inner, *args, use_reentrant=False, preserve_rng_state=True, **kwargs)
+
+    unit.forward = types.MethodType(forward, unit)
+
+
+_MESHES: Dict[str, Any] = {}
+
+
+def _mesh(device: str):
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    kind = torch.device(device).type
+    if kind not in _MESHES:
+        _MESHES[kind] = init_device_mesh(kind, (dist.get_world_size(),))
+    return _MESHES[kind]
+
+
+def _wrap(model: torch.nn.Module, strategy: str, checkpointing: bool, units: Sequence[str],
+          mixed_precision: Optional[str], device: str) -> torch.nn.Module:
+    import torch.distributed as dist
+
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy={strategy!r}: one of {', '.join(STRATEGIES)}")
+    missing = [u for u in units if not _has(model, u)]
+    if missing:
+        raise ValueError(f"the model has no module {missing[0]!r} (a unit of the plan): apply the plan to a model "
+                         "made as the one it was planned for")
+    if checkpointing:
+        for name in units:
+            _checkpointed(_module(model, name))
+    dev = torch.device(device)
+    if strategy == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = model.to(dev)
+        if not dist.is_initialized() or dist.get_world_size() < 2:
+            return model
+        return DistributedDataParallel(model, device_ids=[dev] if dev.type == "cuda" else None,
+                                       gradient_as_bucket_view=True)
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    policy = MixedPrecisionPolicy()
+    if mixed_precision == "bf16":
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    reshard = strategy == "fsdp"
+    mesh = _mesh(device)
+    for name in units:
+        fully_shard(_module(model, name), mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+    fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=policy)
+    return model
+
+
+def _has(model: torch.nn.Module, name: str) -> bool:
+    try:
+        model.get_submodule(name)
+        return True
+    except AttributeError:
+        return False
+
+
+# -- the law ----------------------------------------------------------------------------------
+
+def optimizer_state_factor(make_optimizer: Callable[[Any], torch.optim.Optimizer]) -> float:
+    """The optimizer's state bytes per weight byte, measured: one step of a fresh optimizer over
+    one weight tensor (Adam: 2, SGD with momentum: 1, plain SGD: 0)."""
+    w = torch.nn.Parameter(torch.zeros(4096))
+    opt = make_optimizer([w])
+    w.grad = torch.zeros_like(w)
+    opt.step()
+    state = sum(t.numel() * t.element_size() for s in opt.state.values() for t in s.values()
+                if torch.is_tensor(t) and t.numel() == w.numel())
+    return state / (w.numel() * w.element_size())
+
+
+def model_state_bytes(strategy: str, parameter_bytes: int, factor: float, largest_unit_bytes: int,
+                      world_size: int) -> int:
+    """A rank's model states under `strategy` by the law (module docstring)."""
+    p, n, k = float(parameter_bytes), max(1, world_size), factor
+    if strategy == "ddp":
+        return int((2 + k) * p)
+    if strategy == "fsdp":
+        return int((2 + k) * p / n + 2 * largest_unit_bytes)
+    return int(p + (1 + k) * p / n)
+
+
+def min_world_size(strategy: str, parameter_bytes: int, factor: float, largest_unit_bytes: int,
+                   budget_bytes: int) -> Optional[int]:
+    """The fewest ranks of `budget_bytes` whose model states fit under `strategy` (None: none do)."""
+    p, k, b = float(parameter_bytes), factor, float(budget_bytes)
+    if strategy == "ddp":
+        return 1 if (2 + k) * p < b else None
+    if strategy == "fsdp":
+        room = b - 2 * largest_unit_bytes
+        return max(1, math.ceil((2 + k) * p / room)) if room > 0 else None
+    room = b - p
+    return max(1, math.ceil((1 + k) * p / room)) if room > 0 else None
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+def shard_plan(make_model: Callable[[], torch.nn.Module], make_optimizer: Callable[[Any], torch.optim.Optimizer],
+               step: Callable[[torch.nn.Module, torch.optim.Optimizer, int], Any], *, memory_budget: Size = None,
+               ranks: Any = "auto", global_batch: Optional[int] = None, units: Optional[Sequence[str]] = None,
+               strategies: Optional[Sequence[str]] = None, checkpointing: Any = "auto",
+               objective: str = "throughput", mixed_precision: Optional[str] = None, device: str = "cuda",
+               timed_steps: int = 2) -> ShardPlan:
+    """Chooses how to split the model over the ranks, and the micro-batch (seed M10).
+
+    `make_model()` returns a fresh model (on the CPU, or the meta device's factories permitting),
+    `make_optimizer(params)` its optimizer, `step(model, optimizer, batch_size)` one training step
+    at a rank's micro-batch. Under torchrun (torch.distributed initialised; a collective: call it
+    on every rank with the same arguments but each rank's own `memory_budget`). Each strategy of
+    `strategies` (default: "ddp", "fsdp_no_reshard", "fsdp"), without and with activation
+    checkpointing of the units (`checkpointing`: "auto" both, True or False only), is checked
+    against the smallest rank's budget by its model states, then searched exactly and timed; the
+    plan is the fastest (`objective="throughput"`) or the one with the largest micro-batch
+    ("memory"). `units`: class names of the blocks to wrap (default: the repeated blocks found).
+    `global_batch`: the samples an optimizer step must see; the plan's accumulation reaches it and
+    no micro-batch above global_batch / ranks is searched. `mixed_precision="bf16"`: FSDP2's bf16
+    parameters with fp32 gradient reduction. `memory_budget`: this rank's, as `saturate.search`.
+    """
+    import torch.distributed as dist
+
+    if not callable(make_model) or not callable(make_optimizer) or not callable(step):
+        raise TypeError("shard_plan(make_model, make_optimizer, step): give make_model() -> a fresh nn.Module, "
+                        "make_optimizer(params) -> its optimizer, step(model, optimizer, batch_size) -> one step")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r}: give one of {', '.join(OBJECTIVES)}")
+    chosen = list(strategies) if strategies is not None else list(STRATEGIES)
+    bad = [s for s in chosen if s not in STRATEGIES]
+    if bad or not chosen:
+        raise ValueError(f"strategies={strategies!r}: give a list of {', '.join(STRATEGIES)}")
+    if checkpointing not in ("auto", True, False):
+        raise ValueError(f"checkpointing={checkpointing!r}: give 'auto' (without and with), True or False")
+    if mixed_precision not in (None, "bf16"):
+        raise ValueError(f"mixed_precision={mixed_precision!r}: give None (fp32) or 'bf16'")
+    if global_batch is not None and (not isinstance(global_batch, int) or global_batch < 1):
+        raise ValueError(f"global_batch={global_batch!r}: give a positive int, or None")
+    if ranks != "auto":
+        raise ValueError(f"ranks={ranks!r}: shard_plan runs on the default group ('auto')")
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError("shard_plan runs on every rank under torchrun: call "
+                           "torch.distributed.init_process_group() first (e.g. torchrun --nproc-per-node 2 train.py)")
+    from ._ranks import TorchRanks
+    from ._search import search
+
+    group = TorchRanks()
+    world = group.world_size
+    budget = to_bytes(memory_budget, device) or (current_cpu_budget() or 0 if torch.device(device).type == "cpu"
+                                                  else int(_C.device_capacity(device)))
+    if budget <= 0:
+        raise ValueError("memory_budget=None and no CPU budget is set: give memory_budget= (this rank's bytes)")
+    budgets = group.all_gather([budget])
+    smallest = min(budgets)
+
+    # the model's size and units, from a model made on the meta device (no memory) when it can be
+    try:
+        with torch.device("meta"):
+            shape = make_model()
+    except Exception:  # noqa: BLE001 - a model that cannot be made on meta: a real one, dropped at once
+        shape = make_model()
+    unit_names = find_units(shape, units)
+    sizes = _unit_param_bytes(shape, unit_names)
+    parameter_bytes = sum(sizes)
+    largest_unit = max(sizes)
+    del shape
+    factor = optimizer_state_factor(make_optimizer)
+
+    per_rank_cap = math.ceil(global_batch / world) if global_batch else None
+    variants = [False, True] if checkpointing == "auto" else [bool(checkpointing)]
+    candidates: List[Candidate] = []
+    for strategy in chosen:
+        for ckpt in variants:
+            c = Candidate(strategy=strategy, checkpointing=ckpt,
+                          model_state_bytes=model_state_bytes(strategy, parameter_bytes, factor, largest_unit, world))
+            candidates.append(c)
+            if world < 2 and strategy != "ddp":
+                c.reason = "one rank: nothing to shard"
+                continue
+            if c.model_state_bytes >= smallest:
+                c.reason = (f"does not fit: its model states alone take {_C.format_bytes(c.model_state_bytes)} a rank "
+                            f"(law), over the smallest budget {_C.format_bytes(smallest)}")
+                continue
+            same = next((o for o in candidates if o.strategy == strategy and not o.checkpointing and o.fits), None)
+            if ckpt and same is not None and per_rank_cap is not None and same.max_batch >= per_rank_cap:
+                c.reason = (f"not searched: {same.name} already fits the global batch a rank ({per_rank_cap}) "
+                            "without checkpointing, which only adds compute")
+                continue
+            _run_candidate(c, make_model, make_optimizer, step, unit_names, mixed_precision, device, budget,
+                           per_rank_cap, timed_steps, group, search)
+
+    fitting = [c for c in candidates if c.fits]
+    worlds = {s: min_world_size(s, parameter_bytes, factor, largest_unit, smallest) for s in chosen}
+    if not fitting:
+        need = [f"{s}: {n} ranks" for s, n in worlds.items() if n is not None]
+        raise RuntimeError(f"no strategy fits {world} rank(s) of {_C.format_bytes(smallest)} (the smallest budget): "
+                           + "; ".join(f"{c.name}: {c.reason}" for c in candidates)
+                           + (f". Model states alone need at least {', '.join(need)}" if need else ""))
+    best, reason = _choose(fitting, objective)
+    micro = best.micro_batch
+    accumulation = 1
+    target = global_batch or micro * world
+    if global_batch:
+        accumulation = math.ceil(global_batch / (world * best.micro_batch))
+        micro = math.ceil(global_batch / (world * accumulation))
+        if micro * world * accumulation != global_batch:
+            reason += (f"; global batch {global_batch} is not a multiple of {world} ranks x {accumulation} steps: "
+                       f"{micro * world * accumulation} samples a step")
+        target = micro * world * accumulation
+    memories = _rank_memories(best, group)
+    return ShardPlan(strategy=best.strategy, checkpointing=best.checkpointing, micro_batch=micro,
+                     accumulation=accumulation, global_batch=target, max_batch=best.max_batch,
+                     max_batch_exact=best.max_batch_exact, samples_per_s=best.samples_per_s, world_size=world,
+                     units=unit_names, mixed_precision=mixed_precision, candidates=candidates, ranks=memories,
+                     min_world_size=worlds, reason=reason, objective=objective, parameter_bytes=parameter_bytes,
+                     optimizer_state_factor=factor, largest_unit_bytes=largest_unit, device=device)
+
+
+def _choose(fitting: List[Candidate], objective: str):
+    if objective == "memory":
+        best = max(fitting, key=lambda c: c.max_batch)  # the first of the largest
+        return best, f"the largest micro-batch ({best.max_batch} a rank) of {len(fitting)} that fit"
+    top = max(c.samples_per_s for c in fitting)
+    best = next(c for c in fitting if c.samples_per_s >= (1 - NEAR) * top)
+    fastest = max(fitting, key=lambda c: c.samples_per_s)
+    if best is fastest:
+        return best, f"the most samples/s of {len(fitting)} candidates that fit"
+    return best, (f"within {NEAR:.0%} of the fastest ({fastest.name}, {fastest.samples_per_s:.1f} samples/s) and "
+                  "simpler")
+
+
+def _fresh(make_model, make_optimizer, strategy, ckpt, unit_names, mixed_precision, device):
+    model = _wrap(make_model(), strategy, ckpt, unit_names, mixed_precision, device)
+    return model, make_optimizer(model.parameters())
+
+
+def _free() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _peak_reset(device: str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    else:
+        _C.reset_cpu_peak()
+
+
+def _peak(device: str) -> int:
+    if torch.device(device).type == "cuda":
+        return int(torch.cuda.max_memory_allocated())
+    return int(_C.cpu_counters()["peak_allocated_bytes"])
+
+
+def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, mixed_precision, device, budget,
+                   cap, timed_steps, group, search) -> None:
+    model, opt = _fresh(make_model, make_optimizer, c.strategy, c.checkpointing, unit_names, mixed_precision, device)
+    replicated = c.strategy == "ddp" and hasattr(model, "no_sync")
+
+    def trial_step(batch_size: int) -> None:
+        # a replicated model's gradient all-reduce runs inside the backward, where a rank that ran out
+        # of memory would leave the others waiting: the trials skip it (its buckets, the gradients'
+        # own storage, are held all the same); the timed steps below run it
+        if replicated:
+            with model.no_sync():
+                step(model, opt, batch_size)
+        else:
+            step(model, opt, batch_size)
+
+    trial_step.__qualname__ = f"{getattr(step, '__qualname__', 'step')} ({c.name})"
+    started = time.perf_counter()
+    r = search(trial_step, device=device, memory_budget=budget, model=model, optimizer=opt, restore=False,
+               max_batch=cap, ranks="auto", objective="memory")
+    c.search_s = time.perf_counter() - started
+    c.searched = True
+    c.trials = len(r.trials)
+    c.max_batch, c.max_batch_exact, c.capped = r.max_batch, r.max_batch_exact, r.capped
+    c.micro_batch = r.recommended_batch
+    if r.error or c.micro_batch < 1:
+        c.reason = f"does not fit: {r.error or 'batch 1 does not fit'}"
+        del model, opt
+        _free()
+        return
+    c.fits = True
+    # timed at the micro-batch, every rank, with the real collectives; the slowest rank's time
+    budget_block = _budget_block(device, budget)
+    with budget_block:
+        step(model, opt, c.micro_batch)  # warm
+        _peak_reset(device)
+        started = time.perf_counter()
+        for _ in range(timed_steps):
+            step(model, opt, c.micro_batch)
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize()
+        mine_us = int((time.perf_counter() - started) / timed_steps * 1e6)
+        peak = _peak(device)
+    slowest_us = group.all_reduce_max([mine_us])[0]
+    c.step_ms = slowest_us / 1e3
+    c.samples_per_s = c.micro_batch * group.world_size / (slowest_us / 1e6) if slowest_us else 0.0
+    c.peak_bytes = group.all_gather([peak])
+    # this rank's model states, measured on its own shards: weights, optimizer state, and one
+    # gradient a trainable weight (the step zeroes them, so counted at the weights' local size)
+    params = list(model.parameters())
+    state = _local_bytes(t for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0)
+    c.rank_bytes = group.all_gather([budget, _local_bytes(params), _local_bytes(p for p in params if p.requires_grad),
+                                     state])
+    del model, opt, params
+    _free()
+
+
+def _budget_block(device: str, budget: int):
+    import contextlib
+
+    if torch.device(device).type == "cpu":
+        from ._memory import cpu_memory_budget
+
+        return cpu_memory_budget(budget)
+    return contextlib.nullcontext()
+
+
+def _local_bytes(tensors) -> int:
+    total = 0
+    for t in tensors:
+        if t is None:
+            continue
+        local = t.to_local() if hasattr(t, "to_local") else t
+        total += local.numel() * local.element_size()
+    return total
+
+
+def _rank_memories(best: Candidate, group) -> List[RankMemory]:
+    every = best.rank_bytes
+    peaks = best.peak_bytes or [0] * group.world_size
+    return [RankMemory(rank=r, budget_bytes=every[4 * r], peak_bytes=peaks[r], parameters_bytes=every[4 * r + 1],
+                       gradients_bytes=every[4 * r + 2], optimizer_bytes=every[4 * r + 3])
+            for r in range(group.world_size)]

@@ -1,0 +1,127 @@
+"""saturate.shard_plan on a language model whose replicated training does not fit a rank's budget
+(issue 42), run by test_shard_plan.py under torchrun; each rank a CPU device of its own budget.
+
+    shard_plan_lm.py plan OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S GLOBAL_BATCH [STRATEGIES [CHECKPOINTING]]
+        the plan on every rank (GLOBAL_BATCH 0: none; STRATEGIES a,b; CHECKPOINTING auto, 0 or 1) (OUT_DIR/plan<R>.json), then 10 optimizer steps under the plan on
+        fixed global batches, each rank its rows; rank 0 runs the same 10 steps in one process
+        without sharding or budget and writes the largest weight difference (OUT_DIR/train.json)
+    shard_plan_lm.py fresh OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S STRATEGY CHECKPOINTING BATCH
+        3 plain steps at BATCH of a fresh model wrapped as STRATEGY (no saturate in the step): each
+        rank writes "ok", "oom" or "peer-gone" to OUT_DIR/fresh<R>.txt"""
+import datetime
+import json
+import os
+import sys
+
+import saturate  # first: the CPU budget counts the tensors made after it
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from shard_lm import VOCAB, TinyLM
+
+# weights 30 MB, Adam's model states 120 MB: more than a rank's budget replicated
+WIDTH, LAYERS, SEQ = 384, 4, 32
+
+
+def make_model():
+    torch.manual_seed(0)
+    return TinyLM(WIDTH, LAYERS, SEQ)
+
+
+def make_optimizer(params):
+    return torch.optim.AdamW(params, lr=1e-3)
+
+
+_gen = {}
+
+
+def step(model, opt, batch_size):
+    gen = _gen.setdefault("g", torch.Generator().manual_seed(1 + dist.get_rank()))
+    ids = torch.randint(0, VOCAB, (batch_size, SEQ + 1), generator=gen)
+    loss = F.cross_entropy(model(ids[:, :-1]).reshape(-1, VOCAB), ids[:, 1:].reshape(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def train(model, opt, batches, micro, accumulation, rows):
+    """Optimizer steps on the given global batches; this process's rows of each, in micro-batches."""
+    for ids in batches:
+        mine = ids[rows]
+        for a in range(accumulation):
+            part = mine[a * micro:(a + 1) * micro]
+            loss = F.cross_entropy(model(part[:, :-1]).reshape(-1, VOCAB), part[:, 1:].reshape(-1))
+            (loss / accumulation).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def whole(model):
+    return [p.full_tensor() if hasattr(p, "full_tensor") else p.detach() for p in model.parameters()]
+
+
+if __name__ == "__main__":
+    mode, out_dir, b0, b1, timeout_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    budget = b0 if rank == 0 else b1
+    torch.set_num_threads(1)
+    if mode == "plan":
+        global_batch = int(sys.argv[6]) or None
+        strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None
+        checkpointing = {"auto": "auto", "0": False, "1": True}[sys.argv[8] if len(sys.argv) > 8 else "auto"]
+        plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget, global_batch=global_batch,
+                                   strategies=strategies, checkpointing=checkpointing, device="cpu")
+        with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
+            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan)}, f)
+        # 10 steps under the plan on the same global batches as one process without sharding: in
+        # float32 under the budget, and in float64 (the same arithmetic: equal to rounding)
+        gen = torch.Generator().manual_seed(7)
+        batches = [torch.randint(0, VOCAB, (plan.global_batch, SEQ + 1), generator=gen) for _ in range(10)]
+        per_rank = plan.micro_batch * plan.accumulation
+        rows = slice(rank * per_rank, (rank + 1) * per_rank)
+        diffs = {}
+        for dtype in (torch.float32, torch.float64):
+            with saturate.cpu_memory_budget(budget if dtype == torch.float32 else 1 << 40):
+                model = plan.apply(make_model().to(dtype))
+                opt = make_optimizer(model.parameters())
+                train(model, opt, batches, plan.micro_batch, plan.accumulation, rows)
+            got = whole(model)
+            stepped = sum(1 for g in opt.param_groups for p in g["params"] if p in opt.state)
+            del model, opt
+            if rank == 0:
+                ref = make_model().to(dtype)
+                ref_opt = make_optimizer(ref.parameters())
+                train(ref, ref_opt, batches, plan.global_batch, 1, slice(0, plan.global_batch))
+                start = make_model().to(dtype)
+                diffs[str(dtype)] = {
+                    "max_abs_diff": max((a - b).abs().max().item() for a, b in zip(got, ref.parameters())),
+                    "moved": max((a - b).abs().max().item() for a, b in zip(ref.parameters(), start.parameters())),
+                    "stepped": stepped, "weights": len(list(ref.parameters()))}
+        if rank == 0:
+            with open(os.path.join(out_dir, "train.json"), "w") as f:
+                json.dump(diffs, f)
+        dist.barrier()
+        dist.destroy_process_group()
+    else:
+        strategy, ckpt, batch = sys.argv[6], sys.argv[7] == "1", int(sys.argv[8])
+        path = os.path.join(out_dir, f"fresh{rank}.txt")
+        from saturate._shard_plan import _wrap, find_units
+
+        try:
+            with saturate.cpu_memory_budget(budget):
+                model = _wrap(make_model(), strategy, ckpt, find_units(TinyLM(WIDTH, LAYERS, SEQ)), None, "cpu")
+                opt = make_optimizer(model.parameters())
+                for _ in range(3):
+                    step(model, opt, batch)
+            result = "ok"
+        except torch.OutOfMemoryError:
+            with open(path, "w") as f:
+                f.write("oom")
+            os._exit(0)  # at once: the peer's collective fails now, not at the timeout
+        except Exception as e:  # noqa: BLE001 - the peer left mid-collective
+            result = "peer-gone" if "onnection" in str(e) or "closed" in str(e) or "peer" in str(e) else f"error {e}"
+        with open(path, "w") as f:
+            f.write(result)
+        os._exit(0)

@@ -1,0 +1,83 @@
+"""saturate.shard_plan (issue 42): a language model whose replicated training does not fit a rank
+(weights 28.6 MiB, 114.5 MiB of model states with AdamW) on 2 Gloo ranks of unequal budgets
+(144 and 112 MiB). The plan rules replication out by its model states (and it does run out of
+memory at batch 1, checked), searches the sharded strategies, trains as one process would on the
+same global batches, and its micro-batch is exact in fresh processes."""
+import json
+import os
+import subprocess
+import sys
+
+MiB = 1 << 20
+HERE = os.path.dirname(os.path.abspath(__file__))
+B0, B1 = 144 * MiB, 112 * MiB
+TIMEOUT_S = 240  # a hang lasts this long and fails the test; far above the plan's own time
+
+
+def torchrun(*args, timeout=900):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           os.path.join(HERE, "shard_plan_lm.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def fresh(tmp_path, strategy, checkpointing, batch):
+    """Each rank's result of 3 plain steps at `batch` in new processes: "ok", "oom" or "peer-gone"."""
+    for r in (0, 1):
+        (tmp_path / f"fresh{r}.txt").unlink(missing_ok=True)
+    out = torchrun("fresh", tmp_path, B0, B1, 30, strategy, int(checkpointing), batch)
+    results = [(tmp_path / f"fresh{r}.txt").read_text() if (tmp_path / f"fresh{r}.txt").exists() else "none"
+               for r in (0, 1)]
+    assert all(r in ("ok", "oom", "peer-gone") for r in results), (results, out.stderr[-3000:])
+    return results
+
+
+def plans(tmp_path, *args):
+    out = torchrun("plan", tmp_path, B0, B1, TIMEOUT_S, *args)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]
+
+
+def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_process_would(tmp_path):
+    p0, p1 = plans(tmp_path, 16)
+    plan = p0["plan"]
+    for key in ("strategy", "checkpointing", "micro_batch", "accumulation", "global_batch", "max_batch"):
+        assert plan[key] == p1["plan"][key], key
+    assert plan["strategy"] in ("fsdp", "fsdp_no_reshard") and plan["global_batch"] == 16
+    assert plan["micro_batch"] * 2 * plan["accumulation"] == 16
+    by_name = {(c["strategy"], c["checkpointing"]): c for c in plan["candidates"]}
+    assert len(by_name) == 6
+    # replication is ruled out by its model states, without a trial; and it does run out at batch 1
+    for ckpt in (False, True):
+        ddp = by_name[("ddp", ckpt)]
+        assert not ddp["fits"] and not ddp["searched"] and "model states" in ddp["reason"]
+    assert "oom" in fresh(tmp_path, "ddp", False, 1)
+    searched = [c for c in plan["candidates"] if c["searched"]]
+    assert searched and all(c["fits"] and c["samples_per_s"] > 0 and c["trials"] > 0 for c in searched)
+    chosen = by_name[(plan["strategy"], plan["checkpointing"])]
+    assert chosen["samples_per_s"] >= 0.97 * max(c["samples_per_s"] for c in searched)
+    # each rank: its peak within its budget, a half of the weights and of Adam's state (its shards)
+    for r, budget in zip(plan["ranks"], (B0, B1)):
+        assert r["budget_bytes"] == budget and 0 < r["peak_bytes"] <= budget
+        assert abs(r["parameters_bytes"] - plan["parameter_bytes"] / 2) <= 0.01 * plan["parameter_bytes"]
+        assert abs(r["optimizer_bytes"] - plan["parameter_bytes"]) <= 0.02 * plan["parameter_bytes"]
+    assert "shard plan" in p0["text"] and "ddp" in p0["text"]
+    # 10 steps under the plan on the same global batches as one unsharded process: every weight
+    # stepped, and equal to rounding in float64 (float32's differences recorded beside)
+    trained = json.loads((tmp_path / "train.json").read_text())
+    for dtype in ("torch.float64", "torch.float32"):
+        assert trained[dtype]["stepped"] == trained[dtype]["weights"] > 0
+        assert trained[dtype]["moved"] > 1e-3  # the weights did move
+    assert trained["torch.float64"]["max_abs_diff"] < 1e-9, trained
+
+
+def test_the_planned_micro_batch_is_exact_on_unequal_ranks(tmp_path):
+    p0, p1 = plans(tmp_path, 0, "fsdp", 0)
+    plan = p0["plan"]
+    m = plan["max_batch"]
+    assert plan["strategy"] == "fsdp" and m > 1 and m == p1["plan"]["max_batch"] and plan["max_batch_exact"]
+    assert 0 < plan["micro_batch"] <= m
+    # fresh processes running the plain step, wrapped as planned: m fits on both ranks, m + 1 does
+    # not on the smaller one
+    assert fresh(tmp_path, "fsdp", False, m) == ["ok", "ok"]
+    assert "oom" in fresh(tmp_path, "fsdp", False, m + 1)
