@@ -24,6 +24,7 @@
 #include "saturate/core/memory_meter.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/breakdown.h"
+#include "saturate/memory/plan.h"
 #include "saturate/memory/step_memory.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/monitor/gemm_peak.h"
@@ -629,6 +630,10 @@ PYBIND11_MODULE(_saturate, m) {
     return make_memory_meter(resolve_device(device))->capacity_bytes();
   });
   m.def("format_bytes", &format_bytes);
+  m.def("plan_target", [](const std::string& text) {
+    const PlanTarget t = parse_plan_target(text);
+    return py::make_tuple(t.name, t.capacity_bytes);
+  }, py::arg("text"));
   m.def("search", &search, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
         py::arg("target_fraction") = 0.9, py::arg("strategy") = "fit", py::arg("max_batch") = 0,
         py::arg("start_batch") = 2, py::arg("warmup_steps") = 1, py::arg("measure_steps") = 2,

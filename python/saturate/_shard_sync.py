@@ -294,6 +294,15 @@ def _fsdp_idle(units: List[torch.nn.Module]) -> None:
         group = getattr(state, "_fsdp_param_group", None)
         if group is not None:
             group._training_state = TrainingState.IDLE
+            # gradients of the whole weights a failed backward made but never reduce-scattered: left,
+            # they held a unit's size each into the next trial (the search's max then depended on
+            # whether a trial ran after a failed one: GPT-2's 6 or 7 from run to run) and the next
+            # backward would add them to its own
+            for fsdp_param in getattr(group, "fsdp_params", []):
+                unsharded = getattr(fsdp_param, "_unsharded_param", None)
+                if unsharded is not None:
+                    unsharded.grad = None
+                fsdp_param.unsharded_accumulated_grad = None
             group._post_forward_indices.clear()
             pending = group._all_gather_result
             if pending is not None:  # a prefetch every rank issued: let it finish, then drop it

@@ -1,5 +1,6 @@
-"""saturate.shard_plan on a language model whose replicated training does not fit a rank's budget
-(issue 42), run by test_shard_plan.py under torchrun; each rank a CPU device of its own budget.
+"""saturate.shard_plan on a Hugging Face GPT-2 (transformers, from a config, random weights) whose
+replicated training does not fit a rank's budget (issue 42), run by test_shard_plan.py under
+torchrun; each rank a CPU device of its own budget.
 
     shard_plan_lm.py plan OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S GLOBAL_BATCH [STRATEGIES [CHECKPOINTING]]
         the plan on every rank (GLOBAL_BATCH 0: none; STRATEGIES a,b; CHECKPOINTING auto, 0 or 1) (OUT_DIR/plan<R>.json), then 10 optimizer steps under the plan on
@@ -16,17 +17,21 @@ import sys
 import saturate  # first: the CPU budget counts the tensors made after it
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
+from transformers import GPT2Config, GPT2LMHeadModel
 
-from shard_lm import VOCAB, TinyLM
-
-# weights 30 MB, Adam's model states 120 MB: more than a rank's budget replicated
-WIDTH, LAYERS, SEQ = 384, 4, 32
+# weights 30.2 MiB, AdamW's model states 120.8 MiB: more than a rank's budget replicated
+VOCAB, WIDTH, LAYERS, HEADS, SEQ = 2048, 384, 4, 6, 32
+CONFIG = dict(vocab_size=VOCAB, n_positions=SEQ, n_embd=WIDTH, n_layer=LAYERS, n_head=HEADS, resid_pdrop=0.0,
+              embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
 
 
 def make_model():
     torch.manual_seed(0)
-    return TinyLM(WIDTH, LAYERS, SEQ)
+    return GPT2LMHeadModel(GPT2Config(**CONFIG))
+
+
+def lm_loss(model, ids):
+    return model(input_ids=ids, labels=ids).loss
 
 
 def make_optimizer(params):
@@ -38,9 +43,8 @@ _gen = {}
 
 def step(model, opt, batch_size):
     gen = _gen.setdefault("g", torch.Generator().manual_seed(1 + dist.get_rank()))
-    ids = torch.randint(0, VOCAB, (batch_size, SEQ + 1), generator=gen)
-    loss = F.cross_entropy(model(ids[:, :-1]).reshape(-1, VOCAB), ids[:, 1:].reshape(-1))
-    loss.backward()
+    ids = torch.randint(0, VOCAB, (batch_size, SEQ), generator=gen)
+    lm_loss(model, ids).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
 
@@ -51,8 +55,7 @@ def train(model, opt, batches, micro, accumulation, rows):
         mine = ids[rows]
         for a in range(accumulation):
             part = mine[a * micro:(a + 1) * micro]
-            loss = F.cross_entropy(model(part[:, :-1]).reshape(-1, VOCAB), part[:, 1:].reshape(-1))
-            (loss / accumulation).backward()
+            (lm_loss(model, part) / accumulation).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
@@ -78,7 +81,7 @@ if __name__ == "__main__":
         # 10 steps under the plan on the same global batches as one process without sharding: in
         # float32 under the budget, and in float64 (the same arithmetic: equal to rounding)
         gen = torch.Generator().manual_seed(7)
-        batches = [torch.randint(0, VOCAB, (plan.global_batch, SEQ + 1), generator=gen) for _ in range(10)]
+        batches = [torch.randint(0, VOCAB, (plan.global_batch, SEQ), generator=gen) for _ in range(10)]
         per_rank = plan.micro_batch * plan.accumulation
         rows = slice(rank * per_rank, (rank + 1) * per_rank)
         diffs = {}
@@ -111,14 +114,17 @@ if __name__ == "__main__":
 
         try:
             with saturate.cpu_memory_budget(budget):
-                model = _wrap(make_model(), strategy, ckpt, find_units(TinyLM(WIDTH, LAYERS, SEQ)), None, "cpu")
+                model = _wrap(make_model(), strategy, ckpt, find_units(make_model()), None, "cpu")
                 opt = make_optimizer(model.parameters())
                 for _ in range(3):
                     step(model, opt, batch)
             result = "ok"
         except torch.OutOfMemoryError:
+            import traceback
             with open(path, "w") as f:
                 f.write("oom")
+            with open(path + ".why", "w") as f:
+                f.write(traceback.format_exc())
             os._exit(0)  # at once: the peer's collective fails now, not at the timeout
         except Exception as e:  # noqa: BLE001 - the peer left mid-collective
             result = "peer-gone" if "onnection" in str(e) or "closed" in str(e) or "peer" in str(e) else f"error {e}"
