@@ -34,7 +34,7 @@ from ._fast_paths import FastPaths, fast_paths
 from ._zoo import ZooMemoryReport, zoo_memory, zoo_search
 from ._data import TokenBudgetSampler, WorstCase, item_size
 from ._guard import Backoff, OomGuard
-from ._shard_plan import Candidate, RankMemory, ShardPlan, shard_plan
+from ._shard_plan import Candidate, Prediction, RankMemory, ShardPlan, ShardPrediction, shard_plan
 
 __version__ = _C.__version__
 
@@ -46,5 +46,5 @@ __all__ = [
     "find_executable_batch_size", "is_out_of_memory", "release_exception",
     "zoo_search", "zoo_memory", "ZooMemoryReport", "fast_paths", "FastPaths",
     "TokenBudgetSampler", "WorstCase", "item_size", "OomGuard", "Backoff",
-    "shard_plan", "ShardPlan", "Candidate", "RankMemory",
+    "shard_plan", "ShardPlan", "Candidate", "RankMemory", "ShardPrediction", "Prediction",
 ]

@@ -56,6 +56,9 @@ class Candidate:
     trials: int = 0
     search_s: float = 0.0
     peak_bytes: List[int] = field(default_factory=list)  # per rank, in the timed steps at micro_batch
+    # the search's memory model, the largest over the ranks: peak = fixed_bytes + per_sample_bytes x batch
+    fixed_bytes: int = 0
+    per_sample_bytes: int = 0
     # per rank: budget, weights, gradients, optimizer state bytes (its own shards), 4 numbers a rank
     rank_bytes: List[int] = field(default_factory=list, repr=False)
 
@@ -110,6 +113,53 @@ class ShardPlan:
     def to_json(self, indent: Optional[int] = 2) -> str:
         return json.dumps(asdict(self), indent=indent)
 
+    def predict(self, world_size: int, memory_budget: Size = None, target_memory: float = 0.9) -> "ShardPrediction":
+        """Each candidate on `world_size` ranks of `memory_budget` (bytes, '80GiB', or a card of
+        plan_for's table: 'h100-80gb'; default: the smallest budget here), from what was measured
+        here: a searched candidate's memory model (fixed + per sample, the largest over the ranks)
+        with its model states moved from this world size to the new one by the law. Weights and
+        activations keep their dtype and device: a prediction for another GPU assumes the same
+        step there (its kernels' workspaces may differ)."""
+        if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+            raise ValueError(f"world_size={world_size!r}: give the number of ranks, a positive int")
+        if isinstance(memory_budget, str) and memory_budget and not memory_budget[0].isdigit():
+            name, budget = _C.plan_target(memory_budget)
+        elif memory_budget is None:
+            name, budget = "the smallest budget here", min(r.budget_bytes for r in self.ranks)
+        else:
+            budget = to_bytes(memory_budget, "cpu")
+            name = _C.format_bytes(budget)
+        rows = []
+        for c in self.candidates:
+            states = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
+                                       self.largest_unit_bytes, world_size)
+            row = Prediction(strategy=c.strategy, checkpointing=c.checkpointing, model_state_bytes=states)
+            if states >= budget:
+                row.reason = f"its model states alone take {_C.format_bytes(states)} a rank"
+            elif not c.searched or c.per_sample_bytes <= 0:
+                row.reason = "not measured here (not searched): model states fit, activations unknown"
+            else:
+                here = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
+                                         self.largest_unit_bytes, self.world_size)
+                row.fixed_bytes = c.fixed_bytes - here + states
+                row.per_sample_bytes = c.per_sample_bytes
+                row.max_batch = max(0, int((budget - row.fixed_bytes) // c.per_sample_bytes))
+                row.micro_batch = max(0, int((target_memory * budget - row.fixed_bytes) // c.per_sample_bytes))
+                row.fits = row.max_batch >= 1
+                if not row.fits:
+                    row.reason = f"batch 1 would take {_C.format_bytes(row.fixed_bytes + c.per_sample_bytes)}"
+            rows.append(row)
+        worlds = {}
+        for c in self.candidates:
+            if c.searched and c.per_sample_bytes > 0:
+                here = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
+                                         self.largest_unit_bytes, self.world_size)
+                worlds[c.name] = next((n for n in range(1, 4097) if c.fixed_bytes - here + model_state_bytes(
+                    c.strategy, self.parameter_bytes, self.optimizer_state_factor, self.largest_unit_bytes, n)
+                    + c.per_sample_bytes <= budget), None)
+        return ShardPrediction(world_size=world_size, budget_bytes=budget, target=name, from_world_size=self.world_size,
+                               candidates=rows, min_world_size=worlds)
+
     def __str__(self) -> str:
         fmt = _C.format_bytes
         exact = "exact" if self.max_batch_exact else "not exact"
@@ -139,6 +189,54 @@ class ShardPlan:
                          f"{fmt(r.optimizer_bytes)} (this rank's shards)")
         worlds = ", ".join(f"{s} {'never' if n is None else n}" for s, n in self.min_world_size.items())
         lines.append(f"min world size {worlds} (ranks of the smallest budget, model states only)")
+        return "\n".join(lines)
+
+
+@dataclass
+class Prediction:
+    """One candidate on another world size and budget (ShardPlan.predict)."""
+    strategy: str
+    checkpointing: bool
+    model_state_bytes: int            # a rank's, by the law
+    fits: bool = False
+    reason: str = ""
+    fixed_bytes: int = 0              # predicted: the measured fixed cost with the model states moved
+    per_sample_bytes: int = 0
+    max_batch: int = 0                # a rank's largest micro-batch that fits the budget
+    micro_batch: int = 0              # ... within target_memory of it
+
+    @property
+    def name(self) -> str:
+        return self.strategy + (" + checkpointing" if self.checkpointing else "")
+
+    def peak_bytes(self, batch: int) -> int:
+        """The predicted peak of a rank at `batch` items a rank."""
+        return self.fixed_bytes + self.per_sample_bytes * batch
+
+
+@dataclass
+class ShardPrediction:
+    world_size: int
+    budget_bytes: int
+    target: str
+    from_world_size: int
+    candidates: List[Prediction]
+    min_world_size: Dict[str, Optional[int]]  # per searched candidate: the fewest ranks where batch 1 fits
+
+    def __str__(self) -> str:
+        fmt = _C.format_bytes
+        lines = [f"predicted for {self.world_size} ranks of {fmt(self.budget_bytes)} ({self.target}), from "
+                 f"{self.from_world_size} measured here",
+                 f"{'candidate':<30} {'states/rank':>12} {'fixed':>11} {'per sample':>11} {'max batch':>10} {'micro':>6}"]
+        for p in self.candidates:
+            head = f"{p.name:<30} {fmt(p.model_state_bytes):>12} "
+            if p.fits:
+                lines.append(head + f"{fmt(p.fixed_bytes):>11} {fmt(p.per_sample_bytes):>11} {p.max_batch:>10} "
+                                    f"{p.micro_batch:>6}")
+            else:
+                lines.append(head + "does not fit: " + p.reason if "not measured" not in p.reason else head + p.reason)
+        worlds = ", ".join(f"{k} {'never' if v is None else v}" for k, v in self.min_world_size.items())
+        lines.append(f"min world size {worlds} (batch 1 within the budget, activations included)")
         return "\n".join(lines)
 
 
@@ -510,6 +608,8 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.trials = len(r.trials)
     c.max_batch, c.max_batch_exact, c.capped = r.max_batch, r.max_batch_exact, r.capped
     c.micro_batch = r.recommended_batch
+    fixed, per_sample = _activation_law(r)
+    c.fixed_bytes, c.per_sample_bytes = group.all_reduce_max([fixed, per_sample])
     if r.error or c.micro_batch < 1:
         c.reason = f"does not fit: {r.error or 'batch 1 does not fit'}"
         del model, opt
@@ -540,6 +640,23 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
                                      state])
     del model, opt, params
     _free()
+
+
+def _activation_law(r) -> tuple:
+    """This rank's peak as fixed + per sample x batch, from its two largest trials that fit. Not a
+    fit over every trial: a small batch's peak is often the optimizer step's (its temporaries scale
+    with the weights, not the batch), which flattens a fit (GPT-2 on 2 ranks: 2.8 MiB a sample
+    fitted over all trials where the step takes about 5)."""
+    ok = sorted({t.batch: t.peak_bytes for t in r.trials if t.status == "ok" and t.peak_bytes > 0}.items())
+    if len(ok) >= 2:
+        (b1, p1), (b2, p2) = ok[-2], ok[-1]
+        if p2 > p1:
+            slope = (p2 - p1) / (b2 - b1)
+            return int(p2 - slope * b2), int(slope)
+    law = r.data.get("memory_model") or {}
+    if law.get("valid"):
+        return int(law.get("fixed_bytes", 0)), int(law.get("per_sample_bytes", 0))
+    return 0, 0
 
 
 def _budget_block(device: str, budget: int):

@@ -6,6 +6,8 @@ torchrun; each rank a CPU device of its own budget.
         the plan on every rank (GLOBAL_BATCH 0: none; STRATEGIES a,b; CHECKPOINTING auto, 0 or 1) (OUT_DIR/plan<R>.json), then 10 optimizer steps under the plan on
         fixed global batches, each rank its rows; rank 0 runs the same 10 steps in one process
         without sharding or budget and writes the largest weight difference (OUT_DIR/train.json)
+    shard_plan_lm.py measure OUT_DIR BUDGET_RANK0 BUDGET_REST TIMEOUT_S STRATEGIES CHECKPOINTING PREDICT_WORLD
+        the plan (no global batch) and its prediction for PREDICT_WORLD ranks: OUT_DIR/measure<WORLD>.json
     shard_plan_lm.py fresh OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S STRATEGY CHECKPOINTING BATCH
         3 plain steps at BATCH of a fresh model wrapped as STRATEGY (no saturate in the step): each
         rank writes "ok", "oom" or "peer-gone" to OUT_DIR/fresh<R>.txt"""
@@ -68,16 +70,32 @@ if __name__ == "__main__":
     mode, out_dir, b0, b1, timeout_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
     rank, world = dist.get_rank(), dist.get_world_size()
-    budget = b0 if rank == 0 else b1
+    budget = b0 if rank == 0 else b1  # rank 0 its own, every other rank the second
     torch.set_num_threads(1)
-    if mode == "plan":
+    if mode == "measure":
+        # the plan's measurements and its prediction for PREDICT_WORLD ranks (bench/shard_predict.py)
+        strategies, checkpointing, predict_world = sys.argv[6].split(","), sys.argv[7] == "1", int(sys.argv[8])
+        plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget, strategies=strategies,
+                                   checkpointing=checkpointing, device="cpu")
+        prediction = plan.predict(predict_world)
+        if rank == 0:
+            with open(os.path.join(out_dir, f"measure{world}.json"), "w") as f:
+                json.dump({"plan": json.loads(plan.to_json()), "text": str(plan),
+                           "prediction": [p.__dict__ for p in prediction.candidates],
+                           "prediction_text": str(prediction)}, f)
+        dist.barrier()
+        dist.destroy_process_group()
+    elif mode == "plan":
         global_batch = int(sys.argv[6]) or None
         strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None
         checkpointing = {"auto": "auto", "0": False, "1": True}[sys.argv[8] if len(sys.argv) > 8 else "auto"]
         plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget, global_batch=global_batch,
                                    strategies=strategies, checkpointing=checkpointing, device="cpu")
         with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
-            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan)}, f)
+            one, h200 = plan.predict(1), plan.predict(2, "h200")
+            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan),
+                       "predict1": [p.__dict__ for p in one.candidates],
+                       "predict_h200": [p.__dict__ for p in h200.candidates], "predict_text": str(h200)}, f)
         # 10 steps under the plan on the same global batches as one process without sharding: in
         # float32 under the budget, and in float64 (the same arithmetic: equal to rounding)
         gen = torch.Generator().manual_seed(7)

@@ -62,6 +62,13 @@ def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_pr
         assert abs(r["parameters_bytes"] - plan["parameter_bytes"] / 2) <= 0.01 * plan["parameter_bytes"]
         assert abs(r["optimizer_bytes"] - plan["parameter_bytes"]) <= 0.02 * plan["parameter_bytes"]
     assert "shard plan" in p0["text"] and "ddp" in p0["text"]
+    # the prediction: on one rank of this budget nothing fits by its model states alone; on two
+    # H200s every searched candidate fits, with a far larger micro-batch than here
+    assert all(not p["fits"] and "model states" in p["reason"] for p in p0["predict1"])
+    for p, c in zip(p0["predict_h200"], plan["candidates"]):
+        if c["searched"]:
+            assert p["fits"] and p["max_batch"] > 100 * c["max_batch"], (p, c)
+    assert "h200" in p0["predict_text"]
     # 10 steps under the plan on the same global batches as one unsharded process: every weight
     # stepped, and equal to rounding in float64 (float32's differences recorded beside)
     trained = json.loads((tmp_path / "train.json").read_text())
