@@ -10,6 +10,8 @@ its own byte budget.
         writes "ok", "oom" or "peer-gone" (another rank left: it ran out of memory) to
         OUT_DIR/fresh<R>.txt. A rank that runs out of memory writes it and exits at once, so
         that its peers' collectives fail at once instead of waiting for the timeout.
+    shard_lm.py accelerate OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S START_BATCH
+        Accelerate's find_executable_batch_size on the same step: OUT_DIR/accelerate<R>.json
     shard_lm.py guard OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S ROWS STEPS
         saturate.OomGuard(model=) steps on ROWS items a rank (SGD): OUT_DIR/guard<R>.json, with
         rank 0's largest weight difference from one process on the same global batches"""
@@ -76,7 +78,34 @@ if __name__ == "__main__":
     rank = dist.get_rank()
     budget = b0 if rank == 0 else b1
     torch.set_num_threads(1)
-    if mode == "guard":
+    if mode == "accelerate":
+        # Accelerate's find_executable_batch_size on the same sharded model and budgets, for the
+        # side-by-side in docs/sharding.md (bench/shard_vs_accelerate.py): its answer, or its failure
+        import time
+
+        from accelerate.utils import find_executable_batch_size
+
+        model, opt, step = make()
+        started = time.perf_counter()
+        tried = []
+
+        @find_executable_batch_size(starting_batch_size=int(sys.argv[6]))
+        def run(batch_size):
+            tried.append(batch_size)
+            for _ in range(3):
+                step(batch_size)
+            return batch_size
+
+        try:
+            with saturate.cpu_memory_budget(budget):
+                answer, error = run(), ""
+        except Exception as e:  # noqa: BLE001 - its failure is the measurement
+            answer, error = 0, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        with open(os.path.join(out_dir, f"accelerate{rank}.json"), "w") as f:
+            json.dump({"answer": answer, "error": error, "tried": tried,
+                       "seconds": time.perf_counter() - started}, f)
+        os._exit(0)  # a rank left in a broken group: no barrier
+    elif mode == "guard":
         # OomGuard on every rank, each rank its rows of a global batch too large for the smaller
         # rank: the ranks back off together; the weights are then one process's on the same batches
         rows, steps = int(sys.argv[6]), int(sys.argv[7])
