@@ -439,8 +439,12 @@ class LoopMonitor {
 class PhaseMarker {
  public:
   explicit PhaseMarker(const std::string& name) : phase_(parse_phase(name)) {}
+  /// The observer of this thread, for an enter() on another (the backward runs on autograd's
+  /// device threads, where no observer is installed).
+  void capture() { captured_ = current_phase_observer(); }
   void enter() {
-    observer_ = current_phase_observer();
+    observer_ = captured_ ? captured_ : current_phase_observer();
+    captured_ = nullptr;
     if (observer_) observer_->phase_begin(phase_);
   }
   void exit(bool clean) {
@@ -451,6 +455,7 @@ class PhaseMarker {
  private:
   Phase phase_;
   PhaseObserver* observer_ = nullptr;
+  PhaseObserver* captured_ = nullptr;
 };
 
 /// A library error about one option, in the words of the Python call: the keyword that set it
@@ -716,6 +721,7 @@ PYBIND11_MODULE(_saturate, m) {
       .def("stop", &LoopMonitor::stop, py::arg("failed"), py::call_guard<py::gil_scoped_release>());
   py::class_<PhaseMarker>(m, "PhaseMarker")
       .def(py::init<const std::string&>(), py::arg("name"))
+      .def("capture", &PhaseMarker::capture)
       .def("enter", &PhaseMarker::enter)
       .def("exit", &PhaseMarker::exit, py::arg("clean"));
 }

@@ -40,7 +40,7 @@ def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: str = "cu
     runner = StepRunner(step)
     with state.trials(restore):
         text = _C.fast_paths(runner, device=device, batch=batch_size, budget_bytes=to_bytes(memory_budget, device),
-                             timed_steps=int(timed_steps), parameters=state.parameters(), after_trial=state.reset,
+                             timed_steps=int(timed_steps), parameters=state.memory_parameters(), after_trial=state.reset,
                              name=step_name(step))
     if runner.interrupt is not None:
         raise runner.interrupt

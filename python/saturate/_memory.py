@@ -10,6 +10,7 @@ import torch
 
 from . import _saturate as _C
 from ._budget import Size, to_bytes
+from ._phases import auto_phases
 from ._step import StepRunner, StepState, device_of, step_name
 
 
@@ -68,18 +69,25 @@ class MemoryBreakdown:
 
 def memory_breakdown(step: Callable[[int], Any], batch_size: int, *, model=None, optimizer=None,
                      device: Optional[str] = None, memory_budget: Size = None, warmup_steps: int = 1,
-                     restore: bool = True) -> MemoryBreakdown:
+                     restore: bool = True, phases: str = "auto") -> MemoryBreakdown:
     """Runs `warmup_steps` steps and one recorded step of `step(batch_size)` and splits the peak
-    into its parts (as `saturate memory`). Phases marked with `saturate.phase` inside the step
-    name where each allocation was made. Raises torch.OutOfMemoryError when the step does not fit."""
+    into its parts (as `saturate memory`): the phase in which each allocation was made names it.
+    phases="auto" (default): forward, backward and optimizer are marked from hooks on the step's
+    model(s) and optimizer(s) (found in its closure, or `model=`, `optimizer=`); "marked": only the
+    step's own `saturate.phase` marks (give it when your step marks its phases). A model sharded
+    with FSDP2 counts this rank's shards. Raises torch.OutOfMemoryError when the step does not fit."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: give a positive int")
+    if phases not in ("auto", "marked"):
+        raise ValueError(f"phases={phases!r}: give 'auto' (forward, backward and optimizer marked from hooks) or "
+                         "'marked' (the step's own saturate.phase marks only)")
     state = StepState(step, model, optimizer)
     if device is None:
         device = device_of(state.modules, "cuda" if torch.cuda.is_available() else "cpu")
     runner = StepRunner(step)
-    with state.trials(restore):
-        text = _C.memory_breakdown(runner, batch_size, device, to_bytes(memory_budget, device), state.parameters(),
+    marks = auto_phases(state.modules, state.optimizers) if phases == "auto" else contextlib.nullcontext()
+    with state.trials(restore), marks:
+        text = _C.memory_breakdown(runner, batch_size, device, to_bytes(memory_budget, device), state.memory_parameters(),
                                    state.reset, step_name(step), int(warmup_steps))
     if runner.interrupt is not None:
         raise runner.interrupt

@@ -44,7 +44,7 @@ def plan_for(step: Callable[[int], Any], target: str, *, device: str = "cuda", m
     with state.trials(restore):
         text = _C.plan_for(runner, target=target, device=device, budget_bytes=to_bytes(memory_budget, device),
                            batch_a=int(batches[0]), batch_b=int(batches[1]), target_fraction=float(target_memory),
-                           allocator=allocator or "", parameters=state.parameters(), after_trial=state.reset,
+                           allocator=allocator or "", parameters=state.memory_parameters(), after_trial=state.reset,
                            name=step_name(step))
     if runner.interrupt is not None:
         raise runner.interrupt

@@ -246,7 +246,7 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
                          start_batch=max(min_batch, 2), warmup_steps=int(warmup_steps),
                          measure_steps=int(timed_steps), objective=objective, knee_fraction=float(knee_fraction),
                          noise_steps=int(noise_steps), base_batch=int(base_batch or 0),
-                         parameters=state.parameters(), after_trial=reset, name=step_name(step),
+                         parameters=state.memory_parameters(), after_trial=reset, name=step_name(step),
                          optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise,
                          ranks=group, exact_ranks=bool(exact_ranks) and sync is None)
     data_json = json.loads(text)

@@ -61,22 +61,33 @@ class Candidate:
     per_sample_bytes: int = 0
     # per rank: budget, weights, gradients, optimizer state bytes (its own shards), 4 numbers a rank
     rank_bytes: List[int] = field(default_factory=list, repr=False)
+    # per rank: saturate.memory_breakdown's parts of the peak at micro_batch (_BREAKDOWN_PARTS, bytes)
+    breakdown: List[Dict[str, int]] = field(default_factory=list, repr=False)
 
     @property
     def name(self) -> str:
         return self.strategy + (" + checkpointing" if self.checkpointing else "")
 
 
+_BREAKDOWN_PARTS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "inputs_bytes",
+                    "activations_bytes", "workspace_bytes", "other_bytes", "peak_allocated_bytes")
+
+
 @dataclass
 class RankMemory:
     """One rank under the plan: its budget, its measured peak at the micro-batch, and what the
-    model states of the plan's strategy take on it (measured: the local shards)."""
+    model states of the plan's strategy take on it (measured: the local shards). `breakdown`: the
+    peak of one step at the micro-batch split by saturate.memory_breakdown (the phase each
+    allocation was made in; its parts add up to its own peak_allocated_bytes): this rank's shards of
+    weights, gradients live at the peak, optimizer state, activations, and workspace (the gathered
+    units' weights and gradients and the collectives' buffers are in it)."""
     rank: int
     budget_bytes: int
     peak_bytes: int
     parameters_bytes: int
     gradients_bytes: int
     optimizer_bytes: int
+    breakdown: Dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -187,6 +198,19 @@ class ShardPlan:
             lines.append(f"rank {r.rank:<9} budget {fmt(r.budget_bytes)}, peak {fmt(r.peak_bytes)}: weights "
                          f"{fmt(r.parameters_bytes)}, gradients {fmt(r.gradients_bytes)}, optimizer state "
                          f"{fmt(r.optimizer_bytes)} (this rank's shards)")
+            b = r.breakdown
+            if b:
+                lines.append(f"{'':15}one step's peak {fmt(b['peak_allocated_bytes'])}: weights "
+                             f"{fmt(b['parameters_bytes'])}, gradients {fmt(b['gradients_bytes'])}, optimizer state "
+                             f"{fmt(b['optimizer_state_bytes'])}, activations {fmt(b['activations_bytes'])}, "
+                             f"workspace {fmt(b['workspace_bytes'])} (gathered units, collectives), inputs "
+                             f"{fmt(b['inputs_bytes'])}, other {fmt(b['other_bytes'])}")
+        law = model_state_bytes(self.strategy, self.parameter_bytes, self.optimizer_state_factor,
+                                self.largest_unit_bytes, self.world_size)
+        lines.append(f"law            {self.strategy}: model states {fmt(law)} a rank ("
+                     + {"ddp": "(2 + k) P", "fsdp": "(2 + k) P / N + 2 U",
+                        "fsdp_no_reshard": "P + (1 + k) P / N"}[self.strategy]
+                     + f", k = {self.optimizer_state_factor:g})")
         worlds = ", ".join(f"{s} {'never' if n is None else n}" for s, n in self.min_world_size.items())
         lines.append(f"min world size {worlds} (ranks of the smallest budget, model states only)")
         return "\n".join(lines)
@@ -638,7 +662,16 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     state = _local_bytes(t for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0)
     c.rank_bytes = group.all_gather([budget, _local_bytes(params), _local_bytes(p for p in params if p.requires_grad),
                                      state])
-    del model, opt, params
+    del params
+    # the peak split into its parts, one step at the micro-batch (phases from hooks)
+    from ._memory import memory_breakdown
+
+    parts = memory_breakdown(lambda n: step(model, opt, n), c.micro_batch, model=model, optimizer=opt, device=device,
+                             memory_budget=budget, restore=False).data["breakdown"]
+    every = group.all_gather([int(parts.get(k, 0)) for k in _BREAKDOWN_PARTS])
+    n = len(_BREAKDOWN_PARTS)
+    c.breakdown = [dict(zip(_BREAKDOWN_PARTS, every[r * n:(r + 1) * n])) for r in range(group.world_size)]
+    del model, opt
     _free()
 
 
@@ -683,5 +716,6 @@ def _rank_memories(best: Candidate, group) -> List[RankMemory]:
     every = best.rank_bytes
     peaks = best.peak_bytes or [0] * group.world_size
     return [RankMemory(rank=r, budget_bytes=every[4 * r], peak_bytes=peaks[r], parameters_bytes=every[4 * r + 1],
-                       gradients_bytes=every[4 * r + 2], optimizer_bytes=every[4 * r + 3])
+                       gradients_bytes=every[4 * r + 2], optimizer_bytes=every[4 * r + 3],
+                       breakdown=best.breakdown[r] if best.breakdown else {})
             for r in range(group.world_size)]

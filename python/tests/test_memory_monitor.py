@@ -157,3 +157,30 @@ def test_a_python_loop_whose_malloc_gives_memory_back_every_step_is_told_so_and_
     kept = _churn_run({"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "1073741824"})
     assert kept["evidence"]["page_faults_per_step"] < 1000, kept["evidence"]
     assert "MALLOC_MMAP_THRESHOLD_" not in kept["fix"], kept["fix"]
+
+
+def test_a_step_that_marks_no_phases_is_split_into_gradients_optimizer_state_and_activations():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 256))
+    opt = torch.optim.Adam(model.parameters())
+
+    def step(batch_size):  # no saturate.phase anywhere
+        loss = model(torch.randn(batch_size, 256)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    auto = saturate.memory_breakdown(step, 64, memory_budget="256MiB")
+    # Adam's peak is in its step: every gradient and both moments live, the forward's saved
+    # tensors counted at the end of the forward
+    assert auto.peak_phase == "optimizer"
+    assert auto.gradients_bytes == params
+    assert 2 * params <= auto.optimizer_state_bytes <= 2 * params + 4096
+    assert auto.data["breakdown"]["saved_for_backward_bytes"] > 0
+    # the step's own marks only: nothing to tell the parts apart, all of it one workspace
+    marked = saturate.memory_breakdown(step, 64, memory_budget="256MiB", phases="marked")
+    assert marked.gradients_bytes == marked.optimizer_state_bytes == 0
+    assert marked.peak_allocated_bytes == auto.peak_allocated_bytes
+    with pytest.raises(ValueError, match="phases="):
+        saturate.memory_breakdown(step, 64, memory_budget="256MiB", phases="none")
