@@ -39,9 +39,11 @@ RuntimeFailure does_not_fit_one_device(Workload& workload, OptimizerKind optimiz
   const std::string shard =
       ranks > 0
           ? fmt::format("shard it over at least {} ranks of this budget (FSDP: {} / {} ranks + 2 x its largest unit {} = "
-                        "{} of model states a rank, before activations): wrap each block with "
-                        "torch.distributed.fsdp.fully_shard and search the step with saturate.search(step, "
-                        "ranks=\"auto\") under torchrun (docs/sharding.md)",
+                        "{} of model states a rank, before activations): under torchrun, "
+                        "saturate.shard_plan(make_model, make_optimizer, step) chooses the strategy (FSDP with or "
+                        "without resharding, checkpointing) and the micro-batch, and plan.apply(model) wraps each "
+                        "block with torch.distributed.fsdp.fully_shard; a model you sharded yourself is searched "
+                        "with saturate.search(step, ranks=\"auto\") (docs/sharding.md)",
                         ranks, format_bytes(cost.total_bytes()), ranks, format_bytes(unit),
                         format_bytes(cost.total_bytes() / ranks + 2 * unit))
           : fmt::format("its largest block ({}) does not fit twice in this budget, so no number of ranks sharding it "
