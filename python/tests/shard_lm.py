@@ -27,6 +27,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.fsdp import fully_shard
 
+from ranks_util import run_fresh
+
 VOCAB, WIDTH, HEADS, LAYERS, SEQ = 512, 128, 4, 4, 64
 
 
@@ -160,19 +162,11 @@ if __name__ == "__main__":
         dist.destroy_process_group()
     else:
         batch, steps = int(sys.argv[6]), int(sys.argv[7])
-        path = os.path.join(out_dir, f"fresh{rank}.txt")
-        try:
+
+        def fresh_steps():
             with saturate.cpu_memory_budget(budget):
                 model, opt, step = make()
                 for _ in range(steps):
                     step(batch)
-            result = "ok"
-        except torch.OutOfMemoryError:
-            with open(path, "w") as f:
-                f.write("oom")
-            os._exit(0)  # at once: the peer's collective fails now, not at the timeout
-        except Exception as e:  # noqa: BLE001 - the peer left mid-collective
-            result = "peer-gone" if "onnection" in str(e) or "closed" in str(e) or "peer" in str(e) else f"error {e}"
-        with open(path, "w") as f:
-            f.write(result)
-        os._exit(0)
+
+        run_fresh(os.path.join(out_dir, f"fresh{rank}.txt"), fresh_steps)

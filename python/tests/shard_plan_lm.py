@@ -19,6 +19,7 @@ import sys
 import saturate  # first: the CPU budget counts the tensors made after it
 import torch
 import torch.distributed as dist
+from ranks_util import run_fresh
 from transformers import GPT2Config, GPT2LMHeadModel
 
 # weights 30.2 MiB, AdamW's model states 120.8 MiB: more than a rank's budget replicated
@@ -127,25 +128,13 @@ if __name__ == "__main__":
         dist.destroy_process_group()
     else:
         strategy, ckpt, batch = sys.argv[6], sys.argv[7] == "1", int(sys.argv[8])
-        path = os.path.join(out_dir, f"fresh{rank}.txt")
         from saturate._shard_plan import _wrap, find_units
 
-        try:
+        def steps():
             with saturate.cpu_memory_budget(budget):
                 model = _wrap(make_model(), strategy, ckpt, find_units(make_model()), None, "cpu")
                 opt = make_optimizer(model.parameters())
                 for _ in range(3):
                     step(model, opt, batch)
-            result = "ok"
-        except torch.OutOfMemoryError:
-            import traceback
-            with open(path, "w") as f:
-                f.write("oom")
-            with open(path + ".why", "w") as f:
-                f.write(traceback.format_exc())
-            os._exit(0)  # at once: the peer's collective fails now, not at the timeout
-        except Exception as e:  # noqa: BLE001 - the peer left mid-collective
-            result = "peer-gone" if "onnection" in str(e) or "closed" in str(e) or "peer" in str(e) else f"error {e}"
-        with open(path, "w") as f:
-            f.write(result)
-        os._exit(0)
+
+        run_fresh(os.path.join(out_dir, f"fresh{rank}.txt"), steps)

@@ -4,32 +4,21 @@ unequal budgets (160 and 116 MiB). The plan rules replication out by its model s
 memory at batch 1, checked), searches the sharded strategies, trains as one process would on the
 same global batches, and its micro-batch is exact in fresh processes."""
 import json
-import os
-import subprocess
-import sys
+
+import ranks_util
 
 MiB = 1 << 20
-HERE = os.path.dirname(os.path.abspath(__file__))
 B0, B1 = 160 * MiB, 116 * MiB
 TIMEOUT_S = 240  # a hang lasts this long and fails the test; far above the plan's own time
 
 
 def torchrun(*args, timeout=900):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           os.path.join(HERE, "shard_plan_lm.py"), *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return ranks_util.torchrun("shard_plan_lm.py", *args, timeout=timeout)
 
 
 def fresh(tmp_path, strategy, checkpointing, batch):
     """Each rank's result of 3 plain steps at `batch` in new processes: "ok", "oom" or "peer-gone"."""
-    for r in (0, 1):
-        (tmp_path / f"fresh{r}.txt").unlink(missing_ok=True)
-    out = torchrun("fresh", tmp_path, B0, B1, 30, strategy, int(checkpointing), batch)
-    results = [(tmp_path / f"fresh{r}.txt").read_text() if (tmp_path / f"fresh{r}.txt").exists() else "none"
-               for r in (0, 1)]
-    assert all(r in ("ok", "oom", "peer-gone") for r in results), (results, out.stderr[-3000:])
-    return results
+    return ranks_util.fresh_results(tmp_path, "shard_plan_lm.py", B0, B1, 30, strategy, int(checkpointing), batch)
 
 
 def plans(tmp_path, *args):

@@ -4,33 +4,22 @@ unit's collective. Without agreement points that is a hang until the collective 
 them every rank leaves the step at the same point, the search answers on every rank, and the
 answer is exact: it fits on every rank in fresh processes, one more runs out on some rank."""
 import json
-import os
-import subprocess
-import sys
+
+import ranks_util
 
 MiB = 1 << 20
-HERE = os.path.dirname(os.path.abspath(__file__))
 # a hang would last this long (the collective timeout), then fail the test: far above the
 # search's own time, so that the test fails on a hang, never on a slow machine
 TIMEOUT_S = 240
 
 
 def torchrun(*args, timeout=900):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           os.path.join(HERE, "shard_lm.py"), *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return ranks_util.torchrun("shard_lm.py", *args, timeout=timeout)
 
 
 def fresh(tmp_path, b0, b1, batch):
     """Every rank's result of 3 plain steps at `batch` in new processes: "ok", "oom" or "peer-gone"."""
-    for r in (0, 1):
-        (tmp_path / f"fresh{r}.txt").unlink(missing_ok=True)
-    out = torchrun("fresh", tmp_path, b0, b1, 30, batch, 3)
-    results = [(tmp_path / f"fresh{r}.txt").read_text() if (tmp_path / f"fresh{r}.txt").exists() else "none"
-               for r in (0, 1)]
-    assert all(r in ("ok", "oom", "peer-gone") for r in results), (results, out.stderr[-3000:])
-    return results
+    return ranks_util.fresh_results(tmp_path, "shard_lm.py", b0, b1, 30, batch, 3)
 
 
 def test_unequal_budgets_on_a_sharded_model_answer_on_every_rank_exactly_without_a_hang(tmp_path):
