@@ -20,6 +20,7 @@ on one tensor: 2 for Adam), N ranks, U the largest unit's weights:
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -32,6 +33,8 @@ import torch
 
 from . import _saturate as _C
 from ._budget import Size, current_cpu_budget, to_bytes
+from ._memory import cpu_memory_budget, memory_breakdown
+from ._step import local_tensor
 
 STRATEGIES = ("ddp", "fsdp_no_reshard", "fsdp")
 OBJECTIVES = ("throughput", "memory")
@@ -664,8 +667,6 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
                                      state])
     del params
     # the peak split into its parts, one step at the micro-batch (phases from hooks)
-    from ._memory import memory_breakdown
-
     parts = memory_breakdown(lambda n: step(model, opt, n), c.micro_batch, model=model, optimizer=opt, device=device,
                              memory_budget=budget, restore=False).data["breakdown"]
     every = group.all_gather([int(parts.get(k, 0)) for k in _BREAKDOWN_PARTS])
@@ -693,23 +694,13 @@ def _activation_law(r) -> tuple:
 
 
 def _budget_block(device: str, budget: int):
-    import contextlib
-
     if torch.device(device).type == "cpu":
-        from ._memory import cpu_memory_budget
-
         return cpu_memory_budget(budget)
     return contextlib.nullcontext()
 
 
 def _local_bytes(tensors) -> int:
-    total = 0
-    for t in tensors:
-        if t is None:
-            continue
-        local = t.to_local() if hasattr(t, "to_local") else t
-        total += local.numel() * local.element_size()
-    return total
+    return sum(local.numel() * local.element_size() for local in map(local_tensor, tensors))
 
 
 def _rank_memories(best: Candidate, group) -> List[RankMemory]:

@@ -28,6 +28,8 @@ from typing import Any, Callable, List, Optional
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from . import _saturate as _C
+
 _OK, _OOM, _ERROR = 0, 1, 2
 
 
@@ -131,8 +133,6 @@ class ShardSync:
             # so the trial's peak is the step's own (a reservation of up to three units' bytes at
             # every point raised the peak of small batches and bent the search's memory model:
             # 2.8 MiB a sample fitted on GPT-2 where the step takes 4.1)
-            from . import _saturate as _C
-
             counters = _C.cpu_counters()
             if counters["budget_bytes"] > 0:
                 return counters["allocated_bytes"] + nbytes <= counters["budget_bytes"]

@@ -198,8 +198,7 @@ class StepState:
         DTensor) as its local shard, not the whole weight its sizes describe (counted whole, a
         GPT-2 sharded over 2 ranks showed its 30.1 MiB of weights on each rank, and -15.1 MiB of
         "other" to make up for it)."""
-        return [p.to_local().detach().requires_grad_(p.requires_grad) if hasattr(p, "to_local") else p
-                for p in self.parameters()]
+        return [local_tensor(p) for p in self.parameters()]
 
     def optimizer_name(self) -> str:
         return ", ".join(type(o).__name__ for o in self.optimizers) or "(the step's own)"
@@ -243,6 +242,14 @@ class StepState:
                 m.load_state_dict(s)
         for o, s in zip(self.optimizers, state["optimizers"]):
             o.load_state_dict(s)
+
+
+def local_tensor(t: torch.Tensor) -> torch.Tensor:
+    """What this process holds of `t`: a sharded tensor's (DTensor's) local shard, as a leaf sharing
+    its storage and its requires_grad; any other tensor itself."""
+    if hasattr(t, "to_local"):
+        return t.to_local().detach().requires_grad_(t.requires_grad)
+    return t
 
 
 def step_name(step: Callable) -> str:
