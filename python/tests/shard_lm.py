@@ -139,6 +139,10 @@ if __name__ == "__main__":
             json.dump(out, f)
         dist.barrier()
         dist.destroy_process_group()
+        # the results are written: leave without the interpreter's teardown, where a rank aborted
+        # now and then with "terminate called without an active exception" (a C++ thread object
+        # destroyed unjoined at exit; not understood, seen in a fresh-clone CI run)
+        os._exit(0)
     elif mode == "search":
         model, opt, step = make()
         r = saturate.search(step, device="cpu", memory_budget=budget, ranks="auto")
@@ -160,6 +164,10 @@ if __name__ == "__main__":
                        "weights": len(params)}, f)
         dist.barrier()
         dist.destroy_process_group()
+        # the results are written: leave without the interpreter's teardown, where a rank aborted
+        # now and then with "terminate called without an active exception" (a C++ thread object
+        # destroyed unjoined at exit; not understood, seen in a fresh-clone CI run)
+        os._exit(0)
     else:
         batch, steps = int(sys.argv[6]), int(sys.argv[7])
 

@@ -86,6 +86,10 @@ if __name__ == "__main__":
                            "prediction_text": str(prediction)}, f)
         dist.barrier()
         dist.destroy_process_group()
+        # the results are written: leave without the interpreter's teardown, where a rank aborted
+        # now and then with "terminate called without an active exception" (a C++ thread object
+        # destroyed unjoined at exit; not understood, seen in a fresh-clone CI run)
+        os._exit(0)
     elif mode == "plan":
         global_batch = int(sys.argv[6]) or None
         strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None
@@ -126,6 +130,10 @@ if __name__ == "__main__":
                 json.dump(diffs, f)
         dist.barrier()
         dist.destroy_process_group()
+        # the results are written: leave without the interpreter's teardown, where a rank aborted
+        # now and then with "terminate called without an active exception" (a C++ thread object
+        # destroyed unjoined at exit; not understood, seen in a fresh-clone CI run)
+        os._exit(0)
     else:
         strategy, ckpt, batch = sys.argv[6], sys.argv[7] == "1", int(sys.argv[8])
         from saturate._shard_plan import _wrap, find_units
