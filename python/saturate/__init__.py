@@ -18,6 +18,9 @@ import os as _os
 import torch as _torch  # loads LibTorch before the extension that links it
 
 from . import _saturate as _C
+from ._boundary import guard as _guard
+
+_guard(_C)  # a number the core cannot hold is a ValueError naming it, from every call (_boundary.py)
 
 if _os.environ.get("SATURATE_NO_CPU_ALLOCATOR", "") in ("", "0"):
     _C.install_cpu_allocator()  # first: the budget sees CPU tensors made from here on

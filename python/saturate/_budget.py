@@ -17,7 +17,7 @@ def to_bytes(size: Size, device: str, name: str = "memory_budget") -> int:
     if isinstance(size, int):
         if size <= 0:
             raise ValueError(f"{name}={size}: a budget must be positive (bytes), e.g. 512 * 2**20 or '512MiB'")
-        return size
+        return int(_C.parse_memory_size(str(size), name)[0])  # the command line's grammar and range
     text = repr(size) if isinstance(size, float) else str(size)
     value, fraction = _C.parse_memory_size(text, name)
     if fraction > 0:

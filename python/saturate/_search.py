@@ -261,6 +261,8 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"
                       f"{runner.error_traceback}", RuntimeWarning, stacklevel=2)
+    if "memory_growth" in result.data:  # the step keeps tensors alive: the max is for a few steps only
+        warnings.warn(f"saturate.search: {result.data['memory_growth']['warning']}", RuntimeWarning, stacklevel=2)
     if result.max_batch < min_batch and not result.error:
         result.error = (f"batch {min_batch} (min_batch) does not fit in {_C.format_bytes(result.budget_bytes)}: "
                         f"the largest that does is {result.max_batch}")

@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+import warnings
 
 import pytest
 import torch
@@ -152,3 +153,61 @@ def test_the_flops_per_sample_equal_pytorchs_own_flop_counter(name, budget):
     assert c["achieved_flops_per_s"] > 0 and c["peak_flops_per_s"] > 0
     assert c["mfu"] == pytest.approx(c["achieved_flops_per_s"] / c["peak_flops_per_s"], rel=1e-9)
     assert c["peak_method"].startswith("measured: fp32 GEMM")
+
+
+def _mlp_step(keep):
+    """A step of a small MLP; `keep(batch, out)` is what the step holds on to between calls."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.Adam(m.parameters())
+
+    def step(batch_size):
+        out = m(torch.randn(batch_size, 256))
+        out.square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+        keep(batch_size, out.detach())
+    return step
+
+
+def test_a_step_that_keeps_its_outputs_is_warned_that_the_max_holds_for_a_few_steps_only():
+    # issue 43: a step appending every output to a list got max 8923 "exact" and no word of the growth
+    kept = []
+    step = _mlp_step(lambda b, out: kept.append(out))
+    with pytest.warns(RuntimeWarning, match="keeps memory alive"):
+        r = saturate.search(step, device="cpu", memory_budget="64MiB")
+    growth = r.data["memory_growth"]
+    # what the list holds: every output of every step the search ran, as the tensors say
+    assert 0 < growth["retained_bytes"] <= sum(t.numel() * t.element_size() for t in kept)
+    at = growth["at_batch"]
+    assert at in {t.shape[0] for t in kept}
+    assert growth["bytes_per_step"] == at * 10 * 4  # one float32 output of (batch, 10) per step
+    assert "keeps memory alive" in str(r)
+
+
+@pytest.mark.parametrize("holds", ["nothing", "a buffer sized to the largest batch"])
+def test_a_step_that_keeps_nothing_or_a_cache_that_stops_growing_is_not_warned(holds):
+    cache = {}
+
+    def keep(batch, out):
+        if holds != "nothing" and cache.get("buffer", torch.empty(0)).shape[0] < batch:
+            cache["buffer"] = torch.empty(batch, 512)  # grows to the largest batch, then stays
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = saturate.search(_mlp_step(keep), device="cpu", memory_budget="64MiB")
+    assert "memory_growth" not in r.data and r.max_batch > 0, str(r)
+
+
+@pytest.mark.parametrize("call,named", [
+    (lambda s: saturate.search(s, device="cpu", memory_budget=2**70), "memory_budget.*too large"),
+    (lambda s: saturate.search(s, device="cpu", memory_budget="48MiB", max_batch=2**70), "max_batch=1180591620717411303424"),
+    (lambda s: saturate.search(s, device="cpu", memory_budget="48MiB", warmup_steps=2**40), "warmup_steps=1099511627776"),
+    (lambda s: saturate.memory_breakdown(s, 2**64, device="cpu", memory_budget="48MiB"), "18446744073709551616"),
+    (lambda s: saturate.cpu_memory_budget(2**80).__enter__(), "too large"),
+])
+def test_a_number_the_core_cannot_hold_is_a_value_error_naming_it(call, named):
+    # issue 43: memory_budget=2**70 raised pybind11's raw "incompatible function arguments" TypeError
+    model, opt, step = LOOPS["mlp"]()
+    with pytest.raises(ValueError, match=named):
+        call(step)

@@ -76,7 +76,8 @@ int stop_signal_received() { return g_alive.load() ? g_received.load() : 0; }
 
 StoppedBySignal::StoppedBySignal(int signal, const std::string& where)
     : std::runtime_error("stopped by " + signal_name(signal) + " during " + where),
-      signal_(signal) {}
+      signal_(signal),
+      where_(where) {}
 
 namespace {
 void on_file_size_limit(int) {}  // the write fails with EFBIG and its error names the file

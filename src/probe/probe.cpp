@@ -138,6 +138,7 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   PhaseObserver* const observer = &fanout;
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
   int stopped = 0;  // a stop signal ends the trial at the next step boundary, then the search
+  int64_t after_first_step = 0;
   try {
     step_.begin(batch);
     const int total = request.warmup_steps + request.measure_steps;
@@ -150,6 +151,9 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
       const auto start = clock::now();
       step_.step(batch, observer);
       synchronize();
+      const int64_t held = meter_.stats().allocated_bytes;  // between calls: what the step keeps
+      if (i == 0) after_first_step = held;
+      else t.step_growth_bytes = held - after_first_step;
       if (measured) step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
       notify([&](ProbeObserver& o) { o.step_end(i, measured); });
     }

@@ -4,7 +4,9 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
+#include "saturate/core/signal_name.h"
 #include "saturate/core/units.h"
+#include "saturate/dist/env.h"
 #include "saturate/search/decision.h"
 
 namespace saturate {
@@ -21,6 +23,7 @@ nlohmann::json trial_json(const Trial& t) {
                       {"budget_bytes", t.budget_bytes},
                       {"baseline_bytes", t.baseline_bytes},
                       {"after_bytes", t.after_bytes},
+                      {"step_growth_bytes", t.step_growth_bytes},
                       {"seconds", t.seconds}};
   if (!t.error.empty()) j["error"] = t.error;
   add_findings_json(t.findings, j);
@@ -138,6 +141,27 @@ void write_json(const nlohmann::json& j, const std::string& path, std::ostream& 
   }
   // atomic for a regular file; a FIFO, a device or a symlink's target written as the user meant
   write_output_file(path, text, {"`json`", "result.json"});
+}
+
+nlohmann::json stopped_json(const std::string& command, const StoppedBySignal& stop) {
+  return {{"command", command},
+          {"completed", false},
+          {"interrupted",
+           {{"signal", signal_name(stop.signal())},
+            {"exit_status", 128 + stop.signal()},
+            {"after_step", 0},
+            {"during", stop.where()},
+            {"checkpoint", nullptr}}}};
+}
+
+void write_stopped_json(const std::string& command, const std::string& path, const StoppedBySignal& stop,
+                        std::ostream& stdout_stream) {
+  int rank = 0;
+  try {
+    rank = read_dist_env().rank;
+  } catch (const std::exception&) {  // an environment the run refused before it could stop: rank 0's
+  }
+  if (rank == 0 && !path.empty()) write_json(stopped_json(command, stop), path, stdout_stream);
 }
 
 nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample) {

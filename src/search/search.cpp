@@ -9,6 +9,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/option_doc.h"
+#include "saturate/core/units.h"
 
 namespace saturate {
 
@@ -427,6 +428,33 @@ SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options
   if (result.recommended_batch == 0) result.recommended_exact = false;  // nothing to be exact about
   result.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+MemoryGrowth memory_growth(const SearchResult& r) {
+  MemoryGrowth g;
+  int64_t grew_between_steps = 0;  // a cache grows once, at a trial's first step; a step that keeps, at every step
+  for (const Trial& t : r.trials) {
+    if (t.steps < 2 || t.step_growth_bytes <= 0) continue;
+    grew_between_steps += t.step_growth_bytes;
+    ++g.trials_grew;
+    g.retained_bytes += std::max<int64_t>(0, t.after_bytes - t.baseline_bytes);
+    if (t.ok() && t.batch > g.at_batch) {
+      g.at_batch = t.batch;
+      g.bytes_per_step = t.step_growth_bytes / (t.steps - 1);
+    }
+  }
+  const int64_t floor_bytes = std::max<int64_t>(int64_t{1} << 20, r.budget_bytes / 100);
+  g.significant = g.trials_grew >= 2 && grew_between_steps > floor_bytes && g.at_batch > 0;
+  return g;
+}
+
+std::string MemoryGrowth::warning() const {
+  if (!significant) return "";
+  return fmt::format("the step keeps memory alive from one call to the next: {} more allocated after the search "
+                     "({} trials grew; at batch {}, {} per step), so the max holds for a trial's few steps, not "
+                     "for a run, which grows until it runs out; keep no tensors between steps (loss.item(), "
+                     "not loss; outputs detached and dropped)",
+                     format_bytes(retained_bytes), trials_grew, at_batch, format_bytes(bytes_per_step));
 }
 
 }  // namespace saturate

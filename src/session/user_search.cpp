@@ -42,6 +42,11 @@ nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
   if (objective.requested != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, ranks);
+  // a user's step may keep tensors between calls (the built-in steps keep none; their loader's
+  // prefetch grows between a trial's first steps and is bounded)
+  if (const MemoryGrowth g = memory_growth(search); g.significant)
+    j["memory_growth"] = {{"retained_bytes", g.retained_bytes}, {"trials_grew", g.trials_grew},
+                          {"at_batch", g.at_batch}, {"bytes_per_step", g.bytes_per_step}, {"warning", g.warning()}};
   return j;
 }
 
@@ -53,6 +58,7 @@ std::string UserSearchResult::to_text(const RunContext& context) const {
                             objective.goodput);
   notes += compute_text(j["compute"]);
   if (world_size > 1) notes += rank_text(ranks, ranks_backend, search.max_batch);
+  if (const std::string w = memory_growth(search).warning(); !w.empty()) notes += "warning: " + w + "\n";
   std::ostringstream out;
   const auto printer = make_printer(OutputFormat::kConsole, out);  // the table, not the live lines
   printer->begin(context);

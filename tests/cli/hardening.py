@@ -509,13 +509,31 @@ def stop_during_the_rendezvous():
         port = free_port()
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port))
-        p = subprocess.Popen([BIN] + TRAIN + ["--steps", "2", "--dist-timeout", "600"], env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        summary = os.path.join(WORK, f"rendezvous-{rank}.json")
+        p = subprocess.Popen([BIN] + TRAIN + ["--steps", "2", "--dist-timeout", "600", "--json", summary], env=env,
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         _started(p, lambda: _catches(p.pid, sig))
         p.send_signal(sig)
         out, _ = p.communicate(timeout=120)  # the timeout is 600 s: a wait for it fails here
         if p.returncode != 128 + sig or "during the rendezvous" not in out:
             fail(f"rank {rank}: exit status {p.returncode}, expected {128 + sig} naming the rendezvous", out)
+        # the JSON asked for says the run stopped and where (rank 0 writes it, as a finished run's)
+        if rank == 0:
+            _stopped_json(summary, "train", sig, "the rendezvous", out)
+        elif os.path.exists(summary):
+            fail("rank 1 wrote the JSON: rank 0 writes a run's summary", out)
+
+
+def _stopped_json(path, command, sig, during, out):
+    try:
+        with open(path) as f:
+            j = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{command} stopped by signal {sig}: no JSON at --json ({e})", out)
+    stop = j.get("interrupted") or {}
+    if (j.get("command") != command or j.get("completed") is not False or stop.get("exit_status") != 128 + sig
+            or during not in stop.get("during", "") or stop.get("after_step") != 0):
+        fail(f"{command} stopped by signal {sig}: the JSON does not say so: {j}", out)
 
 
 def _catches(pid, sig):
@@ -529,12 +547,15 @@ def _catches(pid, sig):
 
 
 def stop_during_the_batch_search():
-    # issue 43: SIGTERM during train --batch auto waited for the whole search and a step
-    for sig in (15, 2):
-        p = subprocess.Popen([BIN, "train", "--model", "convnet", "--device", "cpu", "--data", "synthetic",
-                              "--batch", "auto", "--global-batch", "2048", "--steps", "2", "--threads", "1",
-                              "--memory-budget", "512MiB"], text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, bufsize=1)
+    # issue 43: SIGTERM during train --batch auto waited for the whole search and a step; the search
+    # command itself died without a word or its JSON
+    for command, sig in (("train", 15), ("train", 2), ("search", 1)):
+        summary = os.path.join(WORK, f"search-{command}-{sig}.json")
+        args = (["train", "--batch", "auto", "--global-batch", "2048", "--steps", "2"] if command == "train"
+                else ["search", "--max-batch", "4096"])
+        p = subprocess.Popen([BIN] + args + ["--model", "convnet", "--device", "cpu", "--data", "synthetic",
+                             "--threads", "1", "--memory-budget", "512MiB", "--json", summary], text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=1)
         seen = ""
         for line in p.stdout:  # until the search has run a trial
             seen += line
@@ -543,7 +564,8 @@ def stop_during_the_batch_search():
         p.send_signal(sig)
         out = seen + p.communicate(timeout=300)[0]
         if p.returncode != 128 + sig or "stopped by SIG" not in out or "during the batch-size search" not in out:
-            fail(f"signal {sig}: exit status {p.returncode}, expected {128 + sig} naming the search", out)
+            fail(f"{command}, signal {sig}: exit status {p.returncode}, expected {128 + sig} naming the search", out)
+        _stopped_json(summary, command, sig, "the batch-size search", out)
 
 
 # ---- 7: readers bounded by what the format allows and the budget holds ----

@@ -11,6 +11,7 @@
 #include "step_flags.h"
 #include "objective_flags.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/stop_signals.h"
 #include "saturate/core/units.h"
 #include "saturate/session/progress_lines.h"
 #include "saturate/session/search_session.h"
@@ -83,6 +84,7 @@ SearchSessionEvents search_events(const SearchCommand& c, bool talk, bool rank0,
 }
 
 int run_search(SearchCommand& c) {
+  const StopSignals stop_signals({"stopping the search at the current trial's next step"});  // exit 128 + N
   const DistEnv denv = prepare_dist(c.dist, c.flags);  // one rank of several: rank 0 reports
   SearchSessionOptions so{search_options(c, denv.world_size), c.plan, c.data, std::nullopt};
   const OutputFormat format = output_format(c);

@@ -1,7 +1,7 @@
 // saturate: find the batch size, precision and loader settings that keep a GPU saturated.
 // main parses flags, runs the chosen subcommand and turns outcomes into exit statuses:
 // 0 ok, 1 runtime failure, 2 usage error, 70 internal error (a bug in saturate: EX_SOFTWARE),
-// 128 + N stopped by signal N before any step (a rendezvous, a batch-size search).
+// 128 + N stopped by signal N before any step (a rendezvous, a batch-size search; --json says where).
 #include <iostream>
 
 #include "commands.h"
@@ -11,6 +11,7 @@
 #include "saturate/core/stop_signals.h"
 #include "saturate/core/terminal_text.h"
 #include "saturate/core/torch_error.h"
+#include "saturate/report/report.h"
 #include "saturate/session/run_paths.h"
 
 namespace {
@@ -45,8 +46,11 @@ int run(const CLI::App& app, const saturate::cli::Action& action) {
   } catch (const saturate::RuntimeFailure& e) {
     std::cerr << "saturate: error: " << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";
     return 1;
-  } catch (const saturate::StoppedBySignal& e) {  // before any step: nothing trained, nothing written
+  } catch (const saturate::StoppedBySignal& e) {  // before any step: nothing trained; --json says where
     std::cerr << "saturate: " << e.what() << "\n";
+    for (const CLI::App* cmd : app.get_subcommands())
+      for (const auto& v : saturate::cli::option_values(*cmd))
+        if (v.option == "json") saturate::write_stopped_json(cmd->get_name(), v.value, e, std::cout);
     return 128 + e.signal();
   } catch (const saturate::InternalError& e) {
     std::cerr << "saturate: internal error: " << saturate::terminal_text(saturate::cli::with_flags(e.what())) << "\n";

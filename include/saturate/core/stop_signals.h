@@ -49,9 +49,12 @@ class StoppedBySignal : public std::runtime_error {
  public:
   StoppedBySignal(int signal, const std::string& where);
   int signal() const { return signal_; }
+  /// What the run was doing ("the rendezvous (waiting for the other ranks)").
+  const std::string& where() const { return where_; }
 
  private:
   int signal_;
+  std::string where_;
 };
 
 /// `ulimit -f`: a write past the limit raises SIGXFSZ, which kills without a word. Caught (not

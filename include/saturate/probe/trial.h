@@ -40,6 +40,9 @@ struct Trial {
   int64_t budget_bytes = 0;      ///< the budget the trial ran under
   int64_t baseline_bytes = 0;    ///< allocated bytes before the trial
   int64_t after_bytes = 0;       ///< allocated bytes after the trial was cleaned up
+  /// Allocated bytes after the trial's last step minus after its first (0 with one step): what
+  /// the step keeps alive from one call to the next (outputs or losses appended to a list).
+  int64_t step_growth_bytes = 0;
   double seconds = 0;            ///< wall time of the whole trial
   std::string error;             ///< first line of the error for kOom/kOverTarget/kError
   TrialFindings findings;        ///< how the step was set up and what observers found (findings.h)

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/core/stop_signals.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/search.h"
@@ -41,5 +42,14 @@ std::string compute_text(const nlohmann::json& compute);
 /// Writes `j` to `path` ("-" = stdout): a regular file atomically (temporary file, then rename); a
 /// FIFO, a device or /dev/stdout in place; through a symlink to its target (core/output_file.h).
 void write_json(const nlohmann::json& j, const std::string& path, std::ostream& stdout_stream);
+
+/// The JSON of a command stopped by a signal before its first training step (a rendezvous, a
+/// batch-size search): {"command", "completed": false, "interrupted": {"signal", "exit_status",
+/// "after_step": 0, "during", "checkpoint": null}}, the "interrupted" a trained run's summary has.
+nlohmann::json stopped_json(const std::string& command, const StoppedBySignal& stop);
+/// Writes stopped_json to `path` as write_json does, on rank 0 only (the rank the launcher's
+/// environment names; the one that writes a finished run's JSON).
+void write_stopped_json(const std::string& command, const std::string& path, const StoppedBySignal& stop,
+                        std::ostream& stdout_stream);
 
 }  // namespace saturate

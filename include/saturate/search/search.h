@@ -77,4 +77,22 @@ struct SearchResult {
 /// Runs the search. Never throws for an OOM: it is a result.
 SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options);
 
+/// Memory a search's step kept alive from one call to the next (a step that appends its outputs
+/// or its loss tensors to a list): each trial's allocated bytes after its last step minus after
+/// its first (Trial::step_growth_bytes; a cache sized at the first step does not count). Such a
+/// step's max holds for a run of as many steps as a trial has, not for training.
+struct MemoryGrowth {
+  int64_t retained_bytes = 0;  ///< kept alive by the trials that grew (allocated after minus before each)
+  int trials_grew = 0;         ///< trials that held more after their last step than after their first
+  int64_t at_batch = 0;        ///< the largest batch that fit and grew (0: none)
+  int64_t bytes_per_step = 0;  ///< its growth per step
+  /// More than max(1 MiB, 1 % of the budget) grown between steps, in at least two trials: not
+  /// the allocator's one-off.
+  bool significant = false;
+  /// For people: what grew, by how much, what it means for the max and how to fix the step; ""
+  /// when not significant.
+  std::string warning() const;
+};
+MemoryGrowth memory_growth(const SearchResult& r);
+
 }  // namespace saturate
