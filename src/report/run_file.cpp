@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -17,6 +18,44 @@ namespace saturate {
 namespace {
 
 constexpr const char* kWhatToGive = "give the file that saturate search, memory, probe or train wrote with `json` FILE";
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+/// What a number under `key` may be in a run's JSON: "" for any finite number, else the rule.
+const char* rule_for(const std::string& key) {
+  if (key == "batch" || ends_with(key, "_batch") || key == "steps" || ends_with(key, "_steps") ||
+      key == "world_size" || ends_with(key, "peak_allocated_bytes") || ends_with(key, "peak_reserved_bytes") ||
+      key == "budget_bytes" || key == "target_bytes")
+    return "a whole number in 0..9223372036854775807";
+  if (ends_with(key, "_ms") || key == "seconds" || ends_with(key, "_seconds") || ends_with(key, "samples_per_s"))
+    return "a finite number >= 0";
+  return "";
+}
+
+/// Every number of the run `j` as the format allows (whole, non-negative batches, steps, peaks
+/// and budgets; non-negative times and rates); a UsageError naming the first that is not, by path.
+void check_numbers(const nlohmann::json& j, const std::string& path, const std::string& key, const std::string& name) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      check_numbers(it.value(), path.empty() ? it.key() : path + "." + it.key(), it.key(), name);
+    return;
+  }
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) check_numbers(j[i], fmt::format("{}[{}]", path, i), key, name);
+    return;
+  }
+  if (!j.is_number()) return;
+  const double v = j.get<double>();
+  const std::string rule = rule_for(key);
+  bool ok = std::isfinite(v);
+  if (ok && !rule.empty()) ok = v >= 0;
+  if (ok && rule.rfind("a whole", 0) == 0) ok = j.is_number_integer() || (v == std::floor(v) && v < 9.2e18);
+  if (!ok)
+    throw UsageError(fmt::format("{}: {} is {}, not {}; this is not a run's JSON as saturate writes it; {}", name,
+                                 path, j.dump(), rule.empty() ? std::string("a finite number") : rule, kWhatToGive));
+}
 
 }  // namespace
 
@@ -48,14 +87,21 @@ std::string read_run_text(std::istream& in, const std::string& name) {
 nlohmann::json parse_run_json(const std::string& text, const std::string& name) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw UsageError(fmt::format("{}: is empty; {}", name, kWhatToGive));
+  nlohmann::json run;
   try {
-    return nlohmann::json::parse(text);
+    run = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::out_of_range& e) {  // 1e999: a number JSON allows and a double cannot hold
+    std::string what = e.what();
+    if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+    throw UsageError(fmt::format("{}: a number past what a double holds ({}); {}", name, what, kWhatToGive));
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     if (const size_t at = what.find("] "); what.rfind("[json.exception", 0) == 0 && at != std::string::npos)
       what = what.substr(at + 2);
     throw UsageError(fmt::format("{}: not valid JSON ({}); {}", name, what, kWhatToGive));
   }
+  check_numbers(run, "", "", name);
+  return run;
 }
 
 std::string render_run_report(const nlohmann::json& run, const std::string& name) {

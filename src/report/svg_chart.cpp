@@ -150,7 +150,7 @@ void SvgChart::point(double x, double y, const std::string& data_x, const std::s
   const double cx = x_px(x), cy = y_px(y);
   marks_ += fmt::format("<circle class=\"point {}\" data-x=\"{}\" data-y=\"{}\"{} cx=\"{}\" cy=\"{}\" r=\"{}\">"
                         "<title>{}</title></circle>\n",
-                        cls, html_escape(data_x), html_escape(data_y), attrs_text(data), px(cx), px(cy),
+                        html_escape(cls), html_escape(data_x), html_escape(data_y), attrs_text(data), px(cx), px(cy),
                         cross ? 6 : 4.5, html_escape(tooltip));
   if (cross)
     marks_ += fmt::format("<path class=\"cross\" aria-hidden=\"true\" d=\"M{} {}l7 7m0 -7l-7 7\"/>\n", px(cx - 3.5),
@@ -160,20 +160,20 @@ void SvgChart::point(double x, double y, const std::string& data_x, const std::s
 void SvgChart::hline(double y, const std::string& data_y, const std::string& cls, const std::string& label,
                      const ChartAttrs& data) {
   const double py = y_px(y);
-  overlay_ += fmt::format("<line class=\"{}\" data-y=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", cls,
+  overlay_ += fmt::format("<line class=\"{}\" data-y=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", html_escape(cls),
                           html_escape(data_y), attrs_text(data), px(left_), px(py), px(left_ + plot_w_), px(py));
   if (!label.empty())
     overlay_ += fmt::format("<text class=\"line-label {}\" x=\"{}\" y=\"{}\" dominant-baseline=\"middle\">{}</text>\n",
-                            cls, px(left_ + plot_w_ + 6), px(py), html_escape(label));
+                            html_escape(cls), px(left_ + plot_w_ + 6), px(py), html_escape(label));
 }
 
 void SvgChart::vline(double x, const std::string& data_x, const std::string& cls, const std::string& label,
                      const ChartAttrs& data) {
   const double p = x_px(x);
-  overlay_ += fmt::format("<line class=\"{}\" data-x=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", cls,
+  overlay_ += fmt::format("<line class=\"{}\" data-x=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", html_escape(cls),
                           html_escape(data_x), attrs_text(data), px(p), px(top_), px(p), px(top_ + plot_h_));
   if (!label.empty())
-    overlay_ += fmt::format("<text class=\"line-label {}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", cls,
+    overlay_ += fmt::format("<text class=\"line-label {}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", html_escape(cls),
                             px(p), px(top_ - 4), html_escape(label));
 }
 
@@ -181,12 +181,12 @@ void SvgChart::polyline(const std::vector<std::pair<double, double>>& xy, const 
                         const ChartAttrs& data) {
   std::string points;
   for (const auto& [x, y] : xy) points += fmt::format("{}{},{}", points.empty() ? "" : " ", px(x_px(x)), px(y_px(y)));
-  marks_ += fmt::format("<polyline class=\"{}\"{} points=\"{}\"/>\n", cls, attrs_text(data), points);
+  marks_ += fmt::format("<polyline class=\"{}\"{} points=\"{}\"/>\n", html_escape(cls), attrs_text(data), points);
 }
 
 void SvgChart::vsegment(double x, double y0, double y1, const std::string& cls, const ChartAttrs& data) {
   const double p = x_px(x);
-  marks_ += fmt::format("<line class=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", cls, attrs_text(data),
+  marks_ += fmt::format("<line class=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", html_escape(cls), attrs_text(data),
                         px(p), px(y_px(y0)), px(p), px(y_px(y1)));
 }
 
@@ -196,7 +196,7 @@ void SvgChart::bar(int slot, double y0, double y1, const std::string& cls, const
   const double x = x_px(slot) - w / 2;
   const double top = y_px(std::max(y0, y1)), bottom = y_px(std::min(y0, y1));
   marks_ += fmt::format("<rect class=\"{}\"{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>{}</title></rect>\n",
-                        cls, attrs_text(data), px(x), px(top), px(w), px(bottom - top), html_escape(tooltip));
+                        html_escape(cls), attrs_text(data), px(x), px(top), px(w), px(bottom - top), html_escape(tooltip));
 }
 
 void SvgChart::label(double x, double y, const std::string& text, const std::string& anchor) {
@@ -265,14 +265,14 @@ std::string SvgChart::svg() const {
         y += 16;
       }
       if (swatch == "point")
-        s += fmt::format("<circle class=\"swatch {}\" cx=\"{}\" cy=\"{}\" r=\"4.5\"/>", cls, px(x + 7), px(y));
+        s += fmt::format("<circle class=\"swatch {}\" cx=\"{}\" cy=\"{}\" r=\"4.5\"/>", html_escape(cls), px(x + 7), px(y));
       else if (swatch == "cross")
         s += fmt::format("<circle class=\"swatch {}\" cx=\"{}\" cy=\"{}\" r=\"6\"/><path class=\"cross\" d=\"M{} {}l7 7m0 -7l-7 7\"/>",
-                         cls, px(x + 7), px(y), px(x + 3.5), px(y - 3.5));
+                         html_escape(cls), px(x + 7), px(y), px(x + 3.5), px(y - 3.5));
       else if (swatch == "box")
-        s += fmt::format("<rect class=\"swatch {}\" x=\"{}\" y=\"{}\" width=\"14\" height=\"12\"/>", cls, px(x), px(y - 6));
+        s += fmt::format("<rect class=\"swatch {}\" x=\"{}\" y=\"{}\" width=\"14\" height=\"12\"/>", html_escape(cls), px(x), px(y - 6));
       else
-        s += fmt::format("<line class=\"swatch {}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", cls, px(x - 2), px(y), px(x + 16),
+        s += fmt::format("<line class=\"swatch {}\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", html_escape(cls), px(x - 2), px(y), px(x + 16),
                          px(y));
       s += fmt::format("<text class=\"legend-text\" x=\"{}\" y=\"{}\" dominant-baseline=\"middle\">{}</text>\n", px(x + 20),
                        px(y), html_escape(name));

@@ -699,6 +699,64 @@ def clear_escapes_in_a_file_never_reach_the_terminal():
         fail("a control character reached the terminal", repr(out))
 
 
+def _run_jsons():
+    """A real search, train and memory JSON of this build."""
+    run(["search", "--model", "mlp", "--width", "32", "--device", "cpu", "--memory-budget", "64MiB", "--threads",
+         "1", "-q", "--json", "search.json"], 0)
+    run(TRAIN + ["--steps", "3", "--json", "train.json"], 0)
+    run(["memory", "--model", "mlp", "--width", "32", "--device", "cpu", "--memory-budget", "64MiB", "--batch", "8",
+         "--json", "memory.json"], 0)
+    return {name: json.load(open(name + ".json")) for name in ("search", "train", "memory")}
+
+
+def clear_report_refuses_numbers_the_format_does_not_allow():
+    # issue 43: report drew batch 1e308 and peak -1e308 (an SVG with inf and -nan)
+    runs = _run_jsons()
+    for name in runs:  # as written, each is drawn
+        run(["report", name + ".json", "-o", name + ".html"], 0)
+    cases = [("search", lambda j: j["trials"][0].update(batch=1e308), r"trials\[0\]\.batch is 1e\+308"),
+             ("search", lambda j: j["trials"][1].update(peak_reserved_bytes=-1e308),
+              r"trials\[1\]\.peak_reserved_bytes is -1e\+308, not a whole number in 0\.\."),
+             # not in the issue: another command's JSON, a rate, a fraction of a batch
+             ("memory", lambda j: j.update(budget_bytes=-5), r"budget_bytes is -5"),
+             ("train", lambda j: j.update(samples_per_s=-2.5), r"samples_per_s is -2\.5, not a finite number >= 0"),
+             ("train", lambda j: j.update(global_batch=7.5), r"global_batch is 7\.5, not a whole number")]
+    for name, change, pattern in cases:
+        j = json.loads(json.dumps(runs[name]))
+        change(j)
+        write("bad.json", json.dumps(j).encode())
+        run(["report", "bad.json", "-o", "bad.html"], 2, pattern)
+        if os.path.exists("bad.html"):
+            fail("a refused run left a report", name)
+    # a number JSON allows and a double cannot hold: a usage error, not the parser's raw exception
+    write("huge.json", json.dumps(runs["search"]).replace('"max_batch": ', '"max_batch": 1e999, "x": ', 1).encode())
+    run(["report", "huge.json", "-o", "huge.html"], 2, r"huge\.json: a number past what a double holds")
+
+
+def clear_keys_from_a_file_are_escaped_in_the_html():
+    # issue 43: values were escaped in the HTML, keys not checked: a phase's name reached a class
+    # attribute raw. Every object of each run gets a key that is markup (and a *_percent one, which
+    # the utilization chart draws as its own series)
+    evil = '<x-evil q="1">_percent'
+
+    def inject(o):
+        if isinstance(o, dict):
+            for v in list(o.values()):
+                inject(v)
+            o[evil] = 1.0
+        elif isinstance(o, list):
+            for v in o:
+                inject(v)
+    for name, j in _run_jsons().items():
+        inject(j)
+        write("evil.json", json.dumps(j).encode())
+        run(["report", "evil.json", "-o", "evil.html"], 0)
+        html = open("evil.html").read()
+        if "<x-evil" in html:
+            at = html.index("<x-evil")
+            fail(f"{name}: a key reached the HTML as markup", html[max(0, at - 200):at + 60])
+
+
 def clear_checkpoint_longer_or_newer_than_this_build_reads():
     # issue 43: a checkpoint longer than its header says was called "truncated", a newer one "bad header"
     run(TRAIN + ["--steps", "1", "--checkpoint-dir", "ck"], 0)
