@@ -468,7 +468,12 @@ def ranks_on_other_models_or_commands_stop_together_at_the_start():
              ["train", "-q", "--model", "convnet", "--data", "synthetic", "--steps", "2"],
              r"runs with --model convnet \(rank 0 has mlp\)"),
             (["search", "-q", "--model", "mlp"], ["search", "-q", "--model", "mlp", "--max-batch", "64"],
-             r"runs with --max-batch 64 \(rank 0 does not give it\)")):
+             r"runs with --max-batch 64 \(rank 0 does not give it\)"),
+            # probe and memory ran each rank alone, without a word (and wrote one --json twice)
+            (["probe", "--model", "mlp", "--batch", "8"], ["probe", "--model", "convnet", "--batch", "8"],
+             r"runs with --model convnet \(rank 0 has mlp\)"),
+            (["memory", "--model", "mlp", "--batch", "8"], ["memory", "--model", "mlp", "--batch", "16"],
+             r"runs with --batch 16 \(rank 0 has 8\)")):
         codes, outs = _two_commands(args0 + SEARCH, args1 + SEARCH)
         if codes != [2, 2] or not all(re.search(said, o) for o in outs):
             fail(f"exit statuses {codes}, expected 2 on both ranks naming /{said}/", "\n".join(outs))
@@ -493,6 +498,14 @@ def ranks_that_agree_train():
     codes, outs = two_ranks([], [])
     if codes != [0, 0]:
         fail(f"exit statuses {codes}", "\n".join(outs))
+    # probe and memory: every rank measures its own device, rank 0 reports
+    for command in ("probe", "memory"):
+        args = [command, "--model", "mlp", "--batch", "8", "--json", command + ".json"] + SEARCH
+        codes, outs = _two_commands(args, args)
+        if codes != [0, 0] or "peak" not in outs[0] or outs[1].strip():
+            fail(f"{command}: exit statuses {codes}; expected 0 on both, rank 0's report only", "\n".join(outs))
+        if json.load(open(command + ".json")).get("batch") != 8:
+            fail(f"{command}: rank 0's --json is not the run's", "\n".join(outs))
 
 
 # ---- 6b (issue 43): a stop signal ends every wait, not only training's steps ----

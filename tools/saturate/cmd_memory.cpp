@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "dist_flags.h"
 #include "step_flags.h"
 #include "memory_flags.h"
 #include "saturate/core/errors.h"
@@ -45,8 +46,11 @@ void add_memory_command(CLI::App& app, Action& action) {
       MemorySessionOptions o = cf->o;
       o.step = cf->step.footprint();
       o.check();
+      const DistEnv env = prepare_dist(DistFlags{}, *flags);  // one rank of several: its own GPU, rank 0 reports
       auto session = open_session(*flags);
+      const auto ranks = open_dist(DistFlags{}, env, session->device);  // the ranks meet: their settings compared
       const MemorySessionResult r = run_memory_session(*session->workload, *session->meter, o);
+      if (env.rank != 0) return r.trial.status == TrialStatus::kError ? 1 : 0;
       if (!cf->timeline.empty()) write_memory_timeline(cf->timeline, r.timeline, *session, o.batch);
       const nlohmann::json j = r.to_json(session->context);
       if (flags->json != "-") {

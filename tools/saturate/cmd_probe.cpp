@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "data_flags.h"
+#include "dist_flags.h"
 #include "memory_flags.h"
 #include "monitor_flags.h"
 #include "step_flags.h"
@@ -23,13 +24,15 @@ struct ProbeCommand {
 int run_probe(ProbeCommand& c) {
   c.o.timeline = !c.timeline.empty();
   c.o.check();
+  const DistEnv env = prepare_dist(DistFlags{}, c.flags);  // one rank of several: its own GPU, rank 0 reports
   OpenedData opened;
   auto session = open_session(c.flags, &c.o.data, &opened);
+  const auto ranks = open_dist(DistFlags{}, env, session->device);  // the ranks meet: their settings compared
   const ProbeSessionResult r = run_probe_session(*session, opened, c.o, data_progress_lines(print_line));
   for (const std::string& w : r.warnings) print_line("saturate: warning: " + w);
-  if (r.timeline) write_memory_timeline(c.timeline, *r.timeline, *session, c.o.batch);
-  if (c.flags.json != "-") std::cout << with_flags(r.to_text(session->context));  // library text names options
-  if (!c.flags.json.empty()) write_json(r.to_json(session->context), c.flags.json, std::cout);
+  if (r.timeline && env.rank == 0) write_memory_timeline(c.timeline, *r.timeline, *session, c.o.batch);
+  if (c.flags.json != "-" && env.rank == 0) std::cout << with_flags(r.to_text(session->context));
+  if (!c.flags.json.empty() && env.rank == 0) write_json(r.to_json(session->context), c.flags.json, std::cout);
   if (r.trial.status == TrialStatus::kError) {
     print_line(fmt::format("saturate: error: batch {}: {}", r.trial.batch, r.trial.error));
     return 1;
