@@ -28,6 +28,16 @@ OutputFormat parse_output_format(const std::string& text) {
                                          text.empty() ? "''" : text));
 }
 
+OutputFormat search_output_format(const std::string& format, const std::string& json) {
+  const OutputFormat f = parse_output_format(format);
+  if (json != "-") return f;
+  if (f != OutputFormat::kConsole && f != OutputFormat::kJson)
+    throw UsageError(fmt::format("`json` - writes JSON to stdout, and so would `format` {}; give `json` FILE to keep "
+                                 "both, or drop one",
+                                 format));
+  return OutputFormat::kJson;
+}
+
 const std::vector<std::string>& trial_columns() {
   static const std::vector<std::string> columns = {
       "batch",   "status",  "steps",         "peak_allocated_bytes", "peak_reserved_bytes", "step_time_ms",

@@ -63,17 +63,6 @@ WorkloadSearchOptions search_options(const SearchCommand& c, int world_size) {
   return wo;
 }
 
-/// --format, with --json - meaning JSON on stdout.
-OutputFormat output_format(const SearchCommand& c) {
-  OutputFormat format = parse_output_format(c.format);
-  if (c.flags.json != "-") return format;
-  if (format != OutputFormat::kConsole && format != OutputFormat::kJson)
-    throw UsageError(fmt::format("--json - writes JSON to stdout, and so would --format {}; give --json FILE to keep "
-                                 "both, or drop one",
-                                 c.format));
-  return OutputFormat::kJson;
-}
-
 /// What the search reports as it goes, on stderr (rank 0; less with -q).
 SearchSessionEvents search_events(const SearchCommand& c, bool talk, bool rank0, const std::string& source) {
   SearchSessionEvents e;
@@ -87,7 +76,7 @@ int run_search(SearchCommand& c) {
   const StopSignals stop_signals({"stopping the search at the current trial's next step"});  // exit 128 + N
   const DistEnv denv = prepare_dist(c.dist, c.flags);  // one rank of several: rank 0 reports
   SearchSessionOptions so{search_options(c, denv.world_size), c.plan, c.data, std::nullopt};
-  const OutputFormat format = output_format(c);
+  const OutputFormat format = search_output_format(c.format, c.flags.json);
   so.plan.check();
   const bool talk = !c.quiet && denv.rank == 0;
   std::unique_ptr<Printer> printer = make_printer(format, std::cout, talk ? &std::cerr : nullptr, find_flag_for_option);

@@ -25,6 +25,9 @@ enum class OutputFormat { kConsole, kJson, kJsonLines, kCsv, kMarkdown };
 std::string to_string(OutputFormat f);
 /// "console", "json", "jsonl", "csv", "markdown" (also "md"); UsageError naming --format otherwise.
 OutputFormat parse_output_format(const std::string& text);
+/// The format of a search's stdout for `format` beside `json` ("-": JSON on stdout, which only
+/// console or json may share; a UsageError naming both otherwise).
+OutputFormat search_output_format(const std::string& format, const std::string& json);
 
 /// What a finished search hands its printers.
 struct SearchReport {
