@@ -11,6 +11,11 @@
 
 #include "formats.h"
 
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+#include "saturate/core/units.h"
+
 namespace saturate::data {
 
 bool is_directory(const std::string& path) {
@@ -117,6 +122,29 @@ std::vector<uint8_t> read_file(const std::string& path, bool* truncated) {
   if (truncated) *truncated = false;
   if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes.data(), bytes.size(), path, truncated);
   return bytes;
+}
+
+HeldBytes::HeldBytes(std::string dataset, std::string items, std::string what, int64_t budget_bytes)
+    : dataset_(std::move(dataset)), items_(std::move(items)), what_(std::move(what)), budget_bytes_(budget_bytes) {}
+
+void HeldBytes::add(int64_t bytes) {
+  bytes_ += bytes;
+  ++count_;
+  if (budget_bytes_ > 0 && bytes_ > budget_bytes_)
+    throw UsageError(fmt::format("`data` {}: {} {} hold {} in memory ({}) by the time it is opened, more than the "
+                                 "`memory_budget` {}; give a smaller dataset (fewer {}) or a larger budget",
+                                 dataset_, count_, items_, format_bytes(bytes_), what_, format_bytes(budget_bytes_),
+                                 items_));
+}
+
+void HeldBytes::will_read(const std::string& path) const {
+  struct stat st {};
+  if (budget_bytes_ <= 0 || ::stat(path.c_str(), &st) != 0) return;
+  if (bytes_ + static_cast<int64_t>(st.st_size) > budget_bytes_)
+    throw UsageError(fmt::format("`data` {}: {} holds {}, read whole beside the {} {} held so far ({}), more than the "
+                                 "`memory_budget` {}; give smaller shards or a larger budget",
+                                 dataset_, path, format_bytes(static_cast<int64_t>(st.st_size)), count_, items_,
+                                 format_bytes(bytes_), format_bytes(budget_bytes_)));
 }
 
 }  // namespace saturate::data

@@ -28,6 +28,28 @@ bool ends_with(const std::string& s, const std::string& suffix);
 /// Which samples (one key each) the split `o.split` of `spec` keeps: all of them without
 /// `o.val_fraction`; else "train" keeps those held_out_keys does not hold out, "val" exactly those.
 /// Throws UsageError for the "test" split (these formats have none) or an impossible fraction.
+/// What a dataset keeps in memory from its opening on beside the tensors the budget counts (an
+/// image folder's table of paths; a WebDataset shard set's encoded images, read whole), counted
+/// as it grows and held to a CPU run's memory budget (none: no bound):
+/// past it, a UsageError naming the dataset, how many items it held, what they are and the budget.
+class HeldBytes {
+ public:
+  /// `dataset`: "images:DIR"; `items`: "images"; `what`: "their paths and labels";
+  /// `budget_bytes`: DatasetOptions::held_budget_bytes (0: no bound).
+  HeldBytes(std::string dataset, std::string items, std::string what, int64_t budget_bytes);
+  /// One more item holding `bytes`.
+  void add(int64_t bytes);
+  /// Before `path` is read whole: its size on disk beside what is held already must fit.
+  void will_read(const std::string& path) const;
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::string dataset_, items_, what_;
+  int64_t budget_bytes_ = 0;
+  int64_t bytes_ = 0;
+  int64_t count_ = 0;
+};
+
 std::vector<bool> keep_for_split(const std::vector<std::string>& keys, const DatasetOptions& o, const std::string& spec);
 /// " (train, val-fraction 0.25)" / " (val, ...)" for a dataset's name; "" without a fraction.
 std::string split_suffix(const DatasetOptions& o);

@@ -13,6 +13,8 @@ class ImageFolderDataset final : public Dataset {
   ImageFolderDataset(const std::string& dir, const DatasetOptions& o) {
     if (!is_directory(dir)) throw UsageError("`data` images:" + dir + ": no such folder");
     std::vector<std::string> empty_classes, keys;  // keys: "class/file", for the val split
+    // the table of paths is bounded by the budget too: a folder of millions of files is refused
+    HeldBytes held("images:" + dir, "images", "their paths, labels and split keys", o.held_budget_bytes);
     for (const auto& cls : list_dir(dir)) {
       const std::string sub = join_path(dir, cls);
       if (!is_directory(sub)) continue;
@@ -24,6 +26,8 @@ class ImageFolderDataset final : public Dataset {
         if (!(ends_with(l, ".jpg") || ends_with(l, ".jpeg") || ends_with(l, ".png"))) continue;
         files_.push_back({join_path(sub, f), label});
         keys.push_back(cls + "/" + f);
+        held.add(static_cast<int64_t>(sizeof(File) + sizeof(std::string) + files_.back().path.size() +
+                                      keys.back().size()));
         ++found;
       }
       if (found == 0) empty_classes.push_back(sub);

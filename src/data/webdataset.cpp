@@ -205,9 +205,13 @@ class WdsDataset final : public Dataset {
     if (shards.empty())
       throw UsageError("`data` wds:" + pattern + ": no tar shards (a folder of *.tar, or a glob such as 'dir/shard-*.tar')");
     SkipReport* skips = o.skip_bad_samples ? &open_skips_ : nullptr;
+    // every sample's encoded image is held from here on: bounded by the budget, shard by shard
+    HeldBytes held("wds:" + pattern, "samples", "their encoded images and keys, read whole from the shards",
+                   o.held_budget_bytes);
     for (const auto& s : shards) {
       std::vector<WdsSample> got;
       try {
+        held.will_read(s);
         const std::vector<uint8_t> bytes = read_file(s);
         got = read_wds_shard(bytes.data(), bytes.size(), s, skips);
       } catch (const DataError& e) {
@@ -216,6 +220,7 @@ class WdsDataset final : public Dataset {
         continue;
       }
       for (auto& g : got) {
+        held.add(static_cast<int64_t>(sizeof(Entry) + g.image.size() + g.key.size() + g.image_member.size()));
         classes_ = std::max(classes_, g.label + 1);
         samples_.push_back({static_cast<int32_t>(shards_.size()), std::move(g)});
       }

@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/units.h"
 #include "saturate/core/option_doc.h"
 #include "saturate/train/text_data.h"
 #include "saturate/train/token_data.h"
@@ -92,6 +94,12 @@ OpenedData open_data(const DataOptions& f, WorkloadOptions& workload) {
   o.skip_bad_samples = f.skip_bad_samples;
   o.seed = m.seed;
   o.val_fraction = opened.val_fraction;  // the train split: without the held-out samples
+  // on a CPU run the budget bounds what the dataset holds too (its tables, shards read whole)
+  if (workload.device == "cpu" || (workload.device == "auto" && !cuda_available())) {
+    const MemorySize b = parse_memory_size(workload.memory_budget.empty() ? "4GiB" : workload.memory_budget,
+                                           "`memory_budget`");
+    o.held_budget_bytes = b.is_fraction() ? 0 : b.bytes;
+  }
   // synthetic data takes the model's natural shape (resnet 3x224x224) unless `input` says otherwise
   if (f.data == "synthetic" && m.input_shape.empty() && !is_model_file(m.name))
     m.input_shape = resolve_model_spec(m).input_shape;

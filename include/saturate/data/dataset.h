@@ -80,6 +80,9 @@ struct DatasetOptions {
   uint64_t seed = 0;
   /// Where `fashion-mnist` is looked for (Debian's dataset-fashion-mnist).
   std::string fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+  /// The bound on what images: and wds: hold from their opening on (an image folder's table of
+  /// paths, a shard set's encoded images): a CPU run's memory budget; 0: none (a GPU run).
+  int64_t held_budget_bytes = 0;
 };
 
 /// Whether `spec` is a format whose samples `val_fraction` can hold out (images:, wds:).
