@@ -66,7 +66,8 @@ def main() -> None:
             lines.append(f"| {name} | {p['reason'] or '-'} | {c['reason'] or '-'} | | | | |")
             continue
         fixed_err = (p["fixed_bytes"] - c["fixed_bytes"]) / c["fixed_bytes"]
-        want = p["fixed_bytes"] + p["per_sample_bytes"] * c["micro_batch"]
+        laws = p.get("segment_laws") or [[p["fixed_bytes"], p["per_sample_bytes"]]]
+        want = max(f + a * c["micro_batch"] for f, a in laws)  # Prediction.peak_bytes
         peaks = []
         for r, measured in enumerate(c["peak_bytes"]):
             err = (want - measured) / measured

@@ -62,6 +62,15 @@ class Candidate:
     # the search's memory model, the largest over the ranks: peak = fixed_bytes + per_sample_bytes x batch
     fixed_bytes: int = 0
     per_sample_bytes: int = 0
+    # the search's trials that fit, [batch, peak bytes] (the largest rank's), by batch: the law's evidence
+    trial_peaks: List[List[int]] = field(default_factory=list, repr=False)
+    # the step's segments (between each unit's forward, its backward, the optimizer's step), each
+    # its own [fixed, per sample, bytes of sharded states it holds], every rank's: peak(b) = max
+    # over them. Measured at the
+    # micro-batch and a third of it; where the peak moves from one segment to another as the
+    # batch grows, one line through two trials cannot see it (GPT-2: 4.3 MiB a sample up to batch 6,
+    # 5.7 past it, in another part of the backward)
+    segment_laws: List[List[int]] = field(default_factory=list, repr=False)
     # per rank: budget, weights, gradients, optimizer state bytes (its own shards), 4 numbers a rank
     rank_bytes: List[int] = field(default_factory=list, repr=False)
     # per rank: saturate.memory_breakdown's parts of the peak at micro_batch (_BREAKDOWN_PARTS, bytes)
@@ -153,26 +162,35 @@ class ShardPlan:
             elif not c.searched or c.per_sample_bytes <= 0:
                 row.reason = "not measured here (not searched): model states fit, activations unknown"
             else:
-                here = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
-                                         self.largest_unit_bytes, self.world_size)
-                row.fixed_bytes = c.fixed_bytes - here + states
-                row.per_sample_bytes = c.per_sample_bytes
-                row.max_batch = max(0, int((budget - row.fixed_bytes) // c.per_sample_bytes))
-                row.micro_batch = max(0, int((target_memory * budget - row.fixed_bytes) // c.per_sample_bytes))
+                row.segment_laws = self._laws_on(c, world_size)
+                row.max_batch, binding = _largest_batch(row.segment_laws, budget)
+                row.micro_batch, _ = _largest_batch(row.segment_laws, target_memory * budget)
+                row.fixed_bytes, row.per_sample_bytes = binding
                 row.fits = row.max_batch >= 1
                 if not row.fits:
-                    row.reason = f"batch 1 would take {_C.format_bytes(row.fixed_bytes + c.per_sample_bytes)}"
+                    row.reason = f"batch 1 would take {_C.format_bytes(row.peak_bytes(1))}"
             rows.append(row)
         worlds = {}
         for c in self.candidates:
             if c.searched and c.per_sample_bytes > 0:
-                here = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
-                                         self.largest_unit_bytes, self.world_size)
-                worlds[c.name] = next((n for n in range(1, 4097) if c.fixed_bytes - here + model_state_bytes(
-                    c.strategy, self.parameter_bytes, self.optimizer_state_factor, self.largest_unit_bytes, n)
-                    + c.per_sample_bytes <= budget), None)
+                worlds[c.name] = next((n for n in range(1, 4097)
+                                       if max(f + a for f, a in self._laws_on(c, n)) <= budget), None)
         return ShardPrediction(world_size=world_size, budget_bytes=budget, target=name, from_world_size=self.world_size,
                                candidates=rows, min_world_size=worlds)
+
+    def _laws_on(self, c: Candidate, world_size: int) -> List[List[int]]:
+        """The candidate's [fixed, per sample] laws on `world_size` ranks: each segment's sharded
+        states (measured at the segment: weight shards, the gradients it holds, optimizer state)
+        scaled from this world size to that one (replicated states stay); without segments, its one
+        line with the model states moved by the law."""
+        if c.segment_laws:
+            scale = self.world_size / world_size - 1 if c.strategy != "ddp" else 0.0
+            return [[int(f + held * scale), a] for f, a, held in c.segment_laws]
+        here = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
+                                 self.largest_unit_bytes, self.world_size)
+        there = model_state_bytes(c.strategy, self.parameter_bytes, self.optimizer_state_factor,
+                                  self.largest_unit_bytes, world_size)
+        return [[c.fixed_bytes - here + there, c.per_sample_bytes]]
 
     def __str__(self) -> str:
         fmt = _C.format_bytes
@@ -231,6 +249,9 @@ class Prediction:
     per_sample_bytes: int = 0
     max_batch: int = 0                # a rank's largest micro-batch that fits the budget
     micro_batch: int = 0              # ... within target_memory of it
+    # each segment's [fixed, per sample] with the model states moved (Candidate.segment_laws);
+    # fixed_bytes and per_sample_bytes are the segment that binds at max_batch
+    segment_laws: List[List[int]] = field(default_factory=list, repr=False)
 
     @property
     def name(self) -> str:
@@ -238,7 +259,8 @@ class Prediction:
 
     def peak_bytes(self, batch: int) -> int:
         """The predicted peak of a rank at `batch` items a rank."""
-        return self.fixed_bytes + self.per_sample_bytes * batch
+        laws = self.segment_laws or [[self.fixed_bytes, self.per_sample_bytes]]
+        return max(f + a * batch for f, a in laws)
 
 
 @dataclass
@@ -636,6 +658,7 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.max_batch, c.max_batch_exact, c.capped = r.max_batch, r.max_batch_exact, r.capped
     c.micro_batch = r.recommended_batch
     fixed, per_sample = _activation_law(r)
+    c.trial_peaks = sorted([t.batch, t.peak_bytes] for t in r.trials if t.status == "ok" and t.peak_bytes > 0)
     c.fixed_bytes, c.per_sample_bytes = group.all_reduce_max([fixed, per_sample])
     if r.error or c.micro_batch < 1:
         c.reason = f"does not fit: {r.error or 'batch 1 does not fit'}"
@@ -659,6 +682,25 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.step_ms = slowest_us / 1e3
     c.samples_per_s = c.micro_batch * group.world_size / (slowest_us / 1e6) if slowest_us else 0.0
     c.peak_bytes = group.all_gather([peak])
+    # each segment's law, from the micro-batch and a third of it: the smallest of three steps' peaks
+    # at each (Gloo frees its copy of a gathered unit on its own threads: a late free adds up to a
+    # unit's size to a backward segment, 6 MiB on GPT-2 in 1 step of 5, never less); every rank's
+    # laws kept, so that the prediction is the largest rank's at every batch
+    if c.micro_batch >= 2:
+        low, high = max(1, c.micro_batch // 3), c.micro_batch
+        with _budget_block(device, budget):
+            measured, sharded = {}, []
+            for b in (low, high):
+                step(model, opt, b)
+                runs = [_segment_peaks(model, opt, unit_names, lambda: step(model, opt, b), device) for _ in range(3)]
+                same = len({len(peaks) for peaks, _ in runs}) == 1
+                measured[b] = [min(p) for p in zip(*(peaks for peaks, _ in runs))] if same else runs[-1][0]
+                sharded = runs[-1][1]
+        laws = _segment_laws(measured[low], measured[high], low, high, sharded)
+        counts = group.all_gather([len(laws)])
+        if len(set(counts)) == 1 and laws:
+            flat = group.all_gather([x for law in laws for x in law])
+            c.segment_laws = [flat[i:i + 3] for i in range(0, len(flat), 3)]
     # this rank's model states, measured on its own shards: weights, optimizer state, and one
     # gradient a trainable weight (the step zeroes them, so counted at the weights' local size)
     params = list(model.parameters())
@@ -676,14 +718,89 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     _free()
 
 
+def _largest_batch(laws: List[List[int]], limit: float) -> tuple:
+    """The largest batch whose peak, the largest over `laws` ([fixed, per sample] each), stays within
+    `limit`, and the law that binds it (0 and the largest at batch 1 when batch 1 does not fit)."""
+    best, binding = None, None
+    for f, a in laws:
+        room = limit - f
+        b = (int(room // a) if a > 0 else (1 << 62)) if room >= 0 else -1
+        if best is None or b < best:
+            best, binding = b, [f, a]
+    if best is None:
+        return 0, [0, 0]
+    return max(0, min(best, 1 << 62)), binding
+
+
+def _segment_peaks(model: torch.nn.Module, opt, units: Sequence[str], run: Callable[[], None],
+                   device: str) -> tuple:
+    """The peaks of one step, segment by segment: the memory between consecutive marks (each unit's
+    forward and, through a hook on its output's gradient, its backward; the optimizer's step) has
+    its own peak. Segments come in the same order at every batch, so each has a line of its own.
+    Also, at each segment's end, this rank's bytes of the states that shard: its weight shards,
+    their gradients so far, the optimizer state (a segment early in the backward holds few
+    gradients). Returns (peaks, sharded bytes)."""
+    peaks: List[int] = []
+    sharded: List[int] = []
+    params = list(model.parameters())
+
+    def mark(*_):
+        peaks.append(_peak(device))
+        sharded.append(_local_bytes(params) + _local_bytes(p.grad for p in params if p.grad is not None)
+                       + _local_bytes(t for st in opt.state.values() for t in st.values()
+                                      if torch.is_tensor(t) and t.dim() > 0))
+        _peak_reset(device)
+
+    def grad_mark(grad):
+        mark()
+        return grad
+
+    def forward_done(_module, _inputs, output):
+        for t in (output if isinstance(output, (tuple, list)) else [getattr(output, "logits", output)]):
+            if torch.is_tensor(t) and t.requires_grad:
+                t.register_hook(grad_mark)
+                break
+
+    base = model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+    handles = []
+    for name in list(units) + [""]:
+        module = _module(base, name) if name else model
+        handles.append(module.register_forward_pre_hook(lambda *_: mark()))
+        handles.append(module.register_forward_hook(forward_done))
+    handles.append(opt.register_step_pre_hook(lambda *_: mark()))
+    try:
+        _peak_reset(device)
+        run()
+        mark()
+    finally:
+        for h in handles:
+            h.remove()
+    return peaks, sharded
+
+
+def _segment_laws(low: List[int], high: List[int], b_low: int, b_high: int, sharded: List[int]) -> List[List[int]]:
+    """[fixed, per sample, sharded bytes] of each segment, from its peaks at two batches (a segment
+    whose peak does not grow keeps its larger peak as fixed)."""
+    laws = []
+    for p1, p2, held in zip(low, high, sharded):
+        slope = max(0, (p2 - p1) // (b_high - b_low))
+        laws.append([int(p2 - slope * b_high), int(slope), int(held)])
+    return laws
+
+
 def _activation_law(r) -> tuple:
-    """This rank's peak as fixed + per sample x batch, from its two largest trials that fit. Not a
-    fit over every trial: a small batch's peak is often the optimizer step's (its temporaries scale
-    with the weights, not the batch), which flattens a fit (GPT-2 on 2 ranks: 2.8 MiB a sample
-    fitted over all trials where the step takes about 5)."""
+    """This rank's peak as fixed + per sample x batch, from the largest trial that fit and the
+    largest that fit at no more than 3/4 of its batch (else the next below it). Not a fit over
+    every trial: a small batch's peak is often the optimizer step's (its temporaries scale with the
+    weights, not the batch), which flattens a fit (GPT-2 on 2 ranks: 2.8 MiB a sample fitted over
+    all trials where the step takes about 5). Not the two largest either: an exact search leaves
+    them one batch apart, where Gloo's buffer timing moves a peak by a MiB, a quarter of a sample's
+    cost (the 4-rank prediction from 2 ranks was 10-12 % low with them)."""
     ok = sorted({t.batch: t.peak_bytes for t in r.trials if t.status == "ok" and t.peak_bytes > 0}.items())
     if len(ok) >= 2:
-        (b1, p1), (b2, p2) = ok[-2], ok[-1]
+        b2, p2 = ok[-1]
+        below = [bp for bp in ok[:-1] if bp[0] <= 0.75 * b2]
+        b1, p1 = below[-1] if below else ok[-2]
         if p2 > p1:
             slope = (p2 - p1) / (b2 - b1)
             return int(p2 - slope * b2), int(slope)

@@ -97,9 +97,11 @@ if __name__ == "__main__":
         plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget, global_batch=global_batch,
                                    strategies=strategies, checkpointing=checkpointing, device="cpu")
         with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
-            one, h200 = plan.predict(1), plan.predict(2, "h200")
+            one, h200, here = plan.predict(1), plan.predict(2, "h200"), plan.predict(2)
             json.dump({"plan": json.loads(plan.to_json()), "text": str(plan),
                        "predict1": [p.__dict__ for p in one.candidates],
+                       "predict_here": [p.__dict__ | {"peak_at_micro": p.peak_bytes(c.micro_batch)}
+                                        for p, c in zip(here.candidates, plan.candidates)],
                        "predict_h200": [p.__dict__ for p in h200.candidates], "predict_text": str(h200)}, f)
         # 10 steps under the plan on the same global batches as one process without sharding: in
         # float32 under the budget, and in float64 (the same arithmetic: equal to rounding)

@@ -67,6 +67,13 @@ def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_pr
         if c["searched"]:
             assert p["fits"] and p["max_batch"] > 100 * c["max_batch"], (p, c)
     assert "h200" in p0["predict_text"]
+    # the segment laws (each part of the step its own line, measured at the micro-batch and a third
+    # of it) give back this world size's measured peaks at the micro-batch, every rank within 5 %
+    for p, c in zip(p0["predict_here"], plan["candidates"]):
+        if c["searched"] and c["fits"] and c["micro_batch"] >= 2:
+            assert p["segment_laws"], p
+            for measured in c["peak_bytes"]:
+                assert abs(p["peak_at_micro"] - measured) <= 0.05 * measured, (p["peak_at_micro"], c["peak_bytes"])
     # 10 steps under the plan on the same global batches as one unsharded process: every weight
     # stepped, and equal to rounding in float64 (float32's differences recorded beside)
     trained = json.loads((tmp_path / "train.json").read_text())
