@@ -139,8 +139,9 @@ class ShardPlan:
     def predict(self, world_size: int, memory_budget: Size = None, target_memory: float = 0.9) -> "ShardPrediction":
         """Each candidate on `world_size` ranks of `memory_budget` (bytes, '80GiB', or a card of
         plan_for's table: 'h100-80gb'; default: the smallest budget here), from what was measured
-        here: a searched candidate's memory model (fixed + per sample, the largest over the ranks)
-        with its model states moved from this world size to the new one by the law. Weights and
+        here: a searched candidate's segment lines (each part of its step, every rank's: fixed + per
+        sample, and the sharded states it holds, which scale with the world size; docs/sharding.md),
+        or its one line with the model states moved by the law when it has none. Weights and
         activations keep their dtype and device: a prediction for another GPU assumes the same
         step there (its kernels' workspaces may differ)."""
         if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
