@@ -23,7 +23,7 @@ The points exist only while a trial runs; they are removed when the search ends 
 without them)."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
@@ -58,18 +58,35 @@ def fsdp_modules(modules: List[torch.nn.Module]) -> List[torch.nn.Module]:
     return out
 
 
-def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module]) -> int:
+def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module]) -> Tuple[int, int]:
     """The bytes of the parameters `unit` itself manages (not those of the units inside it),
-    unsharded: what its all-gather (and its gradients' reduce-scatter) allocates at most."""
+    unsharded: what its all-gather allocates at most, in the dtype it gathers in (its
+    MixedPrecisionPolicy's param_dtype: bf16 gathers half of float32's bytes), and what its
+    gradients' reduce-scatter does, in the dtype it reduces in (reduce_dtype, else param_dtype)."""
     inner = set()
     for other in units:
         if other is not unit and any(other is m for m in unit.modules()):
             inner.update(id(p) for p in other.parameters())
-    total = 0
+    param_dtype, reduce_dtype = _policy_dtypes(unit)
+    gather = reduce = 0
     for p in unit.parameters():
-        if id(p) not in inner:
-            total += p.numel() * p.element_size()  # a DTensor's numel is the whole parameter's
-    return total
+        if id(p) not in inner:  # a DTensor's numel is the whole parameter's
+            gather += p.numel() * _size_of(param_dtype, p)
+            reduce += p.numel() * _size_of(reduce_dtype or param_dtype, p)
+    return gather, reduce
+
+
+def _policy_dtypes(unit: torch.nn.Module) -> Tuple[Optional[torch.dtype], Optional[torch.dtype]]:
+    """The unit's FSDP2 MixedPrecisionPolicy's param_dtype and reduce_dtype (None: the weights' own)."""
+    try:
+        policy = unit._get_fsdp_state()._fsdp_param_group.mp_policy
+    except AttributeError:  # not an FSDP2 unit, or one with no parameters of its own
+        return None, None
+    return getattr(policy, "param_dtype", None), getattr(policy, "reduce_dtype", None)
+
+
+def _size_of(dtype: Optional[torch.dtype], p: torch.Tensor) -> int:
+    return torch.empty((), dtype=dtype).element_size() if dtype is not None else p.element_size()
 
 
 class _Agreement(torch.autograd.Function):
@@ -100,7 +117,9 @@ class ShardSync:
         self.own_oom_batches: List[int] = []  # the batches at which this rank itself ran out of memory
         self._queued = False
         self._handles: List[Any] = []
-        self._bytes = [_unit_bytes(unit, units) for unit in units]
+        sizes = [_unit_bytes(unit, units) for unit in units]
+        self._bytes = [gather for gather, _ in sizes]          # all-gathered, in the gather dtype
+        self._reduce_sizes = [reduce for _, reduce in sizes]   # reduce-scattered, in the reduce dtype
         self._world = max(1, int(getattr(ranks, "world_size", 1)))
         # Gloo's all-gather and reduce-scatter copy their buffer inside the call, before they
         # communicate (measured: an all-gather of a 6.8 MiB unit allocated 6.8 MiB more in
@@ -196,7 +215,7 @@ class ShardSync:
     def _reduce_bytes(self, i: int) -> int:
         """Unit i's reduce-scatter: its gradients copied into one buffer (the gradients then freed),
         then this rank's shard of the output and the backend's copy, before it communicates."""
-        b = self._bytes[i]
+        b = self._reduce_sizes[i]
         return max(b, b // self._world + b * self._backend_copies)
 
     def _before_forward(self, i: int, device: torch.device):

@@ -10,7 +10,8 @@ torchrun; each rank a CPU device of its own budget.
         the plan (no global batch) and its prediction for PREDICT_WORLD ranks: OUT_DIR/measure<WORLD>.json
     shard_plan_lm.py fresh OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S STRATEGY CHECKPOINTING BATCH
         3 plain steps at BATCH of a fresh model wrapped as STRATEGY (no saturate in the step): each
-        rank writes "ok", "oom" or "peer-gone" to OUT_DIR/fresh<R>.txt"""
+        rank writes "ok", "oom" or "peer-gone" to OUT_DIR/fresh<R>.txt
+SHARD_PLAN_MP=bf16 in the environment: plan and fresh runs with FSDP2's bf16 MixedPrecisionPolicy."""
 import datetime
 import json
 import os
@@ -24,6 +25,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 # weights 30.2 MiB, AdamW's model states 120.8 MiB: more than a rank's budget replicated
 VOCAB, WIDTH, LAYERS, HEADS, SEQ = 2048, 384, 4, 6, 32
+MIXED_PRECISION = os.environ.get("SHARD_PLAN_MP") or None
 CONFIG = dict(vocab_size=VOCAB, n_positions=SEQ, n_embd=WIDTH, n_layer=LAYERS, n_head=HEADS, resid_pdrop=0.0,
               embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
 
@@ -95,7 +97,8 @@ if __name__ == "__main__":
         strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None
         checkpointing = {"auto": "auto", "0": False, "1": True}[sys.argv[8] if len(sys.argv) > 8 else "auto"]
         plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget, global_batch=global_batch,
-                                   strategies=strategies, checkpointing=checkpointing, device="cpu")
+                                   strategies=strategies, checkpointing=checkpointing, device="cpu",
+                                   mixed_precision=MIXED_PRECISION)
         with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
             one, h200, here = plan.predict(1), plan.predict(2, "h200"), plan.predict(2)
             json.dump({"plan": json.loads(plan.to_json()), "text": str(plan),
@@ -142,7 +145,7 @@ if __name__ == "__main__":
 
         def steps():
             with saturate.cpu_memory_budget(budget):
-                model = _wrap(make_model(), strategy, ckpt, find_units(make_model()), None, "cpu")
+                model = _wrap(make_model(), strategy, ckpt, find_units(make_model()), MIXED_PRECISION, "cpu")
                 opt = make_optimizer(model.parameters())
                 for _ in range(3):
                     step(model, opt, batch)

@@ -98,3 +98,20 @@ def test_the_planned_micro_batch_is_exact_on_unequal_ranks(tmp_path):
     assert fresh(tmp_path, "fsdp", False, plan["micro_batch"]) == ["ok", "ok"]
     if "oom" not in fresh(tmp_path, "fsdp", False, m + 1):
         assert "oom" in fresh(tmp_path, "fsdp", False, m + 2)
+
+
+def test_bf16_mixed_precision_is_planned_exactly_and_fits_more_than_float32(tmp_path, monkeypatch):
+    # FSDP2's MixedPrecisionPolicy (bf16 weights gathered and computed, float32 gradients reduced)
+    # when the step asks for bf16: the plan wraps with it, its search is exact in fresh processes
+    # wrapped the same way, and bf16 activations fit a larger micro-batch than float32's
+    float32 = plans(tmp_path, 0, "fsdp", 0)[0]["plan"]
+    monkeypatch.setenv("SHARD_PLAN_MP", "bf16")
+    p0, p1 = plans(tmp_path, 0, "fsdp", 0)
+    plan = p0["plan"]
+    m = plan["max_batch"]
+    assert plan["mixed_precision"] == "bf16" and plan["max_batch_exact"] and m == p1["plan"]["max_batch"]
+    assert m > float32["max_batch"], (m, float32["max_batch"])
+    assert fresh(tmp_path, "fsdp", False, plan["micro_batch"]) == ["ok", "ok"]
+    if "oom" not in fresh(tmp_path, "fsdp", False, m + 1):  # m + 2: Gloo's fuzz, as above
+        assert "oom" in fresh(tmp_path, "fsdp", False, m + 2)
+

@@ -11,10 +11,7 @@
 
 #include "formats.h"
 
-#include <fmt/format.h>
-
 #include "saturate/core/errors.h"
-#include "saturate/core/units.h"
 
 namespace saturate::data {
 
@@ -130,21 +127,20 @@ HeldBytes::HeldBytes(std::string dataset, std::string items, std::string what, i
 void HeldBytes::add(int64_t bytes) {
   bytes_ += bytes;
   ++count_;
-  if (budget_bytes_ > 0 && bytes_ > budget_bytes_)
-    throw UsageError(fmt::format("`data` {}: {} {} hold {} in memory ({}) by the time it is opened, more than the "
-                                 "`memory_budget` {}; give a smaller dataset (fewer {}) or a larger budget",
-                                 dataset_, count_, items_, format_bytes(bytes_), what_, format_bytes(budget_bytes_),
-                                 items_));
+  if (budget_bytes_ > 0 && bytes_ > budget_bytes_)  // no fmt here: the parsers' fuzz build links this file alone
+    throw UsageError("`data` " + dataset_ + ": " + std::to_string(count_) + " " + items_ + " hold " + mib_text(bytes_) +
+                     " in memory (" + what_ + ") by the time it is opened, more than the `memory_budget` " +
+                     mib_text(budget_bytes_) + "; give a smaller dataset (fewer " + items_ + ") or a larger budget");
 }
 
 void HeldBytes::will_read(const std::string& path) const {
   struct stat st {};
   if (budget_bytes_ <= 0 || ::stat(path.c_str(), &st) != 0) return;
   if (bytes_ + static_cast<int64_t>(st.st_size) > budget_bytes_)
-    throw UsageError(fmt::format("`data` {}: {} holds {}, read whole beside the {} {} held so far ({}), more than the "
-                                 "`memory_budget` {}; give smaller shards or a larger budget",
-                                 dataset_, path, format_bytes(static_cast<int64_t>(st.st_size)), count_, items_,
-                                 format_bytes(bytes_), format_bytes(budget_bytes_)));
+    throw UsageError("`data` " + dataset_ + ": " + path + " holds " + mib_text(static_cast<int64_t>(st.st_size)) +
+                     ", read whole beside the " + std::to_string(count_) + " " + items_ + " held so far (" +
+                     mib_text(bytes_) + "), more than the `memory_budget` " + mib_text(budget_bytes_) +
+                     "; give smaller shards or a larger budget");
 }
 
 }  // namespace saturate::data
