@@ -705,7 +705,7 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     # this rank's model states, measured on its own shards: weights, optimizer state, and one
     # gradient a trainable weight (the step zeroes them, so counted at the weights' local size)
     params = list(model.parameters())
-    state = _local_bytes(t for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0)
+    state = _optimizer_state_bytes(opt)
     c.rank_bytes = group.all_gather([budget, _local_bytes(params), _local_bytes(p for p in params if p.requires_grad),
                                      state])
     del params
@@ -748,8 +748,7 @@ def _segment_peaks(model: torch.nn.Module, opt, units: Sequence[str], run: Calla
     def mark(*_):
         peaks.append(_peak(device))
         sharded.append(_local_bytes(params) + _local_bytes(p.grad for p in params if p.grad is not None)
-                       + _local_bytes(t for st in opt.state.values() for t in st.values()
-                                      if torch.is_tensor(t) and t.dim() > 0))
+                       + _optimizer_state_bytes(opt))
         _peak_reset(device)
 
     def grad_mark(grad):
@@ -815,6 +814,11 @@ def _budget_block(device: str, budget: int):
     if torch.device(device).type == "cpu":
         return cpu_memory_budget(budget)
     return contextlib.nullcontext()
+
+
+def _optimizer_state_bytes(opt) -> int:
+    """This rank's bytes of the optimizer's state tensors (its shards; step counters left out)."""
+    return _local_bytes(t for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim() > 0)
 
 
 def _local_bytes(tensors) -> int:
