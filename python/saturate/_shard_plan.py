@@ -56,7 +56,8 @@ class Candidate:
     micro_batch: int = 0            # the memory-safe one (the search's recommended batch)
     samples_per_s: float = 0.0      # every rank together, at micro_batch, with the real collectives
     step_ms: float = 0.0            # the slowest rank's step
-    trials: int = 0
+    trials: int = 0                 # every trial of its search (the micro-batch's included)
+    trials_to_max: int = 0          # ... up to the one that settled max_batch (max and max + 1 both tried)
     search_s: float = 0.0
     peak_bytes: List[int] = field(default_factory=list)  # per rank, in the timed steps at micro_batch
     # the search's memory model, the largest over the ranks: peak = fixed_bytes + per_sample_bytes x batch
@@ -206,7 +207,7 @@ class ShardPlan:
                  f"weights, largest unit {fmt(self.largest_unit_bytes)}",
                  "",
                  f"{'candidate':<30} {'states/rank':>12} {'max batch':>10} {'micro':>6} {'samples/s':>10} "
-                 f"{'trials':>6} {'search':>8}"]
+                 f"{'trials':>11} {'search':>8}"]
         for c in self.candidates:
             head = f"{c.name:<30} {fmt(c.model_state_bytes):>12} "
             if not c.fits:
@@ -214,7 +215,7 @@ class ShardPlan:
                 continue
             mark = "" if c.max_batch_exact else ("+" if c.capped else "?")
             lines.append(head + f"{str(c.max_batch) + mark:>10} {c.micro_batch:>6} {c.samples_per_s:>10.1f} "
-                                f"{c.trials:>6} {c.search_s:>7.1f}s")
+                                f"{f'{c.trials_to_max} ({c.trials})':>11} {c.search_s:>7.1f}s")
         lines.append("")
         for r in self.ranks:
             lines.append(f"rank {r.rank:<9} budget {fmt(r.budget_bytes)}, peak {fmt(r.peak_bytes)}: weights "
@@ -656,6 +657,7 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.search_s = time.perf_counter() - started
     c.searched = True
     c.trials = len(r.trials)
+    c.trials_to_max = _trials_to_max(r.trials, r.max_batch, r.capped)
     c.max_batch, c.max_batch_exact, c.capped = r.max_batch, r.max_batch_exact, r.capped
     c.micro_batch = r.recommended_batch
     fixed, per_sample = _activation_law(r)
@@ -717,6 +719,16 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.breakdown = [dict(zip(_BREAKDOWN_PARTS, every[r * n:(r + 1) * n])) for r in range(group.world_size)]
     del model, opt
     _free()
+
+
+def _trials_to_max(trials, max_batch: int, capped: bool) -> int:
+    """How many trials the search ran until its max was settled: the later of the first that fit at
+    max_batch and the first that did not at max_batch + 1 (at max_batch alone when capped)."""
+    fit = next((i for i, t in enumerate(trials) if t.batch == max_batch and t.status == "ok"), None)
+    over = next((i for i, t in enumerate(trials) if t.batch == max_batch + 1 and t.status != "ok"), None)
+    if fit is None or (over is None and not capped):
+        return len(trials)
+    return max(fit, over if over is not None else -1) + 1
 
 
 def _largest_batch(laws: List[List[int]], limit: float) -> tuple:

@@ -58,22 +58,27 @@ def fsdp_modules(modules: List[torch.nn.Module]) -> List[torch.nn.Module]:
     return out
 
 
-def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module]) -> Tuple[int, int]:
+def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module], world: int = 1) -> Tuple[int, int, int]:
     """The bytes of the parameters `unit` itself manages (not those of the units inside it),
     unsharded: what its all-gather allocates at most, in the dtype it gathers in (its
     MixedPrecisionPolicy's param_dtype: bf16 gathers half of float32's bytes), and what its
-    gradients' reduce-scatter does, in the dtype it reduces in (reduce_dtype, else param_dtype)."""
+    gradients' reduce-scatter does, in the dtype it reduces in (reduce_dtype, else param_dtype);
+    third, this rank's shards cast to param_dtype where it differs from the weights' (FSDP2 casts
+    them before the all-gather and holds the casts until the call returns: a bf16 hang when not
+    reserved, a rank out of memory for Gloo's copy inside the call while its peer waited in it)."""
     inner = set()
     for other in units:
         if other is not unit and any(other is m for m in unit.modules()):
             inner.update(id(p) for p in other.parameters())
     param_dtype, reduce_dtype = _policy_dtypes(unit)
-    gather = reduce = 0
+    gather = reduce = cast = 0
     for p in unit.parameters():
         if id(p) not in inner:  # a DTensor's numel is the whole parameter's
             gather += p.numel() * _size_of(param_dtype, p)
             reduce += p.numel() * _size_of(reduce_dtype or param_dtype, p)
-    return gather, reduce
+            if param_dtype is not None and param_dtype != p.dtype:
+                cast += -(-p.numel() // world) * _size_of(param_dtype, p)  # the padded shard
+    return gather, reduce, cast
 
 
 def _policy_dtypes(unit: torch.nn.Module) -> Tuple[Optional[torch.dtype], Optional[torch.dtype]]:
@@ -117,10 +122,11 @@ class ShardSync:
         self.own_oom_batches: List[int] = []  # the batches at which this rank itself ran out of memory
         self._queued = False
         self._handles: List[Any] = []
-        sizes = [_unit_bytes(unit, units) for unit in units]
-        self._bytes = [gather for gather, _ in sizes]          # all-gathered, in the gather dtype
-        self._reduce_sizes = [reduce for _, reduce in sizes]   # reduce-scattered, in the reduce dtype
         self._world = max(1, int(getattr(ranks, "world_size", 1)))
+        sizes = [_unit_bytes(unit, units, self._world) for unit in units]
+        self._bytes = [gather for gather, _, _ in sizes]          # all-gathered, in the gather dtype
+        self._reduce_sizes = [reduce for _, reduce, _ in sizes]   # reduce-scattered, in the reduce dtype
+        self._casts = [cast for _, _, cast in sizes]              # this rank's shards cast for the gather
         # Gloo's all-gather and reduce-scatter copy their buffer inside the call, before they
         # communicate (measured: an all-gather of a 6.8 MiB unit allocated 6.8 MiB more in
         # `_allgather_base`); NCCL works in place
@@ -191,7 +197,7 @@ class ShardSync:
         """Before unit i's forward: its all-gather's output and the backend's copy, allocated before
         it communicates (copying the output into the unit's weights comes after: a rank that fails
         there does so in its compute, before the next point)."""
-        return 0 if self._unsharded(i) else self._bytes[i] * (1 + self._backend_copies)
+        return 0 if self._unsharded(i) else self._bytes[i] * (1 + self._backend_copies) + self._casts[i]
 
     def _backward_gather_bytes(self, i: int) -> int:
         """Before unit i's backward FSDP gathers it (output and backend copy, then its weights copied
@@ -199,18 +205,18 @@ class ShardSync:
         reverse of the forward order), with unit i's weights held: the most of these held at once
         before the prefetch communicates."""
         copies = 1 + self._backend_copies
-        own = 0 if self._unsharded(i) else self._bytes[i]
-        prefetch = 0
+        own, own_cast = (0, 0) if self._unsharded(i) else (self._bytes[i], self._casts[i])
+        prefetch = prefetch_cast = 0
         if i in self._order:
             at = len(self._order) - 1 - self._order[::-1].index(i)
             if at > 0 and self._order[at - 1] != i and not self._unsharded(self._order[at - 1]):
-                prefetch = self._bytes[self._order[at - 1]]
+                prefetch, prefetch_cast = self._bytes[self._order[at - 1]], self._casts[self._order[at - 1]]
         # Gloo frees its copy on its own thread, so the unit's copy may still be held while the
         # prefetch allocates (a hang on 4 ranks when it was not counted): gathering, the output and
         # the copy; copying out, the output, the weights and the copy; prefetching, the weights, the
         # copy and the prefetch's output and copy
         late = own * self._backend_copies
-        return max(own * copies, 2 * own + late, own + late + prefetch * copies)
+        return max(own * copies + own_cast, 2 * own + late, own + late + prefetch * copies + prefetch_cast)
 
     def _reduce_bytes(self, i: int) -> int:
         """Unit i's reduce-scatter: its gradients copied into one buffer (the gradients then freed),

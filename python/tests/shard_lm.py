@@ -5,13 +5,17 @@ its own byte budget.
 
     shard_lm.py search OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S
         saturate.search(step, ranks="auto") on every rank: OUT_DIR/rank<R>.json
-    shard_lm.py fresh OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S BATCH STEPS
-        STEPS plain steps at BATCH under each rank's budget, no saturate in the step: each rank
+    shard_lm.py fresh OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S BATCH STEPS [STRATEGY CHECKPOINTING]
+        STEPS plain steps at BATCH under each rank's budget, no saturate in the step (the model
+        wrapped as the user does, or as shard_plan's STRATEGY wraps it): each rank
         writes "ok", "oom" or "peer-gone" (another rank left: it ran out of memory) to
         OUT_DIR/fresh<R>.txt. A rank that runs out of memory writes it and exits at once, so
         that its peers' collectives fail at once instead of waiting for the timeout.
     shard_lm.py accelerate OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S START_BATCH
         Accelerate's find_executable_batch_size on the same step: OUT_DIR/accelerate<R>.json
+    shard_lm.py plan OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S STRATEGIES CHECKPOINTING
+        saturate.shard_plan on the same model made unwrapped (STRATEGIES a,b or all; CHECKPOINTING
+        auto, 0 or 1): OUT_DIR/plan<R>.json
     shard_lm.py guard OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S ROWS STEPS
         saturate.OomGuard(model=) steps on ROWS items a rank (SGD): OUT_DIR/guard<R>.json, with
         rank 0's largest weight difference from one process on the same global batches"""
@@ -143,6 +147,35 @@ if __name__ == "__main__":
         # now and then with "terminate called without an active exception" (a C++ thread object
         # destroyed unjoined at exit; not understood, seen in a fresh-clone CI run)
         os._exit(0)
+    elif mode == "plan":
+        # saturate chooses the wrapping itself (bench/shard_vs_accelerate.py): the same model and
+        # step, made unwrapped
+        import time
+
+        def make_model():
+            torch.manual_seed(0)
+            return TinyLM()
+
+        gen = torch.Generator().manual_seed(1 + rank)
+
+        def plan_step(model, opt, batch_size):
+            ids = torch.randint(0, VOCAB, (batch_size, SEQ + 1), generator=gen)
+            F.cross_entropy(model(ids[:, :-1]).reshape(-1, VOCAB), ids[:, 1:].reshape(-1)).backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        strategies = None if sys.argv[6] == "all" else sys.argv[6].split(",")
+        checkpointing = {"auto": "auto", "0": False, "1": True}[sys.argv[7]]
+        started = time.perf_counter()
+        plan = saturate.shard_plan(make_model, lambda params: torch.optim.AdamW(params, lr=1e-3), plan_step,
+                                   memory_budget=budget, strategies=strategies, checkpointing=checkpointing,
+                                   device="cpu")
+        with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
+            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan),
+                       "seconds": time.perf_counter() - started}, f)
+        dist.barrier()
+        dist.destroy_process_group()
+        os._exit(0)  # as below: no interpreter teardown
     elif mode == "search":
         model, opt, step = make()
         r = saturate.search(step, device="cpu", memory_budget=budget, ranks="auto")
@@ -173,7 +206,19 @@ if __name__ == "__main__":
 
         def fresh_steps():
             with saturate.cpu_memory_budget(budget):
-                model, opt, step = make()
+                model, opt, step = make(shard=len(sys.argv) <= 8)
+                if len(sys.argv) > 8:
+                    from saturate._shard_plan import _wrap, find_units
+
+                    model = _wrap(model, sys.argv[8], sys.argv[9] == "1", find_units(model), None, "cpu")
+                    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+                    gen = torch.Generator().manual_seed(1 + rank)
+
+                    def step(batch_size):
+                        ids = torch.randint(0, VOCAB, (batch_size, SEQ + 1), generator=gen)
+                        F.cross_entropy(model(ids[:, :-1]).reshape(-1, VOCAB), ids[:, 1:].reshape(-1)).backward()
+                        opt.step()
+                        opt.zero_grad(set_to_none=True)
                 for _ in range(steps):
                     step(batch)
 

@@ -100,6 +100,20 @@ class SearchRun {
       if (t.ok()) pts.emplace_back(t.batch, growth_bytes(t));
     return pts;
   }
+  /// No trial that ran to the end peaked over `limit_bytes`, and the fitting trials' peaks spread
+  /// over less than a quarter of the room between the highest of them and the limit: a law from
+  /// them extrapolates far from a short baseline.
+  bool short_baseline(int64_t limit_bytes) const {
+    const auto pts = fitting_points();
+    if (pts.size() < 2) return false;
+    int64_t low = pts.front().second, high = low;
+    for (const auto& [batch, peak] : pts) {
+      if (peak > limit_bytes) return false;
+      low = std::min(low, peak);
+      high = std::max(high, peak);
+    }
+    return 4 * (high - low) < limit_bytes - high;
+  }
   static int64_t growth_bytes(const Trial& t) {
     return t.pre_optimizer_peak_bytes > 0 ? t.pre_optimizer_peak_bytes : t.peak_reserved_bytes;
   }
@@ -121,6 +135,12 @@ class SearchRun {
       }
       const MemoryLaw law = local_memory_law(fitting_points(), limit_bytes, runner_.granularity_bytes());
       const int64_t predicted = law.max_batch_within(limit_bytes);
+      // a law that extrapolates over 4x the peaks' spread it was drawn from (a step whose small
+      // batches all peak at one fixed place, such as a sharded step's gathered units under
+      // checkpointing, shows a slope far under the real one): half way to its answer (at most 4x
+      // the largest batch that fit), which lengthens the baseline, and no guess right below a
+      // failure of it
+      const bool short_law = short_baseline(limit_bytes);
       // batches per allocator rounding step: how far the law's answer can be off near the boundary.
       const int64_t band =
           (law.valid && runner_.granularity_bytes() > 0)
@@ -133,13 +153,18 @@ class SearchRun {
       bool guided = false;
       below_failure = false;
       if (predicted >= 0 && misses < 2) {
+        const double reach = short_law ? std::min(hedge, 0.5) : hedge;
         guess = predicted <= br.lo
                     ? br.lo + band
-                    : br.lo + static_cast<int64_t>(std::ceil(hedge * static_cast<double>(predicted - br.lo)));
+                    : br.lo + static_cast<int64_t>(std::ceil(reach * static_cast<double>(predicted - br.lo)));
+        // and no further than 4x the largest batch that fit (on Gloo a small probe's peak holds a
+        // late-freed copy of a gathered unit now and then: the slope from two small probes came
+        // out a fifth of the real one, and half way to its answer ran out of memory twice)
+        if (short_law && predicted > br.lo) guess = std::min(guess, std::max(br.lo + 1, 4 * br.lo));
         // the law's guess just failed and it still says that batch fits: it is off by little on a
         // long baseline (memory that curves up), so the boundary is most likely right below it
         // (once: where that fails too, memory curves more and the hedge takes over)
-        below_failure = overshot && !tried_below_failure && br.hi && predicted >= br.hi - 1;
+        below_failure = overshot && !short_law && !tried_below_failure && br.hi && predicted >= br.hi - 1;
         if (below_failure) guess = br.hi - 1;
         tried_below_failure = tried_below_failure || below_failure;
         guided = !br.hi || guess < br.hi;

@@ -2,6 +2,7 @@
 // an allocator-like granularity. Noise is deterministic per batch and smaller than one sample,
 // so peaks still grow with the batch. Time per step saturates: launch cost + b * per-sample cost.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -22,6 +23,10 @@ struct FakeLaw {
   /// higher (or lower), as a CPU process whose kernels pick other buffers later on (-1: never).
   int shift_after_calls = -1;
   int64_t shift_bytes = 0;
+  /// A peak the step reaches at every batch (a sharded step's gathered units and gradient buffers
+  /// under checkpointing, a fused optimizer's temporaries): small batches all peak here, hiding
+  /// the per-sample growth until the line crosses it.
+  int64_t floor_bytes = 0;
 };
 
 class FakeRunner final : public TrialRunner {
@@ -34,6 +39,7 @@ class FakeRunner final : public TrialRunner {
     const int64_t noise = law_.noise_bytes ? static_cast<int64_t>(h % static_cast<uint64_t>(law_.noise_bytes)) : 0;
     int64_t bytes = law_.fixed_bytes + law_.per_sample_bytes * batch + noise +
                     static_cast<int64_t>(law_.quadratic_bytes * static_cast<double>(batch) * static_cast<double>(batch));
+    bytes = std::max(bytes, law_.floor_bytes);
     if (law_.granularity_bytes) bytes = (bytes + law_.granularity_bytes - 1) / law_.granularity_bytes * law_.granularity_bytes;
     return bytes;
   }
