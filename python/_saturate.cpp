@@ -458,6 +458,24 @@ class PhaseMarker {
   PhaseObserver* captured_ = nullptr;
 };
 
+/// A named region of the memory log (PhaseObserver::region_begin): what is allocated between
+/// enter and a clean exit is counted as that part of the peak. Captures this thread's observer at
+/// construction (FSDP's hooks run on the step's thread on CPU, on autograd's on CUDA).
+class MemoryRegion {
+ public:
+  explicit MemoryRegion(const std::string& name) : name_(name), observer_(current_phase_observer()) {}
+  void enter() {
+    if (observer_) observer_->region_begin(name_);
+  }
+  void exit(bool clean) {
+    if (observer_ && clean) observer_->region_end(name_);
+  }
+
+ private:
+  std::string name_;
+  PhaseObserver* observer_;
+};
+
 /// A library error about one option, in the words of the Python call: the keyword that set it
 /// ("target_memory: 1.5 is outside (0, 1]").
 /// The Python keyword that sets a library option; the option's own name when the keyword is the
@@ -719,6 +737,10 @@ PYBIND11_MODULE(_saturate, m) {
       .def("step_begin", &LoopMonitor::step_begin, py::call_guard<py::gil_scoped_release>())
       .def("step_end", &LoopMonitor::step_end, py::call_guard<py::gil_scoped_release>())
       .def("stop", &LoopMonitor::stop, py::arg("failed"), py::call_guard<py::gil_scoped_release>());
+  py::class_<MemoryRegion>(m, "MemoryRegion")
+      .def(py::init<const std::string&>(), py::arg("name"))
+      .def("enter", &MemoryRegion::enter)
+      .def("exit", &MemoryRegion::exit, py::arg("clean"));
   py::class_<PhaseMarker>(m, "PhaseMarker")
       .def(py::init<const std::string&>(), py::arg("name"))
       .def("capture", &PhaseMarker::capture)

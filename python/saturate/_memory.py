@@ -46,7 +46,8 @@ def cpu_allocated_bytes() -> int:
 @dataclass
 class MemoryBreakdown:
     """Where the step's peak memory goes: parameters, gradients, optimizer state, inputs,
-    activations, workspace; the same fields as `saturate memory --json`'s memory_breakdown."""
+    activations, workspace (and for a model sharded with FSDP2 communication buffers and gathered
+    weights); the same fields as `saturate memory --json`'s memory_breakdown."""
     parameters_bytes: int
     gradients_bytes: int
     optimizer_state_bytes: int
@@ -58,6 +59,9 @@ class MemoryBreakdown:
     peak_reserved_bytes: int
     peak_phase: str
     table: str = field(repr=False)
+    # a model sharded with FSDP2: the collectives' buffers, and units' weights gathered whole
+    communication_bytes: int = 0
+    gathered_parameters_bytes: int = 0
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -104,4 +108,5 @@ def memory_breakdown(step: Callable[[int], Any], batch_size: int, *, model=None,
                            activations_bytes=b["activations_bytes"], workspace_bytes=b["workspace_bytes"],
                            other_bytes=b["other_bytes"], peak_allocated_bytes=b["peak_allocated_bytes"],
                            peak_reserved_bytes=b["peak_reserved_bytes"], peak_phase=b.get("peak_phase", ""),
-                           table=data["table"], data=data)
+                           table=data["table"], data=data, communication_bytes=b.get("communication_bytes", 0),
+                           gathered_parameters_bytes=b.get("gathered_parameters_bytes", 0))

@@ -82,8 +82,9 @@ class Candidate:
         return self.strategy + (" + checkpointing" if self.checkpointing else "")
 
 
-_BREAKDOWN_PARTS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "inputs_bytes",
-                    "activations_bytes", "workspace_bytes", "other_bytes", "peak_allocated_bytes")
+_BREAKDOWN_PARTS = ("parameters_bytes", "gathered_parameters_bytes", "gradients_bytes", "optimizer_state_bytes",
+                    "inputs_bytes", "activations_bytes", "communication_bytes", "workspace_bytes", "other_bytes",
+                    "peak_allocated_bytes")
 
 
 @dataclass
@@ -92,8 +93,10 @@ class RankMemory:
     model states of the plan's strategy take on it (measured: the local shards). `breakdown`: the
     peak of one step at the micro-batch split by saturate.memory_breakdown (the phase each
     allocation was made in; its parts add up to its own peak_allocated_bytes): this rank's shards of
-    weights, gradients live at the peak, optimizer state, activations, and workspace (the gathered
-    units' weights and gradients and the collectives' buffers are in it)."""
+    weights, the units' weights gathered whole, gradients live at the peak, optimizer state,
+    activations, the collectives' buffers (communication: all-gather outputs, reduce-scatter inputs,
+    the backend's copies), and workspace (the rest: the gathered units' gradients before their
+    reduce-scatter among it)."""
     rank: int
     budget_bytes: int
     peak_bytes: int
@@ -224,10 +227,11 @@ class ShardPlan:
             b = r.breakdown
             if b:
                 lines.append(f"{'':15}one step's peak {fmt(b['peak_allocated_bytes'])}: weights "
-                             f"{fmt(b['parameters_bytes'])}, gradients {fmt(b['gradients_bytes'])}, optimizer state "
+                             f"{fmt(b['parameters_bytes'])} + {fmt(b.get('gathered_parameters_bytes', 0))} gathered, "
+                             f"gradients {fmt(b['gradients_bytes'])}, optimizer state "
                              f"{fmt(b['optimizer_state_bytes'])}, activations {fmt(b['activations_bytes'])}, "
-                             f"workspace {fmt(b['workspace_bytes'])} (gathered units, collectives), inputs "
-                             f"{fmt(b['inputs_bytes'])}, other {fmt(b['other_bytes'])}")
+                             f"communication buffers {fmt(b.get('communication_bytes', 0))}, workspace "
+                             f"{fmt(b['workspace_bytes'])}, inputs {fmt(b['inputs_bytes'])}, other {fmt(b['other_bytes'])}")
         law = model_state_bytes(self.strategy, self.parameter_bytes, self.optimizer_state_factor,
                                 self.largest_unit_bytes, self.world_size)
         lines.append(f"law            {self.strategy}: model states {fmt(law)} a rank ("

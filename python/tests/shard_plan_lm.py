@@ -122,12 +122,19 @@ if __name__ == "__main__":
             stepped = sum(1 for g in opt.param_groups for p in g["params"] if p in opt.state)
             del model, opt
             if rank == 0:
+                # one process, two ways: one backward over each whole global batch, and the same
+                # micro-batches accumulated (the ranks' matmul shapes: only the sum's order differs)
                 ref = make_model().to(dtype)
                 ref_opt = make_optimizer(ref.parameters())
                 train(ref, ref_opt, batches, plan.global_batch, 1, slice(0, plan.global_batch))
+                acc = make_model().to(dtype)
+                acc_opt = make_optimizer(acc.parameters())
+                train(acc, acc_opt, batches, plan.micro_batch, world * plan.accumulation, slice(0, plan.global_batch))
                 start = make_model().to(dtype)
                 diffs[str(dtype)] = {
                     "max_abs_diff": max((a - b).abs().max().item() for a, b in zip(got, ref.parameters())),
+                    "max_abs_diff_accumulated": max((a - b).abs().max().item()
+                                                    for a, b in zip(got, acc.parameters())),
                     "moved": max((a - b).abs().max().item() for a, b in zip(ref.parameters(), start.parameters())),
                     "stepped": stepped, "weights": len(list(ref.parameters()))}
         if rank == 0:

@@ -53,11 +53,19 @@ def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_pr
         # the breakdown of one step's peak (phases from hooks, this rank's shards) agrees with what
         # was measured apart: the timed steps' peak within 1 %, the shards of weights and of Adam's
         # state, and its parts add up to its peak
+        # (the timed steps and the breakdown's step are different steps: Gloo frees its copy of a
+        # gathered unit on its own thread, now and then after the next allocation, which moves a
+        # step's peak by up to the largest unit's bytes: 98.8 vs 105.6 MiB measured on one rank)
         b = r["breakdown"]
-        assert abs(b["peak_allocated_bytes"] - r["peak_bytes"]) <= 0.01 * r["peak_bytes"], (b, r["peak_bytes"])
+        unit = plan["largest_unit_bytes"]
+        assert abs(b["peak_allocated_bytes"] - r["peak_bytes"]) <= 0.01 * r["peak_bytes"] + unit, (b, r["peak_bytes"])
         assert abs(b["parameters_bytes"] - r["parameters_bytes"]) <= 0.01 * r["parameters_bytes"]
         assert abs(b["optimizer_state_bytes"] - r["optimizer_bytes"]) <= 0.02 * r["optimizer_bytes"]
         assert b["activations_bytes"] > 0
+        # the collectives' buffers and the units' weights gathered whole are parts of their own
+        # (before: one workspace of 28.6 MiB; now 3.2 MiB of workspace is left on the fsdp plan)
+        assert b["communication_bytes"] > 0 and 0 < b["gathered_parameters_bytes"] <= plan["parameter_bytes"], b
+        assert b["workspace_bytes"] < b["communication_bytes"] + b["gathered_parameters_bytes"], b
         assert sum(v for k, v in b.items() if k != "peak_allocated_bytes") == b["peak_allocated_bytes"]
     assert "shard plan" in p0["text"] and "ddp" in p0["text"]
     # the prediction: on one rank of this budget nothing fits by its model states alone; on two
@@ -80,11 +88,15 @@ def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_pr
                 above = measured - p["peak_at_micro"]
                 assert -0.05 * measured <= above <= 0.05 * measured + unit, (p["peak_at_micro"], c["peak_bytes"], unit)
     # 10 steps under the plan on the same global batches as one unsharded process: every weight
-    # stepped, and equal to rounding in float64 (float32's differences recorded beside)
+    # stepped; against one backward a global batch, equal to rounding in float64 (float32: 2-3e-5,
+    # other matmul shapes), and against one process accumulating the same micro-batches (the
+    # ranks' shapes, only the gradients' sum in another order) within the issue's 1e-5 in both
+    # (measured: 0, bit for bit: Gloo sums two ranks' gradients, then halves, which is exact)
     trained = json.loads((tmp_path / "train.json").read_text())
     for dtype in ("torch.float64", "torch.float32"):
         assert trained[dtype]["stepped"] == trained[dtype]["weights"] > 0
         assert trained[dtype]["moved"] > 1e-3  # the weights did move
+        assert trained[dtype]["max_abs_diff_accumulated"] < 1e-5, trained
     assert trained["torch.float64"]["max_abs_diff"] < 1e-9, trained
 
 

@@ -88,6 +88,8 @@ std::string part_of(const EventRegion& r, size_t freed_at) {
   const bool kept = freed_at == kNever || (r.phase_end != kNever && freed_at >= r.phase_end);
   if (r.phase == "setup" || r.phase == "inputs" || r.phase == "data_wait" || r.phase == "h2d") return "inputs";
   if (r.phase == "forward") return "activations";
+  // regions a sharded step's collectives are marked with (python/saturate/_phases.py)
+  if (r.phase == "communication" || r.phase == "gathered_parameters") return r.phase;
   if (r.phase == "backward") return kept ? "gradients" : "workspace";
   if (r.phase == "optimizer") return kept ? "optimizer_state" : "workspace";
   return "workspace";
@@ -140,6 +142,8 @@ MemoryBreakdown analyze_memory(const MemoryEventLog& log, int64_t parameters_byt
       else if (a.part == "activations") b.activations_bytes += a.bytes;
       else if (a.part == "gradients") b.gradients_bytes += a.bytes;
       else if (a.part == "optimizer_state") b.optimizer_state_bytes += a.bytes;
+      else if (a.part == "communication") b.communication_bytes += a.bytes;
+      else if (a.part == "gathered_parameters") b.gathered_parameters_bytes += a.bytes;
       else b.workspace_bytes += a.bytes;
     }
     std::sort(live.begin(), live.end(), [](const LiveAllocation& x, const LiveAllocation& y) {

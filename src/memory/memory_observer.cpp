@@ -46,6 +46,8 @@ void MemoryObserver::step_begin(int step, bool measured) {
 
 void MemoryObserver::phase_begin(Phase phase) { recorder_->mark(step_, to_string(phase), true); }
 void MemoryObserver::phase_end(Phase phase) { recorder_->mark(step_, to_string(phase), false); }
+void MemoryObserver::region_begin(const std::string& name) { recorder_->mark(step_, name, true); }
+void MemoryObserver::region_end(const std::string& name) { recorder_->mark(step_, name, false); }
 void MemoryObserver::step_end(int step, bool measured) { recorder_->mark(step, "step", false, measured); }
 
 void MemoryObserver::trial_end(Trial& trial) {

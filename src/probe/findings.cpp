@@ -16,7 +16,7 @@ double PhaseTimes::of(const std::string& phase) const {
 
 int64_t MemoryBreakdown::parts_sum_bytes() const {
   return parameters_bytes + other_bytes + inputs_bytes + activations_bytes + gradients_bytes + optimizer_state_bytes +
-         workspace_bytes;
+         workspace_bytes + communication_bytes + gathered_parameters_bytes;
 }
 
 nlohmann::json WorkerTuning::to_json() const {
@@ -71,6 +71,8 @@ nlohmann::json to_json(const MemoryBreakdown& b) {
       {"inputs_bytes", b.inputs_bytes},
       {"activations_bytes", b.activations_bytes},
       {"workspace_bytes", b.workspace_bytes},
+      {"communication_bytes", b.communication_bytes},
+      {"gathered_parameters_bytes", b.gathered_parameters_bytes},
       {"other_bytes", b.other_bytes},
       {"allocator_overhead_bytes", b.allocator_overhead_bytes},
       {"peak_allocated_bytes", b.peak_allocated_bytes},
@@ -83,6 +85,7 @@ nlohmann::json to_json(const MemoryBreakdown& b) {
       {"truncated", b.truncated},
       {"measured", nlohmann::json::array({"peak_allocated_bytes", "peak_reserved_bytes", "inputs_bytes", "activations_bytes",
                                           "gradients_bytes", "optimizer_state_bytes", "workspace_bytes",
+                                          "communication_bytes", "gathered_parameters_bytes",
                                           "saved_for_backward_bytes"})},
       {"exact", nlohmann::json::array({"parameters_bytes"})},
       {"derived", nlohmann::json::array({"other_bytes = live before the trial - parameters",

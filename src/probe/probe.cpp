@@ -65,6 +65,12 @@ class Probe::Fanout final : public PhaseObserver {
   void phase_moved(Phase p, Phase within, double ms) override {
     for (ProbeObserver* o : observers_) o->phase_moved(p, within, ms);
   }
+  void region_begin(const std::string& name) override {
+    for (ProbeObserver* o : observers_) o->region_begin(name);
+  }
+  void region_end(const std::string& name) override {
+    for (ProbeObserver* o : observers_) o->region_end(name);
+  }
   /// From here on (the last step) the peak window is the step's: the trial's peak so far is kept.
   void watch_step() {
     keep_peak();

@@ -18,6 +18,10 @@ std::string breakdown_table(const MemoryBreakdown& b) {
   row("inputs", b.inputs_bytes, "measured: made before the first step (the batch)");
   row("activations", b.activations_bytes, "measured: made in forward, live at the peak");
   row("workspace", b.workspace_bytes, "measured: temporaries of backward/optimizer");
+  if (b.communication_bytes || b.gathered_parameters_bytes) {  // a sharded step's (FSDP2)
+    row("communication", b.communication_bytes, "measured: made in the collectives (buffers, backend copies)");
+    row("gathered weights", b.gathered_parameters_bytes, "measured: units' weights gathered whole");
+  }
   row("other", b.other_bytes, "derived: live before the trial - parameters (buffers)");
   row("allocator overhead", b.allocator_overhead_bytes, "derived: peak reserved - peak allocated");
   out += fmt::format("  {:<20} {:>12}            measured: the allocator's peak (parts add up to it)\n",

@@ -101,6 +101,45 @@ TEST(BreakdownTest, BuffersHeldBeforeTheTrialAreOtherAndReservedAddsOverhead) {
   EXPECT_NE(breakdown_table(b).find("exact"), std::string::npos);
 }
 
+TEST(BreakdownTest, AShardedStepsCollectiveRegionsAreCommunicationAndGatheredWeightsInsideTheirPhase) {
+  // one forward of a sharded unit: the all-gather's output (800 B) and the backend's copy (800 B,
+  // freed in the call) in a communication region, the weights copied out of it (800 B) in a
+  // gathered_parameters region, then the output freed and an activation (100 B) made; the peak is
+  // the copy-out with output and weights live
+  MemoryEventLog log;
+  log.start_allocated_bytes = 400;  // this rank's shard
+  int64_t t = 0;
+  const auto ev = [&](MemoryEvent::Kind k, int64_t bytes, uint64_t a) { log.events.push_back({k, bytes, a, t += 10}); };
+  const auto mark = [&](const char* phase, bool begin) { log.marks.push_back({log.events.size(), t += 1, 0, phase, begin, true}); };
+  mark("step", true);
+  mark("forward", true);
+  mark("communication", true);
+  ev(MemoryEvent::kAlloc, 800, 1);
+  ev(MemoryEvent::kAlloc, 800, 2);
+  ev(MemoryEvent::kFree, 800, 2);
+  mark("communication", false);
+  mark("gathered_parameters", true);
+  ev(MemoryEvent::kAlloc, 800, 3);
+  mark("gathered_parameters", false);
+  ev(MemoryEvent::kAlloc, 300, 4);  // a forward temporary at the peak
+  ev(MemoryEvent::kFree, 800, 1);
+  ev(MemoryEvent::kAlloc, 100, 5);
+  mark("forward", false);
+  mark("step", false);
+  const MemoryBreakdown b = analyze_memory(log, 400);
+  EXPECT_EQ(b.peak_allocated_bytes, 400 + 800 + 800 + 300);
+  EXPECT_EQ(b.communication_bytes, 800);
+  EXPECT_EQ(b.gathered_parameters_bytes, 800);
+  EXPECT_EQ(b.activations_bytes, 300);
+  EXPECT_EQ(b.workspace_bytes, 0);
+  EXPECT_EQ(b.parts_sum_bytes(), b.peak_allocated_bytes);
+  const nlohmann::json j = to_json(b);
+  EXPECT_EQ(j["communication_bytes"], 800);
+  EXPECT_EQ(j["gathered_parameters_bytes"], 800);
+  EXPECT_NE(breakdown_table(b).find("communication"), std::string::npos);
+  EXPECT_NE(breakdown_table(b).find("gathered weights"), std::string::npos);
+}
+
 TEST(TimelineTest, LastStepHasItsPhasesPointsAndPeak) {
   const MemoryEventLog log = two_step_log();
   const Timeline t = build_timeline(log);

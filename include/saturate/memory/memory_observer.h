@@ -24,6 +24,8 @@ class MemoryObserver final : public ProbeObserver {
   void step_begin(int step, bool measured) override;
   void phase_begin(Phase phase) override;
   void phase_end(Phase phase) override;
+  void region_begin(const std::string& name) override;
+  void region_end(const std::string& name) override;
   void step_end(int step, bool measured) override;
   void trial_end(Trial& trial) override;
 

@@ -106,7 +106,7 @@ struct MonitorOverhead {
 
 struct LiveAllocation {
   int64_t bytes = 0;
-  std::string part;   ///< "inputs", "activations", "gradients", "optimizer_state", "workspace"
+  std::string part;   ///< "inputs", "activations", "gradients", "optimizer_state", "workspace", "communication", "gathered_parameters"
   std::string phase;  ///< the phase it was allocated in ("setup" before the first step)
   int step = -1;
   size_t event_index = 0;  ///< its allocation event
@@ -120,6 +120,10 @@ struct MemoryBreakdown {
   int64_t inputs_bytes = 0;
   int64_t activations_bytes = 0;
   int64_t workspace_bytes = 0;
+  /// A sharded step's (FSDP2): the collectives' buffers (all-gather output, reduce-scatter input,
+  /// the backend's copies) and the units' weights gathered whole; 0 elsewhere.
+  int64_t communication_bytes = 0;
+  int64_t gathered_parameters_bytes = 0;
   int64_t other_bytes = 0;
   int64_t allocator_overhead_bytes = 0;
   int64_t peak_allocated_bytes = 0;

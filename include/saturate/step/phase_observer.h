@@ -28,6 +28,11 @@ class PhaseObserver {
   /// current step (e.g. the all-reduce a DDP backward waited for): moves `ms` from `within`
   /// to `phase`.
   virtual void phase_moved(Phase phase, Phase within, double ms) {}
+  /// A named region of the memory log inside a phase, not a timed phase of its own: what is
+  /// allocated in it is counted as that part of the peak (memory/breakdown.h: "communication",
+  /// "gathered_parameters"). Only the memory observer records them.
+  virtual void region_begin(const std::string& name) {}
+  virtual void region_end(const std::string& name) {}
 };
 
 /// Marks a phase of a user's own step for the observer of the trial (or run) in progress on
