@@ -104,14 +104,24 @@ class OomGuard:
                  weight: Optional[Callable[[Any], float]] = None, split: Optional[Callable[[Any, int, int], Any]] = None,
                  rows: Optional[Callable[[Any], int]] = None, length: Optional[Callable[[Any], int]] = None,
                  scaler: Any = None, max_grad_norm: float = 0.0, model: Any = None, ranks: Any = "auto"):
-        if not callable(loss_fn):
-            raise TypeError(f"loss_fn={loss_fn!r} is not callable: give loss_fn(batch) -> the batch's mean loss")
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(f"optimizer={optimizer!r} is not a torch.optim.Optimizer")
-        if not isinstance(max_grad_norm, (int, float)) or isinstance(max_grad_norm, bool) or \
-                not math.isfinite(max_grad_norm) or max_grad_norm < 0:
-            # NaN compared False with every bound: clipping was silently off
-            raise ValueError(f"max_grad_norm={max_grad_norm!r}: give 0 (off) or a positive, finite norm")
+        def check() -> None:
+            if not callable(loss_fn):
+                raise TypeError(f"loss_fn={loss_fn!r} is not callable: give loss_fn(batch) -> the batch's mean loss")
+            if not isinstance(optimizer, torch.optim.Optimizer):
+                raise TypeError(f"optimizer={optimizer!r} is not a torch.optim.Optimizer")
+            if not isinstance(max_grad_norm, (int, float)) or isinstance(max_grad_norm, bool) or \
+                    not math.isfinite(max_grad_norm) or max_grad_norm < 0:
+                # NaN compared False with every bound: clipping was silently off
+                raise ValueError(f"max_grad_norm={max_grad_norm!r}: give 0 (off) or a positive, finite norm")
+
+        from ._ranks import agree, ranks_for
+
+        group = ranks_for(ranks) if model is not None else None
+        if group is None:
+            check()
+        else:  # every rank at once (its steps are collectives): a refused or mismatched guard stops all here
+            agree(group, "saturate.OomGuard", dict(max_grad_norm=max_grad_norm, scaler=scaler is not None,
+                                                   weight=weight is not None), check)
         self.loss_fn = loss_fn
         self.optimizer = optimizer
         self.weight = weight
@@ -127,11 +137,10 @@ class OomGuard:
         self._group = None  # several ranks: they agree on the split of every step
         self._sync = None   # a sharded model: agreement points inside each step
         if model is not None:
-            from ._ranks import ranks_for
             from ._shard_sync import ShardSync, fsdp_modules
             from ._step import _as_list
 
-            self._group = ranks_for(ranks)
+            self._group = group
             units = fsdp_modules(_as_list(model)) if self._group is not None else []
             if units:
                 self._sync = ShardSync(self._group, units)

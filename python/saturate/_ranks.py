@@ -3,7 +3,8 @@ the library's rank-synced search (dist/rank_synced.h) decides; torch.distributed
 user already made, carries its few integer collectives."""
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import hashlib
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
@@ -49,3 +50,44 @@ def ranks_for(ranks: Any) -> Optional[TorchRanks]:
             return None
         return TorchRanks()
     return TorchRanks(ranks)
+
+
+def agree(group: TorchRanks, call: str, settings: Dict[str, Any], check: Callable[[], None]) -> None:
+    """The first collective of a call that runs on every rank (`call`, e.g. "saturate.search"):
+    each rank checks its own arguments (`check()` raises ValueError or TypeError) and hashes the
+    `settings` every rank must give alike; one all-gather of both. A rank whose arguments were
+    refused raises its own error; every other rank raises one naming it; ranks called with
+    different settings all raise one naming the keys that differ. So a refused or mismatched call
+    stops every rank here, at once, instead of leaving some waiting in a later collective (a
+    search with max_batch=64 on one rank and 32 on another ran different trials: a hang until the
+    collective timeout)."""
+    error: Optional[BaseException] = None
+    try:
+        check()
+    except (ValueError, TypeError) as e:
+        error = e
+    keys = sorted(settings)
+    mine = [1 if error is not None else 0] + [_digest(settings[k]) for k in keys]
+    every = group.all_gather(mine)
+    n = len(mine)
+    rows = [every[r * n:(r + 1) * n] for r in range(group.world_size)]
+    if error is not None:
+        raise error
+    refused = [r for r, row in enumerate(rows) if row[0]]
+    if refused:
+        raise ValueError(f"{call}: rank {', '.join(map(str, refused))} refused its arguments (its own error says why): "
+                         f"every rank stops here instead of waiting for it in a collective")
+    differ = [k for i, k in enumerate(keys) if len({row[1 + i] for row in rows}) > 1]
+    if differ:
+        ranks = {k: [r for r, row in enumerate(rows) if row[1 + keys.index(k)] != rows[0][1 + keys.index(k)]]
+                 for k in differ}
+        where = "; ".join(f"{k} (rank {', '.join(map(str, rs))} differs from rank 0, which has {settings[k]!r} "
+                          f"here)" if group.rank == 0 else f"{k} (this rank has {settings[k]!r})"
+                          for k, rs in ranks.items())
+        raise ValueError(f"{call}: the ranks were called with different {', '.join(differ)}: {where}. Give every rank "
+                         f"the same {', '.join(differ)} (only memory_budget may differ from rank to rank)")
+
+
+def _digest(value: Any) -> int:
+    """A 62-bit hash of a setting's repr, the same in every process."""
+    return int.from_bytes(hashlib.sha256(repr(value).encode()).digest()[:8], "big") >> 2

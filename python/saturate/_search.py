@@ -15,7 +15,7 @@ from . import _saturate as _C
 from ._budget import Size, to_bytes
 from ._data import ItemBatches, WorstCase
 from ._noise import NoiseFromSteps
-from ._ranks import ranks_for
+from ._ranks import agree, ranks_for
 from ._shard_sync import ShardSync, fsdp_modules, own_limits
 from ._step import StepRunner, StepState, step_name
 
@@ -207,24 +207,40 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     `result.data["ranks"]` then has `own_oom_batch` (the smallest batch at which that rank itself
     ran out of memory); `exact_ranks` does not apply (a rank cannot run a sharded step alone).
     """
-    if not callable(step):
-        raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
-    if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
-        raise ValueError(f"max_batch={max_batch!r}: give a positive int, or None for no limit")
-    if not isinstance(min_batch, int) or min_batch < 1:
-        raise ValueError(f"min_batch={min_batch!r}: give a positive int (default 1)")
-    if max_batch is not None and min_batch > max_batch:
-        raise ValueError(f"min_batch={min_batch} is above max_batch={max_batch}")
-    if base_batch is not None and (not isinstance(base_batch, int) or base_batch < 1):
-        raise ValueError(f"base_batch={base_batch!r}: give the batch the learning rate was tuned for, or None (32)")
-    if data is None and (collate_fn is not None or item_size is not None):
-        raise ValueError("collate_fn= and item_size= build batches from data=: give data= too (your dataset)")
-    items = ItemBatches(data, collate_fn, item_size) if data is not None else None
+    built: List[ItemBatches] = []  # the data's batches, made in check() (a rank's data may be refused)
+
+    def check() -> None:
+        if not callable(step):
+            raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch "
+                            "size")
+        if max_batch is not None and (not isinstance(max_batch, int) or max_batch < 1):
+            raise ValueError(f"max_batch={max_batch!r}: give a positive int, or None for no limit")
+        if not isinstance(min_batch, int) or min_batch < 1:
+            raise ValueError(f"min_batch={min_batch!r}: give a positive int (default 1)")
+        if max_batch is not None and min_batch > max_batch:
+            raise ValueError(f"min_batch={min_batch} is above max_batch={max_batch}")
+        if base_batch is not None and (not isinstance(base_batch, int) or base_batch < 1):
+            raise ValueError(f"base_batch={base_batch!r}: give the batch the learning rate was tuned for, or None (32)")
+        if data is None and (collate_fn is not None or item_size is not None):
+            raise ValueError("collate_fn= and item_size= build batches from data=: give data= too (your dataset)")
+        to_bytes(memory_budget, device)  # this rank's own: may differ, but must be a size
+        if data is not None:
+            built.append(ItemBatches(data, collate_fn, item_size))
+
+    group = ranks_for(ranks)
+    if group is None:
+        check()
+    else:  # every rank at once: a refused or mismatched call stops all of them here, none waits
+        agree(group, "saturate.search", dict(
+            strategy=strategy, target_memory=target_memory, max_batch=max_batch, min_batch=min_batch,
+            warmup_steps=warmup_steps, timed_steps=timed_steps, objective=objective, knee_fraction=knee_fraction,
+            noise_steps=noise_steps, base_batch=base_batch, exact_ranks=exact_ranks, restore=restore,
+            monitor=monitor, data=data is not None, compare_median=compare_median), check)
+    items = built[0] if built else None
     user_step = step
     if items is not None:
         step = items.step_on(user_step, "worst")
     state = StepState(user_step, model, optimizer)
-    group = ranks_for(ranks)
     units = fsdp_modules(state.modules) if group is not None else []
     sync = ShardSync(group, units) if units else None  # a sharded model: ranks agree inside each step
     runner = StepRunner(step, sync)

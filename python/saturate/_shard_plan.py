@@ -507,35 +507,48 @@ def shard_plan(make_model: Callable[[], torch.nn.Module], make_optimizer: Callab
     """
     import torch.distributed as dist
 
-    if not callable(make_model) or not callable(make_optimizer) or not callable(step):
-        raise TypeError("shard_plan(make_model, make_optimizer, step): give make_model() -> a fresh nn.Module, "
-                        "make_optimizer(params) -> its optimizer, step(model, optimizer, batch_size) -> one step")
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective={objective!r}: give one of {', '.join(OBJECTIVES)}")
-    chosen = list(strategies) if strategies is not None else list(STRATEGIES)
-    bad = [s for s in chosen if s not in STRATEGIES]
-    if bad or not chosen:
-        raise ValueError(f"strategies={strategies!r}: give a list of {', '.join(STRATEGIES)}")
-    if checkpointing not in ("auto", True, False):
-        raise ValueError(f"checkpointing={checkpointing!r}: give 'auto' (without and with), True or False")
-    if mixed_precision not in (None, "bf16"):
-        raise ValueError(f"mixed_precision={mixed_precision!r}: give None (fp32) or 'bf16'")
-    if global_batch is not None and (not isinstance(global_batch, int) or global_batch < 1):
-        raise ValueError(f"global_batch={global_batch!r}: give a positive int, or None")
-    if ranks != "auto":
-        raise ValueError(f"ranks={ranks!r}: shard_plan runs on the default group ('auto')")
     if not (dist.is_available() and dist.is_initialized()):
         raise RuntimeError("shard_plan runs on every rank under torchrun: call "
                            "torch.distributed.init_process_group() first (e.g. torchrun --nproc-per-node 2 train.py)")
-    from ._ranks import TorchRanks
+    from ._ranks import TorchRanks, agree
     from ._search import search
+
+    try:
+        chosen = list(strategies) if strategies is not None else list(STRATEGIES)
+    except TypeError:  # not a list: refused in check()
+        chosen = []
+    budgets_here: List[int] = []
+
+    def check() -> None:
+        if not callable(make_model) or not callable(make_optimizer) or not callable(step):
+            raise TypeError("shard_plan(make_model, make_optimizer, step): give make_model() -> a fresh nn.Module, "
+                            "make_optimizer(params) -> its optimizer, step(model, optimizer, batch_size) -> one step")
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective={objective!r}: give one of {', '.join(OBJECTIVES)}")
+        bad = [s for s in chosen if s not in STRATEGIES]
+        if bad or not chosen:
+            raise ValueError(f"strategies={strategies!r}: give a list of {', '.join(STRATEGIES)}")
+        if checkpointing not in ("auto", True, False):
+            raise ValueError(f"checkpointing={checkpointing!r}: give 'auto' (without and with), True or False")
+        if mixed_precision not in (None, "bf16"):
+            raise ValueError(f"mixed_precision={mixed_precision!r}: give None (fp32) or 'bf16'")
+        if global_batch is not None and (not isinstance(global_batch, int) or global_batch < 1):
+            raise ValueError(f"global_batch={global_batch!r}: give a positive int, or None")
+        if ranks != "auto":
+            raise ValueError(f"ranks={ranks!r}: shard_plan runs on the default group ('auto')")
+        mine = to_bytes(memory_budget, device) or (current_cpu_budget() or 0 if torch.device(device).type == "cpu"
+                                                    else int(_C.device_capacity(device)))
+        if mine <= 0:
+            raise ValueError("memory_budget=None and no CPU budget is set: give memory_budget= (this rank's bytes)")
+        budgets_here.append(mine)
 
     group = TorchRanks()
     world = group.world_size
-    budget = to_bytes(memory_budget, device) or (current_cpu_budget() or 0 if torch.device(device).type == "cpu"
-                                                  else int(_C.device_capacity(device)))
-    if budget <= 0:
-        raise ValueError("memory_budget=None and no CPU budget is set: give memory_budget= (this rank's bytes)")
+    # every rank at once: a refused or mismatched call stops all of them here, none waits
+    agree(group, "saturate.shard_plan", dict(
+        strategies=chosen, checkpointing=checkpointing, objective=objective, mixed_precision=mixed_precision,
+        global_batch=global_batch, units=list(units) if units is not None else None, timed_steps=timed_steps), check)
+    budget = budgets_here[0]
     budgets = group.all_gather([budget])
     smallest = min(budgets)
 

@@ -31,3 +31,27 @@ def test_ranks_with_different_budgets_agree_on_the_smallest_ranks_exact_max(tmp_
     assert run_fresh("mlp", 40 * MiB, common, 3) == "ok"
     assert run_fresh("mlp", 40 * MiB, common + 1, 3) == "oom"
     assert run_fresh("mlp", 64 * MiB, ranks[0]["max_batch"] + 1, 3) == "oom"
+
+
+def test_a_call_one_rank_refuses_or_the_ranks_give_differently_stops_every_rank_at_once(tmp_path):
+    # saturate.search, shard_plan and OomGuard(model=) on 2 Gloo ranks (collective timeout 30 s): rank 1 gives an
+    # argument it refuses, then settings that differ from rank 0's. Before, the refusing rank raised
+    # alone and the other waited in the first collective; different max_batch ran different trials
+    # (a hang until the timeout). Now every rank raises at the call's first collective, naming the
+    # rank or the setting, and the barrier after passes (no rank was left inside a collective).
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                          os.path.join(HERE, "ranks_arguments.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r0, r1 = [json.loads((tmp_path / f"args{r}.json").read_text()) for r in (0, 1)]
+    for call, own in (("search", "max_batch=-3"), ("plan", "global_batch=0"), ("guard", "max_grad_norm=-1.0")):
+        refused0, refused1 = r0[f"{call}_refused"], r1[f"{call}_refused"]
+        assert refused1["raised"] == "ValueError" and own in refused1["message"], refused1
+        assert refused0["raised"] == "ValueError" and "rank 1 refused its arguments" in refused0["message"], refused0
+        key = {"search": "max_batch", "plan": "global_batch", "guard": "max_grad_norm"}[call]
+        for r in (r0, r1):
+            differ = r[f"{call}_differ"]
+            assert differ["raised"] == "ValueError" and f"different {key}" in differ["message"], differ
+            assert differ["seconds"] < 20 and r[f"{call}_refused"]["seconds"] < 20  # at once, not the timeout
+    assert "which has 64 here" in r0["search_differ"]["message"] and "this rank has 32" in r1["search_differ"]["message"]

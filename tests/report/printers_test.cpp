@@ -131,7 +131,9 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
     for (auto& [p, stream] : printers) {
       const size_t before = stream ? stream->str().size() : 0;
       p->trial(t);
-      if (stream) EXPECT_GT(stream->str().size(), before) << "a streaming printer held trial " << trials_seen << " back";
+      if (stream) {
+        EXPECT_GT(stream->str().size(), before) << "a streaming printer held trial " << trials_seen << " back";
+      }
     }
   };
   const SearchResult result = search_batch_size(runner, options);

@@ -81,7 +81,9 @@ TEST(ThroughputCurve, NoisyTimingsTakeMoreRoundsAndTwoRunsPickTheSameKneeOrANeig
   for (const auto& p : a.points) {
     more_rounds += p.rounds > o.min_rounds;
     EXPECT_EQ(p.settled, p.rel_std_error <= o.spread_target) << p.batch;
-    if (!p.settled) EXPECT_EQ(p.rounds, o.max_rounds) << p.batch;
+    if (!p.settled) {
+      EXPECT_EQ(p.rounds, o.max_rounds) << p.batch;
+    }
   }
   EXPECT_GT(more_rounds, 0);
   const auto index = [](const ThroughputCurve& c) {

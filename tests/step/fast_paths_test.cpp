@@ -61,7 +61,9 @@ TEST(FastPathsTest, ChannelsLastChangesTheLayoutButNotTheStep) {
         if (p.dim() == 4) {
           any_4d = true;
           // channels innermost (stride 1) in NHWC; a weight of one input channel is both layouts
-          if (p.size(1) > 1) EXPECT_EQ(p.stride(1) == 1, cl == 1) << p.sizes();
+          if (p.size(1) > 1) {
+            EXPECT_EQ(p.stride(1) == 1, cl == 1) << p.sizes();
+          }
         }
       EXPECT_TRUE(any_4d);
       torch::manual_seed(4);

@@ -253,7 +253,9 @@ TEST(AdaptiveTraining, EvaluatesEveryNSamplesWithTheTrainingTimeAndStopsAtTheAcc
     // one evaluation each time the samples cross a multiple of 1000 (32-sample steps: never two at once)
     EXPECT_EQ(r.evals[i].samples / 1000, static_cast<int64_t>(i + 1)) << i;
     EXPECT_EQ(r.evals[i].samples, r.evals[i].step * 32);
-    if (i > 0) EXPECT_GT(r.evals[i].train_seconds, r.evals[i - 1].train_seconds);
+    if (i > 0) {
+      EXPECT_GT(r.evals[i].train_seconds, r.evals[i - 1].train_seconds);
+    }
   }
   EXPECT_EQ(r.steps, r.evals.back().step);
   EXPECT_LT(r.epochs, 3.0);

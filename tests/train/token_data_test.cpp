@@ -62,7 +62,8 @@ TEST(TokenDataTest, RanksSplitTheSameGlobalBatch) {
   TokenTrainData r0(c, 8, 256, 12, 5, 0, 2), r1(c, 8, 256, 12, 5, 1, 2);
   for (int64_t step : {0, 3, 7}) {
     const Batch whole = one.batch_for_step(step);
-    const Batch both = {torch::cat({r0.batch_for_step(step).inputs, r1.batch_for_step(step).inputs})};
+    Batch both;
+    both.inputs = torch::cat({r0.batch_for_step(step).inputs, r1.batch_for_step(step).inputs});
     EXPECT_TRUE(torch::equal(whole.inputs, both.inputs)) << "step " << step;
   }
 }
