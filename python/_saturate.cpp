@@ -32,6 +32,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/probe/user_step.h"
 #include "saturate/report/report.h"
+#include "saturate/search/fixed_cost.h"
 #include "saturate/search/search.h"
 #include "saturate/report/memory_text.h"
 #include "saturate/report/html_report.h"
@@ -653,6 +654,25 @@ PYBIND11_MODULE(_saturate, m) {
     return make_memory_meter(resolve_device(device))->capacity_bytes();
   });
   m.def("format_bytes", &format_bytes);
+  // the law of a rank's model states under a sharding strategy (search/fixed_cost.h), for shard_plan
+  m.def(
+      "shard_model_state_bytes",
+      [](const std::string& strategy, int64_t parameter_bytes, double state_factor, int64_t largest_unit_bytes,
+         int64_t world_size) {
+        return shard_model_state_bytes(parse_shard_strategy(strategy), parameter_bytes, state_factor,
+                                       largest_unit_bytes, world_size);
+      },
+      py::arg("strategy"), py::arg("parameter_bytes"), py::arg("state_factor"), py::arg("largest_unit_bytes"),
+      py::arg("world_size"));
+  m.def(
+      "shard_min_world_size",
+      [](const std::string& strategy, int64_t parameter_bytes, double state_factor, int64_t largest_unit_bytes,
+         int64_t budget_bytes) {
+        return shard_min_world_size(parse_shard_strategy(strategy), parameter_bytes, state_factor, largest_unit_bytes,
+                                    budget_bytes);
+      },
+      py::arg("strategy"), py::arg("parameter_bytes"), py::arg("state_factor"), py::arg("largest_unit_bytes"),
+      py::arg("budget_bytes"));
   m.def("plan_target", [](const std::string& text) {
     const PlanTarget t = parse_plan_target(text);
     return py::make_tuple(t.name, t.capacity_bytes);

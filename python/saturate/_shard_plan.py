@@ -460,26 +460,18 @@ def optimizer_state_factor(make_optimizer: Callable[[Any], torch.optim.Optimizer
 
 def model_state_bytes(strategy: str, parameter_bytes: int, factor: float, largest_unit_bytes: int,
                       world_size: int) -> int:
-    """A rank's model states under `strategy` by the law (module docstring)."""
-    p, n, k = float(parameter_bytes), max(1, world_size), factor
-    if strategy == "ddp":
-        return int((2 + k) * p)
-    if strategy == "fsdp":
-        return int((2 + k) * p / n + 2 * largest_unit_bytes)
-    return int(p + (1 + k) * p / n)
+    """A rank's model states under `strategy` by the law (module docstring): the core's one law
+    (search/fixed_cost.h), which the command line's "shard it over at least N ranks" uses too."""
+    return int(_C.shard_model_state_bytes(strategy, int(parameter_bytes), float(factor), int(largest_unit_bytes),
+                                          int(world_size)))
 
 
 def min_world_size(strategy: str, parameter_bytes: int, factor: float, largest_unit_bytes: int,
                    budget_bytes: int) -> Optional[int]:
     """The fewest ranks of `budget_bytes` whose model states fit under `strategy` (None: none do)."""
-    p, k, b = float(parameter_bytes), factor, float(budget_bytes)
-    if strategy == "ddp":
-        return 1 if (2 + k) * p < b else None
-    if strategy == "fsdp":
-        room = b - 2 * largest_unit_bytes
-        return max(1, math.ceil((2 + k) * p / room)) if room > 0 else None
-    room = b - p
-    return max(1, math.ceil((1 + k) * p / room)) if room > 0 else None
+    n = int(_C.shard_min_world_size(strategy, int(parameter_bytes), float(factor), int(largest_unit_bytes),
+                                    int(budget_bytes)))
+    return n or None
 
 
 # -- the plan ---------------------------------------------------------------------------------

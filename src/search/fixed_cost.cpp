@@ -47,10 +47,45 @@ void check_target_above_fixed_cost(int64_t budget_bytes, double target_fraction,
                                format_bytes(cost.weight_bytes), state, format_bytes(fixed), raise));
 }
 
-int64_t min_ranks_to_shard(const FixedCost& cost, int64_t largest_unit_bytes, int64_t budget_bytes) {
-  const int64_t room = budget_bytes - 2 * largest_unit_bytes;
+ShardStrategy parse_shard_strategy(const std::string& name) {
+  if (name == "ddp") return ShardStrategy::kReplicated;
+  if (name == "fsdp_no_reshard") return ShardStrategy::kShardGradients;
+  if (name == "fsdp") return ShardStrategy::kShardAll;
+  throw UsageError("strategy", fmt::format("'{}' is not a strategy: give ddp, fsdp_no_reshard or fsdp", name));
+}
+
+int64_t shard_model_state_bytes(ShardStrategy strategy, int64_t parameter_bytes, double state_factor,
+                                int64_t largest_unit_bytes, int64_t world_size) {
+  const double p = static_cast<double>(parameter_bytes), k = state_factor;
+  const double n = static_cast<double>(std::max<int64_t>(1, world_size));
+  switch (strategy) {
+    case ShardStrategy::kReplicated: return static_cast<int64_t>((2 + k) * p);
+    case ShardStrategy::kShardAll: return static_cast<int64_t>((2 + k) * p / n) + 2 * largest_unit_bytes;
+    case ShardStrategy::kShardGradients: return static_cast<int64_t>(p + (1 + k) * p / n);
+  }
+  return 0;
+}
+
+int64_t shard_min_world_size(ShardStrategy strategy, int64_t parameter_bytes, double state_factor,
+                             int64_t largest_unit_bytes, int64_t budget_bytes) {
+  const double p = static_cast<double>(parameter_bytes), k = state_factor, b = static_cast<double>(budget_bytes);
+  // what sharding does not divide, and what it does
+  double fixed = 0, divided = 0;
+  switch (strategy) {
+    case ShardStrategy::kReplicated: return (2 + k) * p < b ? 1 : 0;
+    case ShardStrategy::kShardAll: fixed = 2.0 * static_cast<double>(largest_unit_bytes); divided = (2 + k) * p; break;
+    case ShardStrategy::kShardGradients: fixed = p; divided = (1 + k) * p; break;
+  }
+  const double room = b - fixed;
   if (room <= 0) return 0;
-  return std::max<int64_t>(1, (cost.total_bytes() + room - 1) / room);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(divided / room)));
+}
+
+int64_t min_ranks_to_shard(const FixedCost& cost, int64_t largest_unit_bytes, int64_t budget_bytes) {
+  const double factor = cost.weight_bytes > 0 ? static_cast<double>(cost.optimizer_state_bytes) /
+                                                    static_cast<double>(cost.weight_bytes)
+                                              : 0.0;
+  return shard_min_world_size(ShardStrategy::kShardAll, cost.weight_bytes, factor, largest_unit_bytes, budget_bytes);
 }
 
 }  // namespace saturate

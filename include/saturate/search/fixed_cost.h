@@ -28,11 +28,28 @@ FixedCost fixed_cost_of(int64_t weight_bytes, int state_copies, const std::strin
 /// the cost, its parts and what to raise; nothing when the budget is unknown (0) or it fits.
 void check_target_above_fixed_cost(int64_t budget_bytes, double target_fraction, const FixedCost& cost);
 
-/// The law of a sharded model's states (FSDP, ZeRO-3): over N ranks each holds 1/N of `cost`
-/// (its share of the weights, gradients and optimizer state) plus one unit's whole weights and
-/// gradients while that unit is gathered (2 x `largest_unit_bytes`). The smallest N whose share
-/// fits `budget_bytes`; 0 when none does (the largest unit alone does not fit). Activations come
-/// on top: a lower bound on the ranks a run needs.
+/// How a model's states are split over the ranks (python/saturate/_shard_plan.py's strategies).
+enum class ShardStrategy {
+  kReplicated,      ///< "ddp": every rank holds everything: (2 + k) P
+  kShardGradients,  ///< "fsdp_no_reshard" (ZeRO-2-like): whole weights kept, P + (1 + k) P / N
+  kShardAll,        ///< "fsdp" (ZeRO-3-like): (2 + k) P / N + 2 U, U's weights and gradients gathered
+};
+/// "ddp", "fsdp_no_reshard", "fsdp"; UsageError("strategy") naming them otherwise.
+ShardStrategy parse_shard_strategy(const std::string& name);
+
+/// The law of a rank's model states under `strategy` over `world_size` ranks, with P
+/// `parameter_bytes` of weights, an optimizer keeping `state_factor` x P of state (Adam: 2) and
+/// the largest unit U `largest_unit_bytes`. The one law the command line and the Python plan use.
+int64_t shard_model_state_bytes(ShardStrategy strategy, int64_t parameter_bytes, double state_factor,
+                                int64_t largest_unit_bytes, int64_t world_size);
+
+/// The fewest ranks of `budget_bytes` whose model states fit under `strategy` by the law above
+/// (at most the budget); 0 when no number of ranks does (the unsharded part alone does not
+/// fit). Activations come on top: a lower bound on the ranks a run needs.
+int64_t shard_min_world_size(ShardStrategy strategy, int64_t parameter_bytes, double state_factor,
+                             int64_t largest_unit_bytes, int64_t budget_bytes);
+
+/// shard_min_world_size under kShardAll for a `cost` (its optimizer state gives the factor).
 int64_t min_ranks_to_shard(const FixedCost& cost, int64_t largest_unit_bytes, int64_t budget_bytes);
 
 }  // namespace saturate
