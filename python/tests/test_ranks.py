@@ -11,11 +11,16 @@ MiB = 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_ranks_with_different_budgets_agree_on_the_smallest_ranks_exact_max(tmp_path):
+def torchrun(worker, out_dir, timeout=900):
+    """`worker` (beside this file) on 2 Gloo ranks, one thread each, writing into `out_dir`."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          os.path.join(HERE, "ranks_search.py"), str(tmp_path)],
-                         capture_output=True, text=True, timeout=900, env=env)
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           os.path.join(HERE, worker), str(out_dir)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_ranks_with_different_budgets_agree_on_the_smallest_ranks_exact_max(tmp_path):
+    out = torchrun("ranks_search.py", tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     d0, d1 = results[0]["data"], results[1]["data"]
@@ -39,10 +44,7 @@ def test_a_call_one_rank_refuses_or_the_ranks_give_differently_stops_every_rank_
     # alone and the other waited in the first collective; different max_batch ran different trials
     # (a hang until the timeout). Now every rank raises at the call's first collective, naming the
     # rank or the setting, and the barrier after passes (no rank was left inside a collective).
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          os.path.join(HERE, "ranks_arguments.py"), str(tmp_path)],
-                         capture_output=True, text=True, timeout=300, env=env)
+    out = torchrun("ranks_arguments.py", tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     r0, r1 = [json.loads((tmp_path / f"args{r}.json").read_text()) for r in (0, 1)]
     for call, own in (("search", "max_batch=-3"), ("plan", "global_batch=0"), ("guard", "max_grad_norm=-1.0")):

@@ -27,6 +27,20 @@ const Trial* find_trial(const SearchResult& r, int64_t batch, TrialStatus status
   return nullptr;
 }
 
+/// The trials as "batch:status ..." for a failure's trace.
+std::string trial_sequence(const SearchResult& r) {
+  std::string seq;
+  for (const Trial& t : r.trials) seq += std::to_string(t.batch) + ":" + to_string(t.status) + " ";
+  return seq;
+}
+
+/// How many trials ran until the one at max_batch + 1 (the one that made the max exact).
+int64_t trials_to_exact_max(const SearchResult& r) {
+  const auto plus_one = std::find_if(r.trials.begin(), r.trials.end(),
+                                     [&](const Trial& t) { return t.batch == r.max_batch + 1; });
+  return plus_one - r.trials.begin() + 1;
+}
+
 /// Laws like the ones real models show: linear on CPU; rounded, sub-granularity steps on CUDA.
 std::vector<FakeLaw> laws() {
   std::vector<FakeLaw> out;
@@ -52,9 +66,7 @@ TEST(SearchTest, FitStrategyFindsExactMaxWithFewTrialSteps) {
     const SearchResult fit = search(fit_runner, Strategy::kFit);
     const SearchResult bin = search(bin_runner, Strategy::kBinsearch);
     SCOPED_TRACE("true max " + std::to_string(truth));
-    std::string seq;
-    for (const Trial& t : fit.trials) seq += std::to_string(t.batch) + ":" + to_string(t.status) + " ";
-    SCOPED_TRACE(seq);
+    SCOPED_TRACE(trial_sequence(fit));
     EXPECT_EQ(fit.max_batch, truth);
     EXPECT_TRUE(fit.max_batch_exact);
     EXPECT_EQ(bin.max_batch, truth);
@@ -83,14 +95,10 @@ TEST(SearchTest, OnMemoryThatGrowsLinearlyFitFindsTheExactMaxAndRecommendedBatch
   for (const FakeLaw& law : linear) {
     FakeRunner runner(law);
     const SearchResult r = search(runner, Strategy::kFit);
-    std::string seq;
-    for (const Trial& t : r.trials) seq += std::to_string(t.batch) + ":" + to_string(t.status) + " ";
-    SCOPED_TRACE(seq);
+    SCOPED_TRACE(trial_sequence(r));
     ASSERT_EQ(r.max_batch, runner.true_max(law.budget_bytes));
     ASSERT_TRUE(r.max_batch_exact && r.recommended_exact);
-    const auto plus_one = std::find_if(r.trials.begin(), r.trials.end(),
-                                       [&](const Trial& t) { return t.batch == r.max_batch + 1; });
-    EXPECT_LE(plus_one - r.trials.begin() + 1, 6) << "trials to the exact max";
+    EXPECT_LE(trials_to_exact_max(r), 6) << "trials to the exact max";
     EXPECT_LE(r.trials.size(), 7u);
   }
 }
@@ -330,14 +338,10 @@ TEST(SearchTest, OnMemoryHiddenUnderAFixedPeakAtSmallBatchesFitReachesTheExactMa
     law.budget_bytes = c.budget_mib << 20;
     FakeRunner runner(law);
     const SearchResult r = search(runner, Strategy::kFit);
-    std::string seq;
-    for (const Trial& t : r.trials) seq += std::to_string(t.batch) + ":" + to_string(t.status) + " ";
-    SCOPED_TRACE(seq);
+    SCOPED_TRACE(trial_sequence(r));
     ASSERT_EQ(r.max_batch, runner.true_max(law.budget_bytes));
     ASSERT_TRUE(r.max_batch_exact);
     EXPECT_EQ(r.recommended_batch, runner.true_max(static_cast<int64_t>(0.9 * static_cast<double>(law.budget_bytes))));
-    const auto plus_one = std::find_if(r.trials.begin(), r.trials.end(),
-                                       [&](const Trial& t) { return t.batch == r.max_batch + 1; });
-    EXPECT_LE(plus_one - r.trials.begin() + 1, 6) << "trials to the exact max";
+    EXPECT_LE(trials_to_exact_max(r), 6) << "trials to the exact max";
   }
 }
