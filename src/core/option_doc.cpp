@@ -61,7 +61,10 @@ const std::vector<OptionDoc> kDocs = {
                         0.01, 1, "a fraction of the budget, e.g. 0.9"},
     {"max_batch", "never try a batch above this (0: no cap)", 0, kBatchMax, "0: no cap"},
     {"start_batch", "first batch of power/binsearch", 1, kBatchMax, "a batch"},
-    {"measure_steps", "timed training steps per trial, after one warm-up step", 1, 1e6, "steps per trial"},
+    {"measure_steps", "timed training steps per trial, after its untimed warm-up steps", 1, 1e6,
+     "steps per trial"},
+    {"search.warmup_steps", "untimed training steps before a trial's timed ones (the throughput curve's)", 0, 1e6,
+     "steps"},
     {"required_batch", "with `checkpointing` auto: the micro-batch you need; checkpointing is chosen when only it "
                        "fits it", 1, kBatchMax, "a micro-batch"},
     {"confirm_runs", "re-probe the found boundary (max and max+1) this many more times; where memory varies from run "

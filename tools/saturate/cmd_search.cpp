@@ -41,6 +41,7 @@ void add_search_flags(CLI::App& cmd, SearchCommand& c) {
   add_option_flag(cmd, "target_fraction", o.target_fraction);
   add_option_flag(cmd, "max_batch", o.max_batch);
   add_option_flag(cmd, "start_batch", o.start_batch);
+  add_option_flag(cmd, "search.warmup_steps", o.warmup_steps);
   add_option_flag(cmd, "measure_steps", o.measure_steps);
   add_option_flag(cmd, "required_batch", c.wo.required_batch);
   add_option_flag(cmd, "confirm_runs", o.confirm_runs);
