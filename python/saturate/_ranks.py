@@ -54,7 +54,8 @@ def ranks_for(ranks: Any) -> Optional[TorchRanks]:
 
 def agree(group: TorchRanks, call: str, settings: Dict[str, Any], check: Callable[[], None]) -> None:
     """The first collective of a call that runs on every rank (`call`, e.g. "saturate.search"):
-    each rank checks its own arguments (`check()` raises ValueError or TypeError) and hashes the
+    each rank checks its own arguments (`check()` raises what it finds wrong: a ValueError, or a
+    RuntimeError from a device this process cannot use) and hashes the
     `settings` every rank must give alike; one all-gather of both. A rank whose arguments were
     refused raises its own error; every other rank raises one naming it; ranks called with
     different settings all raise one naming the keys that differ. So a refused or mismatched call
@@ -64,7 +65,7 @@ def agree(group: TorchRanks, call: str, settings: Dict[str, Any], check: Callabl
     error: Optional[BaseException] = None
     try:
         check()
-    except (ValueError, TypeError) as e:
+    except Exception as e:  # noqa: BLE001 - any refusal, raised after every rank has heard of it
         error = e
     keys = sorted(settings)
     mine = [1 if error is not None else 0] + [_digest(settings[k]) for k in keys]

@@ -58,7 +58,7 @@ def fsdp_modules(modules: List[torch.nn.Module]) -> List[torch.nn.Module]:
     return out
 
 
-def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module], world: int = 1) -> Tuple[int, int, int]:
+def _unit_bytes(unit: torch.nn.Module, units: List[torch.nn.Module], world: int) -> Tuple[int, int, int]:
     """The bytes of the parameters `unit` itself manages (not those of the units inside it),
     unsharded: what its all-gather allocates at most, in the dtype it gathers in (its
     MixedPrecisionPolicy's param_dtype: bf16 gathers half of float32's bytes), and what its

@@ -39,9 +39,9 @@ if __name__ == "__main__":
         return lambda: saturate.search(step, device="cpu", memory_budget="64MiB", **kwargs)
 
     def plan(**kwargs):
+        kwargs = {"memory_budget": "64MiB", "device": "cpu", **kwargs}
         return lambda: saturate.shard_plan(lambda: torch.nn.Sequential(torch.nn.Linear(16, 16)),
-                                           lambda p: torch.optim.SGD(p, lr=0.1),
-                                           lambda m, o, b: None, memory_budget="64MiB", device="cpu", **kwargs)
+                                           lambda p: torch.optim.SGD(p, lr=0.1), lambda m, o, b: None, **kwargs)
 
     results = {
         # one rank's own argument refused
@@ -50,6 +50,8 @@ if __name__ == "__main__":
         "search_differ": outcome(search(max_batch=32 if rank == 1 else 64)),
         "plan_refused": outcome(plan(global_batch=0 if rank == 1 else 8)),
         "plan_differ": outcome(plan(global_batch=16 if rank == 1 else 8)),
+        # a refusal that is not a ValueError: rank 1 names a device this machine has none of
+        "plan_device": outcome(plan(global_batch=8, **({"device": "cuda", "memory_budget": None} if rank == 1 else {}))),
         "guard_refused": outcome(lambda: saturate.OomGuard(lambda b: model(b).sum(), opt, model=model,
                                                            max_grad_norm=-1.0 if rank == 1 else 1.0)),
         "guard_differ": outcome(lambda: saturate.OomGuard(lambda b: model(b).sum(), opt, model=model,

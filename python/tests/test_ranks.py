@@ -56,4 +56,7 @@ def test_a_call_one_rank_refuses_or_the_ranks_give_differently_stops_every_rank_
             differ = r[f"{call}_differ"]
             assert differ["raised"] == "ValueError" and f"different {key}" in differ["message"], differ
             assert differ["seconds"] < 20 and r[f"{call}_refused"]["seconds"] < 20  # at once, not the timeout
+    # a refusal of another kind (no such device on rank 1) stops every rank too
+    assert r1["plan_device"]["raised"] == "RuntimeError" and "cuda" in r1["plan_device"]["message"], r1["plan_device"]
+    assert "rank 1 refused its arguments" in r0["plan_device"]["message"], r0["plan_device"]
     assert "which has 64 here" in r0["search_differ"]["message"] and "this rank has 32" in r1["search_differ"]["message"]
