@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _saturate as _C
 from ._budget import Size, to_bytes
-from ._step import StepRunner, StepState, step_name
+from ._step import StepRunner, StepState, step_device, step_name
 
 
 @dataclass
@@ -26,7 +26,7 @@ class FastPaths:
             _C.apply_fast_paths(",".join(self.chosen))  # the switches as the library sets them
 
 
-def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: str = "cuda", memory_budget: Size = None,
+def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: Optional[str] = None, memory_budget: Size = None,
                timed_steps: int = 3, model=None, optimizer=None, restore: bool = True) -> FastPaths:
     """Times `step(batch_size)` with each switch that applies to a step saturate does not own —
     cudnn.benchmark and TF32 on CUDA, half the CPU threads on a CPU — and returns those that
@@ -36,6 +36,7 @@ def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: str = "cu
         raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: give a positive int (a batch that fits, e.g. the search's)")
+    device = step_device(device, step, model)
     state = StepState(step, model, optimizer)
     runner = StepRunner(step)
     with state.trials(restore):

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _saturate as _C
 from ._budget import Size, to_bytes
-from ._step import StepRunner, StepState
+from ._step import StepRunner, StepState, step_device
 
 _SKIP_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, sys.modules[__package__]))
 
@@ -98,7 +98,7 @@ class LeakReport:
         return self._text
 
 
-def leak_check(step: Callable[[int], Any], batch_size: int, *, device: str = "cuda", memory_budget: Size = None,
+def leak_check(step: Callable[[int], Any], batch_size: int, *, device: Optional[str] = None, memory_budget: Size = None,
                steps: int = 30, site_steps: int = 5, warmup_steps: int = 3, min_bytes_per_step: int = 1024,
                model=None, optimizer=None, restore: bool = True) -> LeakReport:
     """Runs `step(batch_size)` `steps` times, as your loop does, and checks that the memory still
@@ -112,6 +112,7 @@ def leak_check(step: Callable[[int], Any], batch_size: int, *, device: str = "cu
         raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: give a positive int")
+    device = step_device(device, step, model)
     state = StepState(step, model, optimizer)
     runner = StepRunner(step)
     labels = _SiteLabels(step)

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from . import _saturate as _C
 from ._budget import Size, to_bytes
-from ._step import StepRunner, StepState, step_name
+from ._step import StepRunner, StepState, step_device, step_name
 
 
 @dataclass
@@ -27,7 +27,7 @@ class Plan:
         return self._text
 
 
-def plan_for(step: Callable[[int], Any], target: str, *, device: str = "cuda", memory_budget: Size = None,
+def plan_for(step: Callable[[int], Any], target: str, *, device: Optional[str] = None, memory_budget: Size = None,
              batches: Sequence[int] = (4, 8), target_memory: float = 0.9, allocator: Optional[str] = None,
              model=None, optimizer=None, restore: bool = True) -> Plan:
     """Predicts the largest and the recommended batch of `step` on `target`: a card
@@ -39,6 +39,7 @@ def plan_for(step: Callable[[int], Any], target: str, *, device: str = "cuda", m
         raise TypeError(f"step={step!r} is not callable: give a function that runs one training step at a batch size")
     if len(batches) != 2 or not all(isinstance(b, int) for b in batches):
         raise ValueError(f"batches={batches!r}: give two distinct positive ints, e.g. (4, 8)")
+    device = step_device(device, step, model)
     state = StepState(step, model, optimizer)
     runner = StepRunner(step)
     with state.trials(restore):

@@ -17,7 +17,7 @@ from ._data import ItemBatches, WorstCase
 from ._noise import NoiseFromSteps
 from ._ranks import agree, ranks_for
 from ._shard_sync import ShardSync, fsdp_modules, own_limits
-from ._step import StepRunner, StepState, step_name
+from ._step import StepRunner, StepState, step_device, step_name
 
 
 @dataclass
@@ -149,7 +149,7 @@ class SearchResult:
         return self._text
 
 
-def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: Size = None,
+def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_budget: Size = None,
            target_memory: float = 0.9, strategy: str = "fit", max_batch: Optional[int] = None,
            min_batch: int = 1, model=None, optimizer=None, restore: bool = True,
            warmup_steps: int = 1, timed_steps: int = 2, monitor: bool = False,
@@ -206,8 +206,12 @@ def search(step: Callable[[int], Any], *, device: str = "cuda", memory_budget: S
     of leaving the others in a collective until its timeout (docs/sharding.md). Each rank's entry in
     `result.data["ranks"]` then has `own_oom_batch` (the smallest batch at which that rank itself
     ran out of memory); `exact_ranks` does not apply (a rank cannot run a sharded step alone).
+
+    device: None (default) is where the step runs: its model's device, else cuda when a GPU is
+    visible, else cpu.
     """
     built: List[ItemBatches] = []  # the data's batches, made in check() (a rank's data may be refused)
+    device = step_device(device, step, model)
 
     def check() -> None:
         if not callable(step):

@@ -259,6 +259,19 @@ def step_name(step: Callable) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
+def step_device(device: Optional[str], step: Callable, model=None) -> str:
+    """`device` as given; None (every call's default): the device of the step's model (its
+    parameters; the model found in the step's closure, or model=), else cuda when a GPU is
+    visible, else cpu — where the step itself runs."""
+    if device is not None:
+        return device
+    try:
+        modules = StepState(step, model, None).modules
+    except TypeError:
+        modules = []  # a wrong model= is reported by the call itself
+    return device_of(modules, "cuda" if torch.cuda.is_available() else "cpu")
+
+
 def device_of(modules: Sequence[torch.nn.Module], default: str) -> str:
     for m in modules:
         for p in m.parameters():

@@ -123,9 +123,13 @@ def test_bad_arguments_name_the_value_and_what_is_allowed():
         saturate.search(step, device="cpu", memory_budget="48MiB", max_batch=0)
     with pytest.raises(TypeError, match="callable"):
         saturate.search(42, device="cpu", memory_budget="48MiB")
+    # device=None (the default) is where the step runs: its model's device, the CPU here, where a
+    # search needs a budget (issue 44: the default was cuda, unlike memory_breakdown's and --device auto)
+    with pytest.raises(ValueError, match="a CPU search needs a budget"):
+        saturate.search(step)
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="(?i)cuda|gpu"):
-            saturate.search(step)  # the default device is cuda
+            saturate.search(step, device="cuda")
 
 
 def test_min_batch_that_does_not_fit_is_reported():

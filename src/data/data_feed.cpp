@@ -156,12 +156,22 @@ WorkerTuning choose_workers(const std::function<WorkerCurvePoint(int)>& measure,
   return result;
 }
 
+namespace {
+/// A worker count whose trial ran out of memory: the tuning stops there (a result, not a failure).
+struct WorkersOutOfMemory {
+  int workers;
+  std::string error;
+};
+}  // namespace
+
 WorkerTuning tune_workers(TrialRunner& runner, DataFeed& feed, int64_t batch, const WorkerTuningOptions& o) {
+  std::vector<WorkerCurvePoint> measured;
   const auto measure = [&](int w) {
     feed.set_workers(w);
     const Trial t = runner.run(batch, {o.warmup_steps, o.measure_steps, 0});
     if (!t.ok()) {
       if (feed.error()) std::rethrow_exception(feed.error());
+      if (t.status == TrialStatus::kOom || t.status == TrialStatus::kOverTarget) throw WorkersOutOfMemory{w, t.error};
       throw RuntimeFailure(fmt::format("`workers` auto: the trial at batch {} with {} worker(s) failed ({}: {})", batch,
                                        w, to_string(t.status), t.error));
     }
@@ -169,10 +179,23 @@ WorkerTuning tune_workers(TrialRunner& runner, DataFeed& feed, int64_t batch, co
     // (waits alternate with none), and a median picks one side.
     const DataTrialStats& d = feed.last();
     const double step_ms = d.step_ms > 0 ? d.step_ms : t.step_time_ms;
-    return WorkerCurvePoint{w, step_ms > 0 ? 1000.0 * static_cast<double>(batch) / step_ms : 0, step_ms,
-                            d.data_wait_fraction};
+    measured.push_back(WorkerCurvePoint{w, step_ms > 0 ? 1000.0 * static_cast<double>(batch) / step_ms : 0, step_ms,
+                                        d.data_wait_fraction});
+    return measured.back();
   };
-  WorkerTuning result = choose_workers(measure, o);
+  WorkerTuning result;
+  try {
+    result = choose_workers(measure, o);
+  } catch (const WorkersOutOfMemory& oom) {
+    // more workers hold more batches in flight; with none measured the batch itself does not fit,
+    // which the run that follows reports as its own result
+    result.curve = measured;
+    result.workers = measured.empty() ? 1 : measured.back().workers;
+    result.reason = measured.empty()
+                        ? fmt::format("not tuned: batch {} ran out of memory with 1 worker ({})", batch, oom.error)
+                        : fmt::format("{} workers ran out of memory at batch {}; {} did not", oom.workers, batch,
+                                      result.workers);
+  }
   feed.set_workers(result.workers);
   return result;
 }

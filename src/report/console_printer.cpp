@@ -18,7 +18,8 @@ class ConsolePrinter final : public Printer {
   }
   void result(const SearchReport& r) override {
     std::ostringstream text;
-    print_search(text, context_, r.result, r.json.contains("decision") ? &r.json["decision"] : nullptr);
+    print_search(text, context_, r.result, r.json.contains("decision") ? &r.json["decision"] : nullptr,
+                 &r.whole_run);
     out_ << (name_of_ ? name_options(text.str(), name_of_) : text.str()) << r.notes << std::flush;
   }
   void end() override { out_.flush(); }
@@ -31,6 +32,17 @@ class ConsolePrinter final : public Printer {
 };
 
 }  // namespace
+
+SearchEffort effort_of(const std::vector<const SearchResult*>& curves) {
+  SearchEffort e;
+  for (const SearchResult* r : curves) {
+    e.trials += r->trials.size();
+    e.training_steps += r->trial_steps;
+    e.seconds += r->search_seconds;
+    ++e.curves;
+  }
+  return e;
+}
 
 std::unique_ptr<Printer> make_console_printer(std::ostream& out, std::ostream* progress, OptionNamer name_of) {
   return std::make_unique<ConsolePrinter>(out, progress, std::move(name_of));

@@ -20,8 +20,9 @@ std::string peak_memory_chart(const Run& run) {
     if (t.peak_reserved) pts.push_back(&t);
   if (pts.empty()) {
     if (run.kind == "train")
-      return missing(id, "No peak memory per batch: <code>saturate train</code> runs one batch and records none; "
-                         "<code>saturate search `json` FILE</code> measures it, and its report draws this chart.");
+      return missing(id, "No peak memory per batch: this <code>saturate train</code> ran the micro-batch it was "
+                         "given and searched none (<code>`micro_batch` auto</code> searches it, and this chart "
+                         "draws the search); <code>saturate search `json` FILE</code> measures it too.");
     return missing(id, "No trial in this JSON recorded its peak (<code>peak_reserved_bytes</code>).");
   }
   double ymax = 0;

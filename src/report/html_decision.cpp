@@ -143,8 +143,12 @@ std::string search_decision(const Run& run) {
       s += " (capped by <code>`max_batch`</code>)";
     else if (j.value("max_batch_exact", false))
       s += fmt::format(" (exact: {} ran out of memory)", number_text(*max + 1));
-    else
+    else if (!opt_string(j, "error").empty())
+      s += " (not exact: a trial failed)";
+    else if (opt_string(j, "strategy") == "power")
       s += " (not exact: the strategy stops at a power of two)";
+    else
+      s += " (not exact: the search stopped before a batch ran out of memory)";
     for (const TrialView& t : run.trials)
       if (t.ok() && t.batch == *max && t.peak_reserved && run.budget) {
         s += fmt::format("; it leaves {} of the budget free", bytes(*run.budget - *t.peak_reserved));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "html_run.h"
+#include "saturate/core/errors.h"
 #include "saturate/report/svg_chart.h"
 
 namespace saturate {
@@ -199,7 +200,19 @@ std::string render_html_report(const nlohmann::json& j) {
       run.trials.push_back(read_trial(t, i, fmt::format("trials[{}]", i)));
       ++i;
     }
-  } else if (run.kind != "train") {
+  } else if (run.kind == "train") {
+    // --batch auto: the micro-batch search's trials (train JSON "batch_search")
+    if (const json* search = opt_object(j, "batch_search"); search && search->contains("trials")) {
+      const json& trials = (*search)["trials"];
+      if (!trials.is_array())
+        throw UsageError(fmt::format("'batch_search.trials': expected an array of trials, got {}", trials.type_name()));
+      int i = 0;
+      for (const json& t : trials) {
+        run.trials.push_back(read_trial(t, i, fmt::format("batch_search.trials[{}]", i)));
+        ++i;
+      }
+    }
+  } else {
     run.trials.push_back(read_trial(j, 0, ""));
   }
   run.budget = opt_number(j, "budget_bytes", "");

@@ -66,8 +66,10 @@ TrialView read_trial(const json& t, int index, const std::string& path) {
 }
 
 const TrialView* Run::recommended() const {
-  if (kind != "search") return trials.empty() ? nullptr : &trials.front();
-  const auto rec = opt_number(j, "recommended_batch", "");
+  const json* search = kind == "train" ? opt_object(j, "batch_search") : &j;  // train: its micro-batch search
+  if (kind != "search" && kind != "train") return trials.empty() ? nullptr : &trials.front();
+  if (!search) return nullptr;
+  const auto rec = opt_number(*search, "recommended_batch", kind == "train" ? "batch_search" : "");
   const TrialView* found = nullptr;
   for (const TrialView& t : trials)
     if (rec && t.batch == *rec && t.ok()) found = &t;

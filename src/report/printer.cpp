@@ -47,8 +47,14 @@ const std::vector<std::string>& trial_columns() {
 
 std::vector<std::string> trial_row(const nlohmann::json& t) {
   std::vector<std::string> row;
+  // a trial that did not run to the end has no step time and no rate (its JSON's 0 is no measurement)
+  const bool ran = t.value("status", std::string()) == "ok";
   for (const std::string& c : trial_columns()) {
     const nlohmann::json* v = nullptr;
+    if (!ran && (c == "step_time_ms" || c == "samples_per_s" || c == "mfu")) {
+      row.emplace_back();
+      continue;
+    }
     if (c == "bottleneck") {
       if (t.contains("bottleneck")) v = &t["bottleneck"]["verdict"];
     } else if (c == "mfu") {

@@ -1,4 +1,5 @@
 #include "saturate/report/report.h"
+#include "saturate/report/printer.h"
 
 #include <fmt/format.h>
 
@@ -98,10 +99,28 @@ std::string decision_text(const nlohmann::json* d) {
   return s;
 }
 
-void print_search(std::ostream& out, const RunContext& c, const SearchResult& r, const nlohmann::json* decision) {
+std::string max_batch_note(const SearchResult& r) {
+  const std::string failure = r.error.substr(0, r.error.find('\n'));
+  if (r.capped) return "capped by `max_batch`";
+  if (r.max_batch_exact) return fmt::format("exact: {} does not fit", r.max_batch + 1);
+  if (r.max_batch == 0)
+    return failure.empty() ? "nothing fit: batch 1 ran out of memory" : "nothing ran to the end: " + failure;
+  if (!failure.empty()) return "not exact: a trial failed: " + failure;
+  if (r.strategy == Strategy::kPower) return "not exact: the strategy stops at a power of two";
+  return "not exact: the search stopped before a batch ran out of memory";
+}
+
+void print_search(std::ostream& out, const RunContext& c, const SearchResult& r, const nlohmann::json* decision,
+                  const SearchEffort* whole_run) {
   print_context(out, c);
-  out << fmt::format("strategy   {} ({} trials, {} training steps, {:.1f} s)\n\n", to_string(r.strategy),
-                     r.trials.size(), r.trial_steps, r.search_seconds);
+  if (whole_run && whole_run->curves > 1)
+    out << fmt::format("strategy   {} ({} trials over {} curves, {} training steps, {:.1f} s; the table: the chosen "
+                       "curve's {} trials)\n\n",
+                       to_string(r.strategy), whole_run->trials, whole_run->curves, whole_run->training_steps,
+                       whole_run->seconds, r.trials.size());
+  else
+    out << fmt::format("strategy   {} ({} trials, {} training steps, {:.1f} s)\n\n", to_string(r.strategy),
+                       r.trials.size(), r.trial_steps, r.search_seconds);
   out << fmt::format("{:>8}  {:<11} {:>5}  {:>11}  {:>11}  {:>10}  {:>12}\n", "batch", "status", "steps",
                      "peak alloc", "peak resv", "ms/step", "samples/s");
   for (const Trial& t : r.trials) {
@@ -112,10 +131,7 @@ void print_search(std::ostream& out, const RunContext& c, const SearchResult& r,
   }
   const double pct = r.budget_bytes ? 100.0 * static_cast<double>(r.target_bytes) / static_cast<double>(r.budget_bytes) : 0;
   out << "\n" << decision_text(decision);
-  out << fmt::format("max_batch          {}{}\n", r.max_batch,
-                     r.capped ? " (capped by `max_batch`)"
-                              : (r.max_batch_exact ? fmt::format(" (exact: {} does not fit)", r.max_batch + 1)
-                                                   : " (not exact: the strategy stops at a power of two)"));
+  out << fmt::format("max_batch          {} ({})\n", r.max_batch, max_batch_note(r));
   if (r.confirm_runs > 0)
     out << (r.boundary_confirmed
                 ? fmt::format("boundary           confirmed: {} fit and {} failed again ({} re-probe(s))\n", r.max_batch,

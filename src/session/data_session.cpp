@@ -66,6 +66,7 @@ OpenedData open_data(const DataOptions& f, WorkloadOptions& workload) {
     return opened;
   }
   opened.workers = parse_workers(f.workers);
+  byte_level_vocab(f, workload.model);
   if (is_text_data(f.data)) {  // documents for a token model: read by the session that uses them
     if (!takes_tokens(workload.model))
       throw UsageError(fmt::format("`data` {}: text feeds token models (gpt, or a TorchScript file with `tokens`); "
@@ -167,6 +168,11 @@ std::unique_ptr<DataAttachment> attach_data(const OpenedData& data, const DataOp
 }
 
 bool takes_tokens(const ModelSpec& m) { return m.tokens || m.name == "gpt" || m.seq_len > 0 || m.vocab > 0; }
+
+void byte_level_vocab(const DataOptions& options, ModelSpec& model) {
+  if ((is_token_data(options.data) || is_text_data(options.data)) && takes_tokens(model) && model.vocab == 0)
+    model.vocab = 256;
+}
 
 bool trains_on_tokens(const DataOptions& options, const ModelSpec& model) {
   const bool tokens = is_token_data(options.data) || is_text_data(options.data) ||

@@ -102,11 +102,13 @@ nlohmann::json TrainSummary::to_json() const {
             {"final_val_accuracy", nullptr}});
   j["eval_batch"] = eval_batch > 0 ? nlohmann::json(eval_batch) : nlohmann::json();
   const auto search_json = [](const SearchResult& r) {
+    nlohmann::json trials = nlohmann::json::array();  // as search's JSON has them: the report draws them
+    for (const Trial& t : r.trials) trials.push_back(trial_json(t));
     return nlohmann::json{{"max_batch", r.max_batch},
                           {"max_batch_exact", r.max_batch_exact},
                           {"capped", r.capped},
                           {"recommended_batch", r.recommended_batch},
-                          {"trials", r.trials.size()},
+                          {"trials", trials},
                           {"trial_steps", r.trial_steps},
                           {"search_seconds", r.search_seconds}};
   };

@@ -116,6 +116,11 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
   return out;
 }
 
+SearchEffort WorkloadSearchResult::effort() const {
+  if (!run.without || !run.with) return {};
+  return effort_of({&*run.without, &*run.with});
+}
+
 nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
   j["checkpointing"] = checkpointing_json;

@@ -96,6 +96,9 @@ void expect_cell_is(const std::string& cell, const nlohmann::json& value, const 
 }
 
 nlohmann::json column_value(const nlohmann::json& t, const std::string& column) {
+  // a trial that failed measured no step time or rate: the cell is empty (issue 44: it said 0.0)
+  if (t["status"] != "ok" && (column == "step_time_ms" || column == "samples_per_s" || column == "mfu"))
+    return nlohmann::json();
   if (column == "bottleneck") return t.contains("bottleneck") ? t["bottleneck"]["verdict"] : nlohmann::json();
   if (column == "mfu") return t.contains("compute") ? t["compute"]["mfu"] : nlohmann::json();
   return t.contains(column) ? t[column] : nlohmann::json();
@@ -141,7 +144,7 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
   ASSERT_TRUE(std::any_of(result.trials.begin(), result.trials.end(), [](const Trial& t) { return !t.ok(); }));
   const nlohmann::json run = search_json(context, result);
   for (auto& [p, _] : printers) {
-    p->result(SearchReport{result, run, "compute            a note\n"});
+    p->result(SearchReport{result, run, "compute            a note\n", SearchEffort{}});
     p->end();
   }
 
@@ -249,6 +252,36 @@ TEST(PrintersTest, AnUnknownFormatIsAUsageErrorNamingItAndTheFormats) {
     for (const char* f : {"console", "json", "jsonl", "csv", "markdown"}) EXPECT_NE(what.find(f), std::string::npos) << what;
   }
   EXPECT_EQ(parse_output_format("md"), OutputFormat::kMarkdown);
+}
+
+}  // namespace
+}  // namespace saturate
+
+namespace saturate {
+namespace {
+
+// issue 44: `--memory-budget 2TB` under fit printed "max_batch 0 (not exact: the strategy stops at
+// a power of two)": every result that was not exact was blamed on the power strategy
+TEST(MaxBatchNote, SaysWhyTheMaximumIsWhatItIsForEveryWayASearchEnds) {
+  SearchResult r;
+  r.strategy = Strategy::kFit;
+  r.max_batch = 40;
+  r.max_batch_exact = true;
+  EXPECT_EQ(max_batch_note(r), "exact: 41 does not fit");
+  r.max_batch_exact = false;
+  EXPECT_EQ(max_batch_note(r), "not exact: the search stopped before a batch ran out of memory");
+  r.strategy = Strategy::kPower;
+  EXPECT_EQ(max_batch_note(r), "not exact: the strategy stops at a power of two");
+  r.capped = true;
+  EXPECT_EQ(max_batch_note(r), "capped by `max_batch`");
+  r.capped = false;
+  r.error = "std::bad_alloc\nmore";
+  EXPECT_EQ(max_batch_note(r), "not exact: a trial failed: std::bad_alloc");
+  r.max_batch = 0;
+  r.strategy = Strategy::kFit;
+  EXPECT_EQ(max_batch_note(r), "nothing ran to the end: std::bad_alloc");
+  r.error.clear();
+  EXPECT_EQ(max_batch_note(r), "nothing fit: batch 1 ran out of memory");
 }
 
 }  // namespace

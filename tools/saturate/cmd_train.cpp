@@ -117,6 +117,7 @@ int run_train(TrainCommand& c) {
   TrainSessionOptions o = train_options(c.tf, c.objective, c.step, c.flags.o.model.seed, ranks.world_size());
   o.stop = &stop_signals.received();
   const bool tokens = trains_on_tokens(c.data, c.flags.o.model);
+  byte_level_vocab(c.data, c.flags.o.model);
   OpenedData opened;
   auto session = open_session(c.flags, tokens ? nullptr : &c.data, &opened);
   ranks.connect(session->device);  // several ranks: the process group

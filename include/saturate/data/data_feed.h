@@ -94,8 +94,10 @@ struct WorkerTuningOptions {
 WorkerTuning choose_workers(const std::function<WorkerCurvePoint(int)>& measure, const WorkerTuningOptions& options);
 
 /// Runs trials of `batch` at growing worker counts through `runner` (a Probe that `feed` is
-/// attached to), leaves the choice set on the feed and returns it with the curve. Throws
-/// RuntimeFailure when a trial fails (the message says which and why).
+/// attached to), leaves the choice set on the feed and returns it with the curve. A trial that runs
+/// out of memory ends the tuning at the last count that did not (1 when none did: the batch itself
+/// does not fit, which the caller's own run reports); any other failure throws RuntimeFailure
+/// (the message says which and why).
 WorkerTuning tune_workers(TrialRunner& runner, DataFeed& feed, int64_t batch, const WorkerTuningOptions& options = {});
 
 }  // namespace saturate

@@ -11,6 +11,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,17 @@ OutputFormat parse_output_format(const std::string& text);
 /// console or json may share; a UsageError naming both otherwise).
 OutputFormat search_output_format(const std::string& format, const std::string& json);
 
+/// What a run that searched several curves did in all (checkpointing auto: without and with
+/// checkpointing); `curves` 0: the run searched only the result's curve.
+struct SearchEffort {
+  size_t trials = 0;
+  int64_t training_steps = 0;
+  double seconds = 0;
+  int curves = 0;
+};
+/// The sum over `curves` (none: curves 0).
+SearchEffort effort_of(const std::vector<const SearchResult*>& curves);
+
 /// What a finished search hands its printers.
 struct SearchReport {
   const SearchResult& result;
@@ -36,6 +48,8 @@ struct SearchReport {
   const nlohmann::json& json;
   /// Lines for people after the answer (compute, fast paths, checkpointing, ranks, data).
   std::string notes;
+  /// The whole run when it searched more than the result's curve (the console's header counts it).
+  SearchEffort whole_run;
 };
 
 class Printer {

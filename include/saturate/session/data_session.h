@@ -79,6 +79,9 @@ bool takes_tokens(const ModelSpec& model);
 /// A training run reads token text (tokens:FILE, or synthetic tokens for a token model); a
 /// UsageError when token data is given to an image model.
 bool trains_on_tokens(const DataOptions& options, const ModelSpec& model);
+/// tokens:FILE and text:FILE are byte-level (token ids 0..255): a token model given no `vocab`
+/// gets 256, not the zoo's default 8192 (whose first loss would be ln 8192, not ln 256).
+void byte_level_vocab(const DataOptions& options, ModelSpec& model);
 /// `data` text:FILE's documents, split as training splits them (`val_fraction`, default 0.1).
 TextCorpus open_text_data(const DataOptions& options, int64_t seq_len);
 /// UsageError naming `vocab` when a model's vocabulary cannot hold text's 256 byte ids.

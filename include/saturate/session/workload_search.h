@@ -17,6 +17,7 @@
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/probe/probe.h"
+#include "saturate/report/printer.h"
 #include "saturate/step/model_snapshot.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/fast_path_choice.h"
@@ -71,6 +72,8 @@ struct WorkloadSearchResult {
   TrainingFootprint footprint;
 
   const SearchResult& search() const { return run.chosen.result; }
+  /// Every curve the run searched (both with checkpointing auto; curves 0 when only the answer's).
+  SearchEffort effort() const;
   /// search_json and checkpointing, precision, compute, fast_paths, objective, ranks.
   nlohmann::json to_json(const RunContext& context) const;
   /// The lines after the answer: checkpointing, precision, objective, compute, fast paths, the
