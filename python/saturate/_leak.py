@@ -90,6 +90,9 @@ class LeakReport:
     sites: List[LeakSite]       # what the last steps left alive, by the lines that made it
     oom_step: int = -1          # the step that ran out of memory (the check stops there); -1: none
     error: str = ""
+    # the verdict watches tensor bytes; beside it, how much the process's resident memory grew over
+    # the steps after warm-up (Python objects, graphs Python holds, caches: what tensors do not show)
+    host_growth_bytes: Optional[int] = None
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
     _text: str = field(default="", repr=False)
 
@@ -134,4 +137,5 @@ def leak_check(step: Callable[[int], Any], batch_size: int, *, device: Optional[
     return LeakReport(detected=leak["detected"], bytes_per_step=leak["bytes_per_step"], first_step=leak["first_step"],
                       steps=leak["steps"],
                       sites=[LeakSite(s["site"], s["bytes_per_step"], s["allocations_per_step"]) for s in leak["sites"]],
-                      oom_step=leak["oom_step"], error=data.get("error", ""), data=data, _text=data["text"])
+                      oom_step=leak["oom_step"], error=data.get("error", ""),
+                      host_growth_bytes=leak.get("host_growth_bytes"), data=data, _text=data["text"])

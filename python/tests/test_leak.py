@@ -77,3 +77,22 @@ def test_an_out_of_memory_ends_the_check_and_is_reported():
     assert r.oom_step >= 0, r.data
     assert r.oom_step < 200
     assert "budget" in r.error.lower() or "memory" in r.error.lower(), r.error
+
+
+def test_growth_outside_tensors_is_reported_beside_a_flat_tensor_verdict():
+    # issue 44: a loop whose process grew 755 MiB during the check got "none", and nothing said
+    # that only tensor bytes are watched. Here each step keeps 36 MiB of plain Python bytes (above
+    # glibc's largest mmap threshold, so each is fresh resident pages, not reused heap).
+    model, step, kept = make_loop(keep_outputs=False)
+    blobs = []
+
+    def step_keeping_bytes(batch_size):
+        step(batch_size)
+        blobs.append(b"\x01" * (36 * MiB))  # written pages: resident, but no tensor
+
+    r = saturate.leak_check(step_keeping_bytes, 32, device="cpu", memory_budget=64 * MiB, steps=8, site_steps=0)
+    assert not r.detected, str(r)
+    assert r.host_growth_bytes is not None and r.data["leak"]["host_growth_steps"] == 8 - 3, r.data["leak"]
+    assert r.host_growth_bytes >= 0.9 * 5 * 36 * MiB, r.host_growth_bytes
+    assert "watched: tensor bytes after each step" in str(r), str(r)
+    assert "while tensors stayed flat" in str(r), str(r)

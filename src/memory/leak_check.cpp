@@ -9,6 +9,7 @@
 
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/host_memory.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
 #include "saturate/memory/allocation_sites.h"
@@ -47,6 +48,9 @@ nlohmann::json to_json(const LeakCheckResult& r) {
   j["allocated_after_step_bytes"] = r.allocated_after_step_bytes;
   j["sites"] = leak_sites_json(r.sites);
   j["sites_method"] = r.sites_method;
+  j["watches"] = "tensor bytes allocated after each step";
+  j["host_growth_bytes"] = r.host_growth_bytes ? nlohmann::json(*r.host_growth_bytes) : nlohmann::json();
+  j["host_growth_steps"] = r.host_growth_steps;
   return j;
 }
 
@@ -113,6 +117,9 @@ LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)
     return stop_cpu_event_log();
   };
   int step = 0;
+  // the process's resident memory once warm (the detector's warm-up steps), and at the end
+  int64_t rss_warm = o.leak.warmup_steps <= 0 ? own_resident_bytes() : -1;
+  int warm_step = o.leak.warmup_steps <= 0 ? 0 : -1;
   try {
     for (; step < o.steps; ++step) {
       const bool site_step = record_sites && step >= first_site_step;
@@ -127,6 +134,10 @@ LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)
       r.allocated_after_step_bytes.push_back(bytes);
       if (logging) step_end_events.push_back(cpu_event_log_size());
       detector.observe(step, bytes);
+      if (step + 1 == o.leak.warmup_steps) {
+        rss_warm = own_resident_bytes();
+        warm_step = step + 1;
+      }
     }
   } catch (const std::exception& e) {
     if (!is_out_of_memory(e)) {
@@ -146,6 +157,10 @@ LeakCheckResult run_leak_loop(const std::function<void(int step, bool site_step)
     r.sites_method = unavailable.empty() ? "not recorded: fewer than 2 site steps ran" : unavailable;
   }
   sync();
+  if (const int64_t rss_end = own_resident_bytes(); rss_warm >= 0 && rss_end >= 0 && step > warm_step) {
+    r.host_growth_bytes = rss_end - rss_warm;
+    r.host_growth_steps = step - warm_step;
+  }
   r.report = detector.report();
   r.steps_needed = o.leak.warmup_steps + o.leak.min_growth_steps;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,5 +1,8 @@
 #include "saturate/report/memory_text.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "saturate/core/units.h"
@@ -58,6 +61,12 @@ std::string timeline_summary(const Timeline& t) {
   return s;
 }
 
+namespace {
+/// Host growth per step worth a word when the tensors were flat (the allocator's own pools and
+/// the interpreter move by less).
+constexpr double kHostGrowthNoteBytesPerStep = 1 << 20;
+}  // namespace
+
 std::string leak_text(const LeakCheckResult& r, int steps) {
   const LeakReport& l = r.report;
   std::string s;
@@ -78,6 +87,20 @@ std::string leak_text(const LeakCheckResult& r, int steps) {
   else if (l.detected && !r.sites_method.empty() && r.sites_method.rfind("not ", 0) == 0)
     s += fmt::format("           allocation sites {}\n", r.sites_method);
   if (r.oom_step >= 0) s += fmt::format("           the run ran out of memory at step {} of {}\n", r.oom_step, steps);
+  if (r.host_growth_bytes) {
+    // the verdict is about tensors; say what the process did beside them
+    const int64_t growth = *r.host_growth_bytes;
+    const double per_step = static_cast<double>(growth) / std::max(1, r.host_growth_steps);
+    s += fmt::format("           watched: tensor bytes after each step; the process's resident memory {} {} over "
+                     "the {} steps after warm-up{}\n",
+                     growth >= 0 ? "grew" : "shrank", format_bytes(std::abs(growth)),
+                     r.host_growth_steps,
+                     !l.detected && per_step >= kHostGrowthNoteBytesPerStep
+                         ? fmt::format(" ({}/step while tensors stayed flat: something outside tensors is kept "
+                                       "from step to step, such as Python objects or the autograd graphs they hold)",
+                                       format_bytes(static_cast<int64_t>(per_step)))
+                         : "");
+  }
   return s;
 }
 

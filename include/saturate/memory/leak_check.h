@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct LeakCheckResult {
   /// nothing was checked (`checked()` false), whatever `report.detected` says.
   int64_t steps_needed = 0;
   bool checked() const { return report.steps >= steps_needed; }
+  /// The verdict watches tensor bytes (allocated after each step); beside it, how much this
+  /// process's resident memory grew over the steps after warm-up (Python objects, autograd
+  /// graphs held by Python, caches, file buffers: what a tensor count cannot see); negative when
+  /// it shrank, none when /proc could not tell or no step ran after warm-up.
+  std::optional<int64_t> host_growth_bytes;
+  int host_growth_steps = 0;  ///< the steps it grew over
   std::string error;
   double seconds = 0;
 };
