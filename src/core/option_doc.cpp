@@ -193,6 +193,37 @@ const OptionDoc& option_doc(std::string_view key) {
   return *d;
 }
 
+std::string_view option_group(std::string_view key) {
+  // clang-format off
+  static const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> kGroups = {
+      {"Model", {"model", "input", "classes", "layers", "width", "heads", "seq_len", "vocab", "tokens", "optimizer",
+                 "lr", "seed"}},
+      {"Device, memory and precision", {"device", "memory_budget", "threads", "precision", "checkpointing",
+                 "search.checkpointing", "fast_paths", "search.fast_paths", "empty_cache"}},
+      {"Data", {"data", "workers", "prefetch", "drop_last", "skip_bad_samples", "no_augment", "val_fraction",
+                "max_tokens"}},
+      {"Search", {"strategy", "target_fraction", "max_batch", "start_batch", "measure_steps", "search.warmup_steps",
+                  "required_batch", "confirm_runs", "rank_max_exact", "objective", "knee_fraction", "noise_steps",
+                  "search.base_batch", "plan_for", "plan_batches", "plan_allocator", "plan_only"}},
+      {"Step", {"batch", "probe.warmup_steps", "probe.measure_steps", "memory.warmup_steps", "leak_check_steps",
+                "keep_loss", "timeline"}},
+      {"Training", {"micro_batch", "train.target_fraction", "accumulation", "global_batch", "epochs", "max_steps",
+                    "adaptive", "adapt_every", "max_units", "no_oom_backoff", "lr_schedule", "warmup_steps",
+                    "lr_scaling", "base_batch", "clip_grad_norm", "noise_scale", "eval_every", "stop_at_accuracy",
+                    "eval_batch", "checkpoint_dir", "checkpoint_every", "resume", "save", "loss_every", "log_every",
+                    "profile_ops"}},
+      {"Monitor", {"sample_hz", "trace", "no_monitor", "watch.sample_hz", "interval", "log", "pid", "gpu"}},
+      {"Ranks", {"backend", "dist_timeout", "bucket_mb", "parallel", "nproc_per_node", "nnodes", "node_rank",
+                 "master_addr", "master_port", "kill_grace"}},
+      {"Output", {"json", "html"}},
+  };
+  // clang-format on
+  for (const auto& [group, keys] : kGroups)
+    for (std::string_view k : keys)
+      if (k == key) return group;
+  return "Output";
+}
+
 std::string_view option_name(std::string_view key) {
   const size_t dot = key.rfind('.');
   return dot == std::string_view::npos ? key : key.substr(dot + 1);

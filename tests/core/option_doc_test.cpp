@@ -23,6 +23,20 @@ TEST(OptionDocTest, EveryKeyIsDocumentedOnceWithHelp) {
   EXPECT_GT(keys.size(), 50u);
 }
 
+// issue 44: ~50 flags in one list; --help groups them by these headings
+TEST(OptionDocTest, EveryKeyHasAHelpHeadingAndOnlyFilesAreOutput) {
+  std::set<std::string_view> headings;
+  for (const OptionDoc& d : option_docs()) {
+    const std::string_view group = option_group(d.key);
+    headings.insert(group);
+    if (d.key != "json" && d.key != "html") {
+      EXPECT_NE(group, "Output") << d.key << " has no heading of its own";
+    }
+  }
+  EXPECT_EQ(headings.size(), 9u);
+  EXPECT_EQ(option_group("format"), "Output");  // the command line's own options
+}
+
 TEST(OptionDocTest, EveryRangeCanBeMetAndSaysWhatAValueMeans) {
   for (const OptionDoc& d : option_docs()) {
     if (!d.has_range()) continue;

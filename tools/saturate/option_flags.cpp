@@ -128,7 +128,7 @@ CLI::Option* describe(CLI::Option* option, const FlagRow& row, bool whole) {
   if (doc && doc->has_range()) option->check(in_range(doc->min, doc->max, with_flags(std::string(doc->meaning)), whole));
   if (row.show_default) option->capture_default_str();
   if (row.env) option->envname(row.env);
-  return option;
+  return option->group(std::string(option_group(row.key)));  // --help lists the flags by heading
 }
 
 CLI::Validator thread_count(const std::string& meaning) {

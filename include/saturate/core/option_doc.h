@@ -41,6 +41,11 @@ const OptionDoc& option_doc(std::string_view key);
 /// Every documented option, in the order of the table.
 const std::vector<OptionDoc>& option_docs();
 
+/// The heading `key` is listed under in a command's help ("Model", "Memory and precision", "Data",
+/// "Search", "Step", "Training", "Monitor", "Ranks", "Output"); "Output" for a key not documented
+/// here (a front-end's own option, such as the output format).
+std::string_view option_group(std::string_view key);
+
 /// The option a key documents: "train.target_fraction" -> "target_fraction".
 std::string_view option_name(std::string_view key);
 
