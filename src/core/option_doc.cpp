@@ -133,7 +133,7 @@ const std::vector<OptionDoc> kDocs = {
                    "`objective` goodput and `adaptive` the noise scale's rule (AdaScale's gain for sgd, its square "
                    "root for adam/adamw), none otherwise"},
     {"base_batch", "the global batch `lr` was tuned for (with `lr_scaling`, `objective` goodput and `adaptive`; "
-                   "default 64 for the last two)", 1, kBatchMax, "a global batch"},
+                   "default 32 for the last two, as the search's goodput)", 1, kBatchMax, "a global batch"},
     {"clip_grad_norm", "clip the global gradient norm (0: off)", 0, 1e12, "a gradient norm; 0: no clipping"},
     {"noise_scale", "measure the gradient noise scale every step (the first micro-batch's gradient against the "
                     "step's; a step of one micro-batch runs as two halves), smoothed over about 20 steps, in the "

@@ -18,7 +18,7 @@ void ObjectiveOptions::check() const {
 }
 
 int64_t noise_batch_for(const ObjectiveOptions& options, int64_t max_batch) {
-  const int64_t base = options.base_batch > 0 ? options.base_batch : std::min<int64_t>(32, max_batch);
+  const int64_t base = options.base_batch > 0 ? options.base_batch : std::min<int64_t>(kDefaultBaseBatch, max_batch);
   return std::max<int64_t>(2, std::min(base, max_batch));
 }
 
@@ -61,7 +61,7 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
     return out;
   }
   if (!noise) throw InternalError("pick_by_objective: goodput without a way to measure the noise scale");
-  const int64_t base = options.base_batch > 0 ? options.base_batch : std::min<int64_t>(32, max_batch);
+  const int64_t base = options.base_batch > 0 ? options.base_batch : std::min<int64_t>(kDefaultBaseBatch, max_batch);
   const int64_t noise_batch = noise_batch_for(options, max_batch);
   if (progress.on_noise_start) progress.on_noise_start(noise_batch, options.noise_steps);
   out.noise = noise(noise_batch, options.noise_steps);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "saturate/report/report.h"
+#include "saturate/search/objective.h"
 #include "saturate/train/batch_plan.h"
 #include "saturate/train/eta.h"
 
@@ -104,7 +105,7 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
   e.on_warning = warning;
   if (quiet) return e;
   add_batch_choice_lines(e, line, o);
-  const int64_t base_batch = o.base_batch > 0 ? o.base_batch : 64;
+  const int64_t base_batch = o.base_batch > 0 ? o.base_batch : kDefaultBaseBatch;
   e.on_start = [line, style, precision = to_string(o.step.precision),
                 checkpointing = to_string(o.step.checkpointing)](const TrainStart& s) {
     line(fmt::format("saturate: training {} on {} ({}), {}, {} steps ({} per epoch), {} {}, lr {:g}",

@@ -30,7 +30,6 @@ namespace saturate {
 namespace {
 
 constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
-constexpr int64_t kDefaultBaseBatch = 64;
 
 bool chooses_global_batch(const TrainSessionOptions& o) {
   return o.objective.objective == Objective::kGoodput || o.adaptive;

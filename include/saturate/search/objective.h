@@ -20,6 +20,11 @@
 
 namespace saturate {
 
+/// The batch a learning rate is taken to be tuned for when none is given: one default for the
+/// search's goodput and for training's goodput, --adaptive and learning-rate scaling (issue 44:
+/// search said 32, train 64).
+inline constexpr int64_t kDefaultBaseBatch = 32;
+
 struct ObjectiveOptions {
   Objective objective = Objective::kMemory;  ///< objective
   /// knee_fraction, (0, 1]: throughput's knee is the smallest batch within this fraction of the
@@ -27,8 +32,8 @@ struct ObjectiveOptions {
   double knee_fraction = 0.9;
   /// noise_steps, 1..10000: goodput's steps that measure the gradient noise scale.
   int noise_steps = 40;
-  /// base_batch, >= 0: the batch the learning rate was tuned for (0: 32, or the largest batch
-  /// when smaller); goodput's efficiency and learning-rate gain are relative to it.
+  /// base_batch, >= 0: the batch the learning rate was tuned for (0: kDefaultBaseBatch, or the
+  /// largest batch when smaller); goodput's efficiency and learning-rate gain are relative to it.
   int64_t base_batch = 0;
   /// lr_rule: AdaScale's gain (SGD) or its square root (Adam, AdamW).
   LrRule lr_rule = LrRule::kAdaScale;

@@ -49,8 +49,8 @@ struct TrainSessionOptions {
   /// lr_scaling from base_batch to the global batch; nullopt (auto): with goodput or adaptive the
   /// noise scale's rule, none otherwise.
   std::optional<LrScaling> lr_scaling;
-  /// base_batch >= 0: the global batch the learning rate was tuned for (0: 64 for goodput and
-  /// adaptive; no scaling otherwise).
+  /// base_batch >= 0: the global batch the learning rate was tuned for (0: kDefaultBaseBatch, 32,
+  /// for goodput and adaptive, as the search's goodput; no scaling otherwise).
   int64_t base_batch = 0;
   /// objective: memory (the micro-batch as given or searched), throughput or goodput (then
   /// micro_batch must be 0: the objective chooses it, from the curve up to the one that trains).
