@@ -4,12 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "saturate/monitor/external_verdict.h"
 #include "saturate/monitor/proc_stats.h"
 
 namespace saturate {
@@ -90,7 +92,11 @@ WatchResult watch_process(const WatchOptions& o) {
     result.how_it_ended = process_alive(pid) ? "still running (stopped watching)" : "ended";
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.summary = summarize_samples(sampler.samples(), source, o.sample_hz);
+  const Utilization u = summarize_utilization(sampler.samples(), source, o.sample_hz, SteadyClock::time_point::min(),
+                                              SteadyClock::time_point::max());
+  result.summary = to_json(u);
+  result.verdict = external_job_verdict(u, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  result.summary["bottleneck"] = to_json(result.verdict);
   return result;
 }
 

@@ -14,6 +14,7 @@
 #include "saturate/core/child_process.h"  // SpawnError
 #include "saturate/core/errors.h"
 #include "saturate/monitor/sampler.h"
+#include "saturate/probe/findings.h"
 
 namespace saturate {
 
@@ -43,7 +44,9 @@ struct WatchResult {
   double seconds = 0;
   std::string source;        ///< "nvml" or "proc"
   std::string nvml_note;     ///< why NVML is not used, when it is not
-  nlohmann::json summary;    ///< summarize_samples over the whole run
+  nlohmann::json summary;    ///< summarize_samples over the whole run, with "bottleneck" (the verdict)
+  /// Why the job ran as it did, from outside (monitor/external_verdict.h).
+  BottleneckFinding verdict;
 };
 
 /// Throws UsageError for an empty command with no pid or a pid that does not exist, SpawnError
