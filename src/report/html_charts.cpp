@@ -64,7 +64,10 @@ std::string peak_memory_chart(const Run& run) {
     }
     if (line.size() >= 2) {
       c.polyline(line, "law", {{"data-fixed-bytes", number_text(fixed)}, {"data-per-sample-bytes", number_text(per)}});
-      c.legend(fmt::format("fitted law {} + {}/sample", bytes(fixed), bytes(per)), "line", "law");
+      // a straight line, which the log batch axis bends: said, so it does not read as exponential
+      c.legend(fmt::format("fitted law {} + {}/sample{}", bytes(fixed), bytes(per),
+                           x.scale == AxisScale::kLog2 ? " (a straight line, curved by the log batch axis)" : ""),
+               "line", "law");
     }
   }
   if (run.budget) {

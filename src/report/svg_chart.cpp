@@ -172,9 +172,20 @@ void SvgChart::vline(double x, const std::string& data_x, const std::string& cls
   const double p = x_px(x);
   overlay_ += fmt::format("<line class=\"{}\" data-x=\"{}\"{} x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>\n", html_escape(cls),
                           html_escape(data_x), attrs_text(data), px(p), px(top_), px(p), px(top_ + plot_h_));
-  if (!label.empty())
-    overlay_ += fmt::format("<text class=\"line-label {}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", html_escape(cls),
-                            px(p), px(top_ - 4), html_escape(label));
+  if (label.empty()) return;
+  const double half = 3.4 * static_cast<double>(label.size()) + 4;  // ~6.8 px a character at the label's size
+  int row = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const LabelBox& b : vline_labels_)
+      if (b.row == row && p - half < b.right && b.left < p + half) {
+        ++row;
+        moved = true;
+      }
+  }
+  vline_labels_.push_back({p - half, p + half, row});
+  overlay_ += fmt::format("<text class=\"line-label {}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                          html_escape(cls), px(p), px(top_ - 4 - 13.0 * row), html_escape(label));
 }
 
 void SvgChart::polyline(const std::vector<std::pair<double, double>>& xy, const std::string& cls,

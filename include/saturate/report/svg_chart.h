@@ -86,6 +86,14 @@ class SvgChart {
   double left_, top_, plot_w_, plot_h_;
   std::string marks_, overlay_;
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> legend_;
+  /// The vertical lines' labels placed so far: left and right edge (px) and row above the plot;
+  /// a label that would overlap one goes a row higher (issue 44: recommended and throughput
+  /// labels overlapped).
+  struct LabelBox {
+    double left, right;
+    int row;
+  };
+  std::vector<LabelBox> vline_labels_;
 };
 
 /// HTML/XML text with &, <, >, " and ' escaped (safe in text and in quoted attributes).
