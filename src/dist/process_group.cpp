@@ -571,6 +571,19 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   g->cuda_ = cuda;
   g->device_index_ = device_index;
 
+  // the address this rank's peers will reach it by, checked before any connection: the interface
+  // GLOO_SOCKET_IFNAME (NCCL_SOCKET_IFNAME) names, else the one that routes to MASTER_ADDR (issue
+  // 45: the host name's 127.0.1.1 was advertised, and ranks on other hosts were refused); a
+  // loopback one for a multi-host run is this rank's own setting, refused here at once
+  const char* ifname_variable = backend == DistBackend::kGloo ? "GLOO_SOCKET_IFNAME" : "NCCL_SOCKET_IFNAME";
+  const char* ifname = std::getenv(ifname_variable);
+  try {
+    g->interface_ = rank_interface(env.master_addr, ifname ? ifname : "", ifname_variable,
+                                   env.local_world_size >= env.world_size);
+  } catch (const RuntimeFailure& e) {
+    throw RuntimeFailure(fmt::format("rank {}/{}: {}", env.rank, env.world_size, e.what()));
+  }
+
   // one deadline for the rendezvous: connecting to rank 0's store and every rank joining
   const auto deadline = Clock::now() + options.timeout;
   QuietC10Logs quiet;
@@ -595,12 +608,10 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   if (backend == DistBackend::kGloo) {
 #ifdef SATURATE_HAVE_GLOO
     auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (is_loopback_address(env.master_addr))
-      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    if (g->interface_)
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(g->interface_->name));
     else
-      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     c10::intrusive_ptr<c10d::Backend> b;
     const int rank = env.rank, size = env.world_size;
     try {
@@ -621,6 +632,8 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
 #endif
   } else {
 #ifdef SATURATE_WITH_NCCL
+    // NCCL's bootstrap socket: the interface found above unless one is named
+    if (g->interface_ && !ifname) ::setenv("NCCL_SOCKET_IFNAME", g->interface_->name.c_str(), 0);
     c10::intrusive_ptr<c10d::Backend> b;
     try {
       b = make_nccl_backend(pg_store, env.rank, env.world_size, options.timeout, device_index);

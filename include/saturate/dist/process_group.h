@@ -11,6 +11,7 @@
 #pragma once
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/dist/collectives.h"
 #include "saturate/dist/env.h"
+#include "saturate/dist/net_interface.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -56,6 +58,8 @@ class DistGroup final : public Collectives {
   /// gloo or nccl (never auto).
   DistBackend backend() const { return backend_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  /// The interface this rank's peers reach it by (none: every rank on this host, over loopback).
+  const std::optional<NetInterface>& interface() const { return interface_; }
 
   std::vector<int64_t> all_reduce_max(const std::vector<int64_t>& values) override;
   std::vector<int64_t> all_gather(const std::vector<int64_t>& values) override;
@@ -81,6 +85,7 @@ class DistGroup final : public Collectives {
   std::chrono::milliseconds timeout_;
   bool cuda_ = false;
   int device_index_ = 0;
+  std::optional<NetInterface> interface_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   struct Peer {

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Several hosts for real (issue 45): network namespaces joined by a veth pair on a private /24,
+one `saturate launch --nnodes 2` in each, everything removed afterwards (also on failure). Needs
+root (network namespaces); CI runs as root, and without it the test fails saying so. No traffic
+leaves the machine: the addresses live only inside the namespaces this script makes.
+
+    two_hosts.py SATURATE_BIN WORK_DIR CASE
+"""
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+BIN, WORK, CASE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
+DIR = os.path.join(WORK, "two_hosts_" + CASE)
+shutil.rmtree(DIR, ignore_errors=True)
+os.makedirs(DIR)
+os.chdir(DIR)
+
+# a small model on Fashion-MNIST in a fixed order, one thread a rank (as tests/dist's one-host test)
+TRAIN = ["train", "--model", "mlp", "--layers", "1", "--width", "64", "--data", "fashion-mnist", "--device", "cpu",
+         "--threads", "1", "--workers", "0", "--no-augment", "--optimizer", "sgd", "--lr", "0.05",
+         "--global-batch", "32", "--steps", "8", "-q"]
+
+
+def fail(why, out=""):
+    print(f"FAIL ({CASE}): {why}\n--- output ---\n{out}")
+    sys.exit(1)
+
+
+def sh(*args, check=True):
+    p = subprocess.run(list(args), capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
+    return p
+
+
+@contextlib.contextmanager
+def hosts(n):
+    """n namespaces ("hosts") on 10.77.S.0/24 around a bridge in the first: yields their names and
+    addresses. Deleting a namespace removes its veth ends; processes inside are killed first."""
+    if os.geteuid() != 0:
+        fail("needs root to make network namespaces (CI runs as root); run the suite as root")
+    tag = f"{os.getpid() % 100000}"
+    subnet = 10 + os.getpid() % 200
+    names = [f"sat{tag}h{i}" for i in range(n)]
+    addrs = [f"10.77.{subnet}.{i + 1}" for i in range(n)]
+    try:
+        for name in names:
+            sh("ip", "netns", "add", name)
+            sh("ip", "-n", name, "link", "set", "lo", "up")
+        sh("ip", "-n", names[0], "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", names[0], "addr", "add", addrs[0] + "/24", "dev", "br0")
+        sh("ip", "-n", names[0], "link", "set", "br0", "up")
+        for i in range(1, n):
+            a, b = f"s{tag}a{i}", f"s{tag}b{i}"  # under 16 characters
+            sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
+            sh("ip", "link", "set", a, "netns", names[0])
+            sh("ip", "link", "set", b, "netns", names[i])
+            sh("ip", "-n", names[0], "link", "set", a, "master", "br0")
+            sh("ip", "-n", names[0], "link", "set", a, "up")
+            sh("ip", "-n", names[i], "addr", "add", addrs[i] + "/24", "dev", b)
+            sh("ip", "-n", names[i], "link", "set", b, "up")
+        yield names, addrs
+    finally:
+        for name in names:
+            pids = sh("ip", "netns", "pids", name, check=False).stdout.split()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(pid), 9)
+            sh("ip", "netns", "del", name, check=False)
+
+
+def launch_nodes(names, addrs, command, env_extra=None, timeout=300):
+    """One `saturate launch --nnodes N` per host; returns [(status, output)] by node."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME")}
+    env.update(env_extra or {})
+    procs = []
+    for r, name in enumerate(names):
+        cmd = ["ip", "netns", "exec", name, BIN, "launch", "--nnodes", str(len(names)), "--node-rank", str(r),
+               "--nproc-per-node", "1", "--master-addr", addrs[0], "--master-port", "29500", "--"] + \
+              [BIN] + [c.replace("{node}", str(r)) for c in command]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+    out = []
+    for p in procs:
+        try:
+            text, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            text, _ = p.communicate()
+            text += "\n(timed out)"
+        out.append((p.returncode, text))
+    return out
+
+
+def ddp_train_across_two_hosts_equals_one_process():
+    with hosts(2) as (names, addrs):
+        runs = launch_nodes(names, addrs, TRAIN + ["--batch", "16", "--json", os.path.join(DIR, "node{node}.json")])
+    for r, (status, text) in enumerate(runs):
+        if status != 0:
+            fail(f"node {r} exited with {status} (no interface variable was set: the rank must find its own)", text)
+    single = subprocess.run([BIN] + TRAIN + ["--batch", "32", "--json", "single.json"], capture_output=True, text=True)
+    if single.returncode != 0:
+        fail("the one-process run failed", single.stdout + single.stderr)
+    two, one = json.load(open("node0.json")), json.load(open("single.json"))
+    if two["world_size"] != 2 or two["backend"] != "gloo":
+        fail(f"world size {two['world_size']}, backend {two['backend']}", json.dumps(two)[:2000])
+    a, b = two["losses"], one["losses"]
+    if len(a) != 8 or len(b) != 8:
+        fail(f"losses {a} and {b}")
+    worst = max(abs(x - y) for x, y in zip(a, b))
+    if worst > 1e-6:
+        fail(f"two hosts' losses differ from one process's by {worst:.2e} (> 1e-6): {a} vs {b}")
+    print(f"two hosts = one process: losses within {worst:.1e} over {len(a)} steps")
+
+
+def a_loopback_interface_fails_at_once_naming_the_variable():
+    start = time.monotonic()
+    with hosts(2) as (names, addrs):
+        runs = launch_nodes(names, addrs, TRAIN + ["--batch", "16", "--dist-timeout", "60"],
+                            env_extra={"GLOO_SOCKET_IFNAME": "lo"}, timeout=120)
+    seconds = time.monotonic() - start
+    for r, (status, text) in enumerate(runs):
+        if status == 0:
+            fail(f"node {r} trained with GLOO_SOCKET_IFNAME=lo across hosts", text)
+        if "GLOO_SOCKET_IFNAME=lo: a loopback interface" not in text or "is not on loopback" not in text:
+            fail(f"node {r}: no message naming the loopback interface and the variable", text)
+    if seconds > 30:
+        fail(f"took {seconds:.0f} s: the error must come at once, not at the 60 s timeout", runs[0][1])
+    print(f"both nodes refused GLOO_SOCKET_IFNAME=lo at once ({seconds:.1f} s)\n{runs[1][1]}")
+
+
+CASES = {f.__name__: f for f in [ddp_train_across_two_hosts_equals_one_process,
+                                  a_loopback_interface_fails_at_once_naming_the_variable]}
+if CASE not in CASES:
+    fail(f"unknown case; one of {', '.join(CASES)}")
+CASES[CASE]()
+print(f"ok ({CASE})")
