@@ -9,6 +9,7 @@ leaves the machine: the addresses live only inside the namespaces this script ma
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -74,8 +75,8 @@ def hosts(n):
             sh("ip", "netns", "del", name, check=False)
 
 
-def launch_nodes(names, addrs, command, env_extra=None, timeout=300):
-    """One `saturate launch --nnodes N` per host; returns [(status, output)] by node."""
+def start_nodes(names, addrs, command, env_extra=None):
+    """One `saturate launch --nnodes N` per host, started; "{node}" in the command is the node's rank."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("SOCKET_IFNAME")}
     env.update(env_extra or {})
     procs = []
@@ -84,6 +85,15 @@ def launch_nodes(names, addrs, command, env_extra=None, timeout=300):
                "--nproc-per-node", "1", "--master-addr", addrs[0], "--master-port", "29500", "--"] + \
               [BIN] + [c.replace("{node}", str(r)) for c in command]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+    return procs
+
+
+def launch_nodes(names, addrs, command, env_extra=None, timeout=300):
+    """One `saturate launch --nnodes N` per host, to the end; returns [(status, output)] by node."""
+    return finish(start_nodes(names, addrs, command, env_extra), timeout)
+
+
+def finish(procs, timeout=300):
     out = []
     for p in procs:
         try:
@@ -133,8 +143,69 @@ def a_loopback_interface_fails_at_once_naming_the_variable():
     print(f"both nodes refused GLOO_SOCKET_IFNAME=lo at once ({seconds:.1f} s)\n{runs[1][1]}")
 
 
+def ddp_train_across_three_hosts_equals_one_process():
+    with hosts(3) as (names, addrs):
+        runs = launch_nodes(names, addrs, TRAIN[:-5] + ["--global-batch", "48", "--steps", "6", "-q", "--batch", "16",
+                                                       "--json", os.path.join(DIR, "node{node}.json")])
+    for r, (status, text) in enumerate(runs):
+        if status != 0:
+            fail(f"node {r} of 3 exited with {status}", text)
+    single = subprocess.run([BIN] + TRAIN[:-5] + ["--global-batch", "48", "--steps", "6", "-q", "--batch", "48",
+                                                  "--json", "single.json"], capture_output=True, text=True)
+    if single.returncode != 0:
+        fail("the one-process run failed", single.stdout + single.stderr)
+    a, b = json.load(open("node0.json"))["losses"], json.load(open("single.json"))["losses"]
+    worst = max(abs(x - y) for x, y in zip(a, b))
+    if len(a) != 6 or worst > 1e-6:
+        fail(f"three hosts' losses {a} differ from one process's {b} by {worst:.2e} (> 1e-6)")
+    print(f"three hosts = one process: losses within {worst:.1e} over {len(a)} steps")
+
+
+def rank_synced_search_across_two_hosts():
+    with hosts(2) as (names, addrs):
+        runs = launch_nodes(names, addrs, ["search", "--model", "mlp", "--width", "64", "--device", "cpu",
+                                           "--threads", "1", "--memory-budget", "40MiB", "--steps", "1"])
+    for r, (status, text) in enumerate(runs):
+        if status != 0:
+            fail(f"node {r} exited with {status}", text)
+    if not re.search(r"ranks +2 \(gloo\): rank 0 max \d+ .*rank 1 max \d+", runs[0][1]):
+        fail("no per-rank maxima from the search across two hosts", runs[0][1])
+    if not re.search(r"max_batch +\d+ \(exact", runs[0][1]):
+        fail("no exact answer", runs[0][1])
+    print("rank-synced search across two hosts: exact, both ranks' maxima")
+
+
+def a_killed_node_is_named_by_the_other_within_the_timeout():
+    with hosts(2) as (names, addrs):
+        procs = start_nodes(names, addrs, TRAIN[:-3] + ["--steps", "100000", "-q", "--batch", "16", "--dist-timeout",
+                                                        "20", "--checkpoint-dir", os.path.join(DIR, "ck{node}"),
+                                                        "--checkpoint-every", "5"])
+        ck = os.path.join(DIR, "ck0", "checkpoint.pt")
+        deadline = time.monotonic() + 240
+        while not os.path.exists(ck):  # training is under way on both nodes
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                fail("training did not start on both nodes", "\n".join(t for _, t in finish(procs, 5)))
+            time.sleep(0.05)
+        killed_at = time.monotonic()
+        for pid in sh("ip", "netns", "pids", names[1]).stdout.split():  # the host goes away
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), 9)
+        (status0, text0), _ = finish(procs, 120)
+        seconds = time.monotonic() - killed_at
+    if status0 == 0:
+        fail("node 0 went on as if nothing happened", text0)
+    if "rank 0/2" not in text0 or not re.search(r"rank 1|closed by peer|Connection", text0):
+        fail("node 0's error does not name the lost rank or connection", text0)
+    if seconds > 20 + 10:
+        fail(f"node 0 stopped {seconds:.0f} s after the kill: beyond --dist-timeout 20 s", text0)
+    print(f"node 0 stopped {seconds:.1f} s after node 1 was killed, naming it:\n{text0.strip()}")
+
+
 CASES = {f.__name__: f for f in [ddp_train_across_two_hosts_equals_one_process,
-                                  a_loopback_interface_fails_at_once_naming_the_variable]}
+                                  a_loopback_interface_fails_at_once_naming_the_variable,
+                                  ddp_train_across_three_hosts_equals_one_process,
+                                  rank_synced_search_across_two_hosts,
+                                  a_killed_node_is_named_by_the_other_within_the_timeout]}
 if CASE not in CASES:
     fail(f"unknown case; one of {', '.join(CASES)}")
 CASES[CASE]()
