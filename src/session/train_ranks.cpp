@@ -61,6 +61,11 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
     d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
     d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
     ddp_ = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *group_, d);
+    // the network between the ranks, at the gradients' size (up to 4 MiB), before the first step
+    int64_t gradient_bytes = 0;
+    for (const torch::Tensor& p : model.parameters())
+      if (p.requires_grad()) gradient_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+    network_ = measure_network(*group_, workload.device(), gradient_bytes);
     sync_ = std::make_unique<DdpStepSync>(*ddp_);
     train.sync = sync_.get();
     train.write_checkpoints = writer();
@@ -93,6 +98,8 @@ TrainRanksSummary TrainRanks::summary() const {
   r.allreduce_overlap_fraction = s.overlap_fraction();
   r.gradient_buckets = s.buckets;
   r.gradient_bytes = s.gradient_bytes;
+  r.network = network_;
+  if (network_) r.predicted_allreduce_ms = network_->predicted_ms(s.gradient_bytes, s.buckets);
   return r;
 }
 
@@ -106,6 +113,12 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
              allreduce_overlap_fraction ? nlohmann::json(*allreduce_overlap_fraction) : nlohmann::json()},
             {"gradient_buckets", gradient_buckets},
             {"gradient_bytes", gradient_bytes}});
+  if (network) {
+    nlohmann::json n = to_json(*network);
+    n["predicted_allreduce_ms"] = predicted_allreduce_ms;  // per synced step, for these buckets
+    n["measured_allreduce_ms"] = allreduce_ms;
+    j["network"] = n;
+  }
 }
 
 }  // namespace saturate

@@ -13,7 +13,12 @@ std::string train_rank_text(const TrainRanksSummary& r) {
   return fmt::format("ranks       {} ({}): all-reduce {:.2f} ms per step, {:.0f} % overlapped with backward, {} "
                      "bucket(s) of {} in all\n",
                      r.world_size, r.backend, r.allreduce_ms, 100.0 * r.allreduce_overlap_fraction.value_or(0),
-                     r.gradient_buckets, format_bytes(r.gradient_bytes));
+                     r.gradient_buckets, format_bytes(r.gradient_bytes)) +
+         (r.network ? fmt::format("network     all-reduce bus bandwidth {:.1f} MB/s, latency {:.2f} ms (measured at {}); "
+                                  "per step predicted {:.2f} ms, measured {:.2f} ms\n",
+                                  r.network->busbw_bytes_per_s / 1e6, r.network->latency_ms,
+                                  format_bytes(r.network->bytes), r.predicted_allreduce_ms, r.allreduce_ms)
+                    : "");
 }
 
 namespace {

@@ -40,9 +40,10 @@ def sh(*args, check=True):
 
 
 @contextlib.contextmanager
-def hosts(n):
+def hosts(n, rate=None):
     """n namespaces ("hosts") on 10.77.S.0/24 around a bridge in the first: yields their names and
-    addresses. Deleting a namespace removes its veth ends; processes inside are killed first."""
+    addresses; `rate` ("100mbit") shapes both ends of every veth pair with tbf (netem does not exist
+    here). Deleting a namespace removes its veth ends; processes inside are killed first."""
     if os.geteuid() != 0:
         fail("needs root to make network namespaces (CI runs as root); run the suite as root")
     tag = f"{os.getpid() % 100000}"
@@ -65,6 +66,10 @@ def hosts(n):
             sh("ip", "-n", names[0], "link", "set", a, "up")
             sh("ip", "-n", names[i], "addr", "add", addrs[i] + "/24", "dev", b)
             sh("ip", "-n", names[i], "link", "set", b, "up")
+            if rate:
+                for ns, dev in ((names[0], a), (names[i], b)):
+                    sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate,
+                       "burst", "32kbit", "latency", "400ms")
         yield names, addrs
     finally:
         for name in names:
@@ -201,7 +206,34 @@ def a_killed_node_is_named_by_the_other_within_the_timeout():
     print(f"node 0 stopped {seconds:.1f} s after node 1 was killed, naming it:\n{text0.strip()}")
 
 
-CASES = {f.__name__: f for f in [ddp_train_across_two_hosts_equals_one_process,
+def the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link():
+    # 100 Mbit/s each way between the hosts; a 2.7 MiB gradient (an mlp of width 512)
+    rate = 100e6 / 8
+    with hosts(2, rate="100mbit") as (names, addrs):
+        runs = launch_nodes(names, addrs, TRAIN[:3] + ["--layers", "2", "--width", "512"] + TRAIN[7:-5] +
+                            ["--global-batch", "32", "--steps", "4", "--batch", "16",
+                             "--json", os.path.join(DIR, "node{node}.json")])
+    for r, (status, text) in enumerate(runs):
+        if status != 0:
+            fail(f"node {r} exited with {status}", text)
+    j = json.load(open("node0.json"))
+    n = j.get("network")
+    if not n:
+        fail("no network measurement in the train JSON", json.dumps(j)[:3000])
+    busbw = n["busbw_bytes_per_s"]
+    if not 0.4 * rate <= busbw <= 1.5 * rate:
+        fail(f"bus bandwidth {busbw / 1e6:.2f} MB/s on a {rate / 1e6:.2f} MB/s link", json.dumps(n))
+    predicted, measured = n["predicted_allreduce_ms"], n["measured_allreduce_ms"]
+    if not (measured > 0 and 0.65 * measured <= predicted <= 1.35 * measured):
+        fail(f"predicted all-reduce {predicted:.1f} ms per step, measured {measured:.1f} ms", json.dumps(n))
+    if "network     all-reduce bus bandwidth" not in runs[0][1]:
+        fail("no network line in node 0's summary", runs[0][1])
+    print(f"100 Mbit/s link: bus bandwidth {busbw / 1e6:.2f} MB/s (link {rate / 1e6:.2f}), latency "
+          f"{n['latency_ms']:.2f} ms; all-reduce per step predicted {predicted:.1f} ms, measured {measured:.1f} ms "
+          f"({100 * (predicted / measured - 1):+.0f} %)")
+
+
+CASES = {f.__name__: f for f in [the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link, ddp_train_across_two_hosts_equals_one_process,
                                   a_loopback_interface_fails_at_once_naming_the_variable,
                                   ddp_train_across_three_hosts_equals_one_process,
                                   rank_synced_search_across_two_hosts,

@@ -14,6 +14,7 @@
 #include "saturate/dist/data_parallel.h"
 #include "saturate/dist/ddp.h"
 #include "saturate/dist/ddp_sync.h"
+#include "saturate/dist/network_measure.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/step/workload.h"
 #include "saturate/train/trainer.h"
@@ -45,8 +46,12 @@ struct TrainRanksSummary {
   std::optional<double> allreduce_overlap_fraction;
   int64_t gradient_buckets = 0;
   int64_t gradient_bytes = 0;
+  /// The network measured at the start (DDP on several ranks), and the all-reduce per synced
+  /// step it predicts for these buckets (issue 45).
+  std::optional<NetworkMeasure> network;
+  double predicted_allreduce_ms = 0;
   /// world_size, parallel, data_parallel_devices, backend, allreduce_ms,
-  /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes.
+  /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes, network.
   void add_to_json(nlohmann::json& j) const;
 };
 
@@ -87,6 +92,7 @@ class TrainRanks {
   std::unique_ptr<DdpStepSync> sync_;
   std::vector<c10::Device> dp_devices_;
   std::unique_ptr<DataParallelSync> dp_sync_;
+  std::optional<NetworkMeasure> network_;
 };
 
 }  // namespace saturate

@@ -1,0 +1,33 @@
+// Implements: the network between the ranks, measured at the start of a multi-rank run (issue 45):
+// the all-reduce's latency (a 4-byte all-reduce) and bandwidth (one of up to 4 MiB), as
+// nccl-tests defines them: algbw = bytes / time, busbw = algbw x 2(n-1)/n (what each link
+// carries in a ring all-reduce). From them, the time the gradients' all-reduce should take.
+#pragma once
+#include <cstdint>
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+namespace saturate {
+
+class DistGroup;
+
+struct NetworkMeasure {
+  int world_size = 1;
+  int64_t bytes = 0;             ///< the size the bandwidth was measured at
+  double allreduce_ms = 0;       ///< median all-reduce of `bytes`
+  double latency_ms = 0;         ///< median all-reduce of 4 bytes
+  double algbw_bytes_per_s = 0;  ///< bytes / (allreduce_ms - latency_ms)
+  double busbw_bytes_per_s = 0;  ///< algbw x 2(n-1)/n
+  /// `bytes` all-reduced in `buckets` all-reduces one after another (DDP's buckets).
+  double predicted_ms(int64_t bytes, int64_t buckets) const;
+};
+
+/// A collective: every rank calls it. All-reduces float tensors on `device` (the group's: the
+/// CPU for Gloo, the rank's GPU for NCCL): 2 warm-ups, then the median of `repeats` timed calls
+/// of 4 bytes and of min(`bytes`, 4 MiB).
+NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, int repeats = 5);
+
+nlohmann::json to_json(const NetworkMeasure& m);
+
+}  // namespace saturate

@@ -1,0 +1,67 @@
+#include "saturate/dist/network_measure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <torch/cuda.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/torch.h>
+
+#include "saturate/dist/process_group.h"
+
+namespace saturate {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// The median milliseconds of `repeats` all-reduces of `elements` floats (after 2 warm-ups).
+double time_allreduce(DistGroup& group, const c10::Device& device, int64_t elements, int repeats) {
+  std::vector<at::Tensor> t{torch::ones({std::max<int64_t>(1, elements)}, torch::TensorOptions().device(device))};
+  std::vector<double> ms;
+  for (int i = 0; i < repeats + 2; ++i) {
+    group.barrier();  // every rank starts together: the time is the collective's, not a late rank's
+    const auto start = std::chrono::steady_clock::now();
+    group.c10d_group()->allreduce(t)->wait();
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i >= 2) ms.push_back(elapsed);
+  }
+  return median(ms);
+}
+
+}  // namespace
+
+double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets) const {
+  if (algbw_bytes_per_s <= 0) return 0;
+  return static_cast<double>(std::max<int64_t>(1, buckets)) * latency_ms +
+         1000.0 * static_cast<double>(b) / algbw_bytes_per_s;
+}
+
+NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, int repeats) {
+  NetworkMeasure m;
+  m.world_size = group.world_size();
+  m.bytes = std::clamp<int64_t>(bytes, 4, int64_t{4} << 20);
+  m.latency_ms = time_allreduce(group, device, 1, repeats);
+  m.allreduce_ms = time_allreduce(group, device, m.bytes / 4, repeats);
+  const double transfer_ms = std::max(1e-6, m.allreduce_ms - m.latency_ms);
+  m.algbw_bytes_per_s = 1000.0 * static_cast<double>(m.bytes) / transfer_ms;
+  m.busbw_bytes_per_s = m.algbw_bytes_per_s * 2.0 * (m.world_size - 1) / m.world_size;
+  return m;
+}
+
+nlohmann::json to_json(const NetworkMeasure& m) {
+  return {{"world_size", m.world_size},
+          {"measured_bytes", m.bytes},
+          {"allreduce_ms", m.allreduce_ms},
+          {"latency_ms", m.latency_ms},
+          {"algbw_bytes_per_s", m.algbw_bytes_per_s},
+          {"busbw_bytes_per_s", m.busbw_bytes_per_s},
+          {"method", "median of 5 all-reduces of 4 bytes (latency) and of the measured bytes, after 2 warm-ups; "
+                     "algbw = bytes / (time - latency), busbw = algbw x 2(n-1)/n (nccl-tests)"}};
+}
+
+}  // namespace saturate
