@@ -22,7 +22,8 @@ def strip(x, path=""):
         return {k: strip(v, path + "/" + k) for k, v in x.items() if not TIMING.search(k)
                 and not (path.endswith("/fast_paths") and k == "reason")  # the front-end's wording
                 and not (path == "/compute" and k == "batch")  # the throughput batch's: timed
-                and not (path == "/decision" and k == "alternatives")}  # fastest_probe, the knee: timed
+                and not (path == "/decision" and k == "alternatives")  # fastest_probe, the knee: timed
+                and not (path == "/leak" and k == "host_growth_bytes")}  # the process's own resident memory
     if isinstance(x, list):
         return [strip(v, path) for v in x]
     if isinstance(x, str):  # the budget an OOM names: the flag (CLI) or the keyword (Python)
