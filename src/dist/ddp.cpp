@@ -26,14 +26,19 @@ struct CommLog {
 };
 
 /// Average = divide by the world size, then sum-all-reduce (as c10d's AllReduceCommHook), timed.
+/// With `compress_bf16` (PyTorch's bf16_compress_hook): the averaged bucket is rounded to bf16,
+/// all-reduced in bf16 (half the bytes on the wire), and copied back into the float32 bucket, so
+/// the gradients the optimizer sees (and their accumulation) stay float32.
 class TimedAllReduceHook final : public c10d::CommHookInterface {
  public:
-  TimedAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::shared_ptr<CommLog> log)
-      : group_(std::move(group)), log_(std::move(log)) {}
+  TimedAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::shared_ptr<CommLog> log, bool compress_bf16)
+      : group_(std::move(group)), log_(std::move(log)), compress_bf16_(compress_bf16) {}
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     at::Tensor& buffer = bucket.getBufferRef();
     buffer.div_(group_->getSize());
+    const bool compress = compress_bf16_ && buffer.scalar_type() == at::kFloat;
+    at::Tensor wire = compress ? buffer.to(at::kBFloat16) : buffer;
     const auto launched = Clock::now();
     size_t slot;
     {
@@ -41,16 +46,23 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
       slot = log_->intervals.size();
       log_->intervals.push_back({launched, launched});
       log_->last_launch = launched;
-      log_->bytes += static_cast<int64_t>(buffer.numel() * buffer.element_size());
+      log_->bytes += static_cast<int64_t>(wire.numel() * wire.element_size());
     }
-    std::vector<at::Tensor> tensors{buffer};
+    std::vector<at::Tensor> tensors{wire};
     auto fut = group_->allreduce(tensors)->getFuture();
     auto log = log_;
     fut->addCallback([log, slot](c10::ivalue::Future&) {
       std::lock_guard<std::mutex> lock(log->mu);
       if (slot < log->intervals.size()) log->intervals[slot].second = Clock::now();
     });
-    return fut;
+    if (!compress) return fut;
+    return fut->then(
+        [buffer, wire](c10::ivalue::Future& done) -> c10::IValue {
+          if (done.hasError()) std::rethrow_exception(done.exception_ptr());
+          buffer.copy_(wire);
+          return c10::IValue(std::vector<at::Tensor>{buffer});
+        },
+        c10::ListType::ofTensors());
   }
 
   at::Tensor parseHookResult(const c10::IValue& result) override {
@@ -60,6 +72,7 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
  private:
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::shared_ptr<CommLog> log_;
+  bool compress_bf16_;
 };
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -150,7 +163,7 @@ DistributedDataParallel::DistributedDataParallel(std::vector<torch::Tensor> para
       impl_->params, std::move(buckets), pg, sparse, options.bucket_bytes, /*find_unused_parameters=*/false,
       /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{}, options.first_bucket_bytes,
       /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::move(caps));
-  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log));
+  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log, options.compress_bf16));
 }
 
 DistributedDataParallel::~DistributedDataParallel() = default;

@@ -6,6 +6,7 @@
 
 #include <torch/cuda.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include "saturate/dist/process_group.h"
@@ -18,14 +19,23 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+/// One all-reduce of `values` as DDP's hook runs it: in place, or (compressed) rounded to bf16,
+/// all-reduced and copied back.
+void allreduce(DistGroup& group, at::Tensor& values, bool compressed) {
+  std::vector<at::Tensor> wire{compressed ? values.to(at::kBFloat16) : values};
+  group.c10d_group()->allreduce(wire)->wait();
+  if (compressed) values.copy_(wire[0]);
+}
+
 /// The median milliseconds of `repeats` all-reduces of `elements` floats (after 2 warm-ups).
-double time_allreduce(DistGroup& group, const c10::Device& device, int64_t elements, int repeats) {
-  std::vector<at::Tensor> t{torch::ones({std::max<int64_t>(1, elements)}, torch::TensorOptions().device(device))};
+double time_allreduce(DistGroup& group, const c10::Device& device, int64_t elements, int repeats,
+                      bool compressed = false) {
+  at::Tensor t = torch::ones({std::max<int64_t>(1, elements)}, torch::TensorOptions().device(device));
   std::vector<double> ms;
   for (int i = 0; i < repeats + 2; ++i) {
     group.barrier();  // every rank starts together: the time is the collective's, not a late rank's
     const auto start = std::chrono::steady_clock::now();
-    group.c10d_group()->allreduce(t)->wait();
+    allreduce(group, t, compressed);
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= 2) ms.push_back(elapsed);
@@ -41,7 +51,20 @@ double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets) const {
          1000.0 * static_cast<double>(b) / algbw_bytes_per_s;
 }
 
-NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, int repeats) {
+/// The relative error of a bf16 all-reduce of normal random values (a seed per rank) against the
+/// float32 one of the same values.
+double compression_error(DistGroup& group, const c10::Device& device, int64_t elements) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1234 + group.rank());
+  at::Tensor values = at::randn({std::max<int64_t>(1, elements)}, gen, torch::TensorOptions()).to(device);
+  at::Tensor exact = values.clone();
+  allreduce(group, exact, false);
+  allreduce(group, values, true);
+  const double norm = exact.norm().item<double>();
+  return norm > 0 ? (values - exact).norm().item<double>() / norm : 0;
+}
+
+NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, bool compressed,
+                               int repeats) {
   NetworkMeasure m;
   m.world_size = group.world_size();
   m.bytes = std::clamp<int64_t>(bytes, 4, int64_t{4} << 20);
@@ -50,11 +73,15 @@ NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int6
   const double transfer_ms = std::max(1e-6, m.allreduce_ms - m.latency_ms);
   m.algbw_bytes_per_s = 1000.0 * static_cast<double>(m.bytes) / transfer_ms;
   m.busbw_bytes_per_s = m.algbw_bytes_per_s * 2.0 * (m.world_size - 1) / m.world_size;
+  if (compressed) {
+    m.compressed_allreduce_ms = time_allreduce(group, device, m.bytes / 4, repeats, true);
+    m.compression_error = compression_error(group, device, std::min<int64_t>(m.bytes / 4, int64_t{1} << 18));
+  }
   return m;
 }
 
 nlohmann::json to_json(const NetworkMeasure& m) {
-  return {{"world_size", m.world_size},
+  nlohmann::json j = {{"world_size", m.world_size},
           {"measured_bytes", m.bytes},
           {"allreduce_ms", m.allreduce_ms},
           {"latency_ms", m.latency_ms},
@@ -62,6 +89,12 @@ nlohmann::json to_json(const NetworkMeasure& m) {
           {"busbw_bytes_per_s", m.busbw_bytes_per_s},
           {"method", "median of 5 all-reduces of 4 bytes (latency) and of the measured bytes, after 2 warm-ups; "
                      "algbw = bytes / (time - latency), busbw = algbw x 2(n-1)/n (nccl-tests)"}};
+  if (m.compressed_allreduce_ms > 0) {
+    j["compressed_allreduce_ms"] = m.compressed_allreduce_ms;
+    j["compression_speedup"] = m.compression_speedup();
+    j["compression_error"] = m.compression_error;
+  }
+  return j;
 }
 
 }  // namespace saturate

@@ -28,14 +28,17 @@ TrainingFootprint StepSettings::footprint() const {
   TrainingFootprint t;
   t.precision = parse_precision(precision);
   t.checkpointing = checkpoint_policy(*this);
-  const bool tried = search && (fast_paths == "auto" || fast_paths == "try");
+  const bool tried = (search || train) && (fast_paths == "auto" || fast_paths == "try");
   if (!tried) {
     try {
       t.fast_paths = parse_fast_paths(fast_paths);
     } catch (const UsageError& e) {
-      throw UsageError("fast_paths", fmt::format("{}{}", e.what(), search ? "; or auto, or try" : ""));
+      throw UsageError("fast_paths", fmt::format("{}{}", e.what(), search || train ? "; or auto, or try" : ""));
     }
   }
+  if (t.fast_paths.compress_bf16 && !train)
+    throw UsageError("fast_paths", "compress_bf16 all-reduces the gradients between training ranks in bf16; this "
+                                   "command's steps do not all-reduce: give it to saturate train on several ranks");
   return t;
 }
 

@@ -14,6 +14,9 @@ namespace saturate {
 void TrainRanksOptions::check() const {
   if (!(timeout_s > 0))
     throw UsageError("dist_timeout", fmt::format("{} is not a positive number of seconds (e.g. 300)", timeout_s));
+  if (!(min_compression_speedup >= 1))
+    throw UsageError("min_compression_speedup", fmt::format("{} is below 1 (a compressed all-reduce must be at least as "
+                                                            "fast as the float32 one)", min_compression_speedup));
   if (!(bucket_mb > 0))
     throw UsageError("bucket_mb", fmt::format("{} is not a positive size in MiB (PyTorch's default is 25)", bucket_mb));
   if (parallel != "ddp" && parallel != "dp")
@@ -48,6 +51,11 @@ void TrainRanks::connect(const c10::Device& device) {
 }
 
 void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& train) {
+  if (train.fast_paths.compress_bf16 && !group_)
+    throw UsageError("fast_paths", fmt::format("compress_bf16 all-reduces the gradients between DDP ranks in bf16, and "
+                                               "this run has {}; start ranks with a launcher (saturate launch, "
+                                               "torchrun), or drop compress_bf16",
+                                               dp_devices_.empty() ? "one process" : "DataParallel in one process"));
   if (group_) {
     // together the ranks' step-k batches are exactly the one-process global batch k; padded so
     // every rank has as many steps when the world size does not divide the dataset
@@ -57,15 +65,26 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
     Model& model = workload.model();
     std::vector<torch::Tensor> states;
     for (auto& [name, t] : model.named_tensors()) states.push_back(t);
-    DdpOptions d;
-    d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
-    d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
-    ddp_ = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *group_, d);
-    // the network between the ranks, at the gradients' size (up to 4 MiB), before the first step
+    // the network between the ranks, at the gradients' size (up to 4 MiB), before the first step;
+    // the bf16 all-reduce too when compression is named or to be decided
     int64_t gradient_bytes = 0;
     for (const torch::Tensor& p : model.parameters())
       if (p.requires_grad()) gradient_bytes += p.numel() * static_cast<int64_t>(p.element_size());
-    network_ = measure_network(*group_, workload.device(), gradient_bytes);
+    const bool named = train.fast_paths.compress_bf16;
+    network_ = measure_network(*group_, workload.device(), gradient_bytes, named || options_.measure_compression);
+    // every rank decides on the same number: the ranks' mean speedup (their own timings differ)
+    if (named || options_.measure_compression) {
+      compression_speedup_ = group_->all_reduce_sum({network_->compression_speedup()})[0] / world_size();
+      compress_bf16_ = compression_speedup_ >= options_.min_compression_speedup;
+    }
+    compress_bf16_ = compress_bf16_ || named;
+    compression_by_ = named ? "named" : options_.measure_compression ? "measured" : "";
+    train.fast_paths.compress_bf16 = compress_bf16_;  // the summary's fast paths say it
+    DdpOptions d;
+    d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
+    d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
+    d.compress_bf16 = compress_bf16_;
+    ddp_ = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *group_, d);
     sync_ = std::make_unique<DdpStepSync>(*ddp_);
     train.sync = sync_.get();
     train.write_checkpoints = writer();
@@ -100,6 +119,10 @@ TrainRanksSummary TrainRanks::summary() const {
   r.gradient_bytes = s.gradient_bytes;
   r.network = network_;
   if (network_) r.predicted_allreduce_ms = network_->predicted_ms(s.gradient_bytes, s.buckets);
+  r.compress_bf16 = compress_bf16_;
+  r.compression_by = compression_by_;
+  r.compression_speedup = compression_speedup_;
+  r.min_compression_speedup = options_.min_compression_speedup;
   return r;
 }
 
@@ -118,6 +141,16 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     n["predicted_allreduce_ms"] = predicted_allreduce_ms;  // per synced step, for these buckets
     n["measured_allreduce_ms"] = allreduce_ms;
     j["network"] = n;
+  }
+  if (!compression_by.empty()) {
+    nlohmann::json c = {{"chosen", compress_bf16 ? "bf16" : "none"}, {"by", compression_by}};
+    if (compression_by == "measured") c["min_speedup"] = min_compression_speedup;
+    if (network && network->compressed_allreduce_ms > 0) {
+      c["speedup"] = compression_speedup;  // the ranks' mean
+      c["speedup_this_rank"] = network->compression_speedup();
+      c["relative_error"] = network->compression_error;
+    }
+    j["gradient_compression"] = c;
   }
 }
 

@@ -8,6 +8,26 @@
 
 namespace saturate {
 
+namespace {
+
+/// "compression bf16 all-reduce (measured 1.92x faster, gradients within 0.31 %)", or why not.
+std::string compression_text(const TrainRanksSummary& r) {
+  if (r.compression_by.empty()) return "";
+  const NetworkMeasure* n = r.network && r.network->compressed_allreduce_ms > 0 ? &*r.network : nullptr;
+  const std::string measured =
+      n ? fmt::format("{:.2f} ms in bf16 vs {:.2f} ms in float32 at {} on rank 0, {:.2f}x on the ranks' mean; "
+                      "gradients within {:.2f} %",
+                      n->compressed_allreduce_ms, n->allreduce_ms, format_bytes(n->bytes), r.compression_speedup,
+                      100 * n->compression_error)
+        : std::string("not measured");
+  if (r.compression_by == "named") return fmt::format("compression bf16 all-reduce (named; {})\n", measured);
+  if (r.compress_bf16) return fmt::format("compression bf16 all-reduce (kept: {})\n", measured);
+  return fmt::format("compression none (bf16 not kept: {}, under the {:.2f}x it needs)\n", measured,
+                     r.min_compression_speedup);
+}
+
+}  // namespace
+
 std::string train_rank_text(const TrainRanksSummary& r) {
   if (r.backend == "none") return "";
   return fmt::format("ranks       {} ({}): all-reduce {:.2f} ms per step, {:.0f} % overlapped with backward, {} "
@@ -18,7 +38,8 @@ std::string train_rank_text(const TrainRanksSummary& r) {
                                   "per step predicted {:.2f} ms, measured {:.2f} ms\n",
                                   r.network->busbw_bytes_per_s / 1e6, r.network->latency_ms,
                                   format_bytes(r.network->bytes), r.predicted_allreduce_ms, r.allreduce_ms)
-                    : "");
+                    : "") +
+         compression_text(r);
 }
 
 namespace {

@@ -11,7 +11,7 @@ namespace saturate {
 
 const std::vector<std::string>& fast_path_names() {
   static const std::vector<std::string> names = {"cudnn_benchmark", "tf32", "channels_last", "fused_optimizer",
-                                                  "cuda_graphs", "threads=N"};
+                                                  "cuda_graphs", "threads=N", "compress_bf16"};
   return names;
 }
 
@@ -23,6 +23,7 @@ std::vector<std::string> FastPaths::names() const {
   if (fused_optimizer) out.push_back("fused_optimizer");
   if (cuda_graphs) out.push_back("cuda_graphs");
   if (threads > 0) out.push_back(fmt::format("threads={}", threads));
+  if (compress_bf16) out.push_back("compress_bf16");
   return out;
 }
 
@@ -48,6 +49,8 @@ FastPaths parse_fast_paths(const std::string& text) {
       p.fused_optimizer = true;
     } else if (item == "cuda_graphs") {
       p.cuda_graphs = true;
+    } else if (item == "compress_bf16") {
+      p.compress_bf16 = true;
     } else if (item.rfind("threads=", 0) == 0) {
       int n = 0;
       size_t used = 0;

@@ -237,6 +237,24 @@ TEST(DdpRankTest, TrainerRun) {
   } while (0)
 
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+TEST(DdpRankTest, CompressedGradients) {
+  const auto out = env("SATURATE_DDP_BF16_OUT");
+  if (!env("RANK") || !out) GTEST_SKIP() << "runs as a rank of DistProcessTest";
+  at::set_num_threads(1);
+  auto group = join(30);
+  const int rank = group->rank(), world = group->world_size();
+  auto m = make_model(1);
+  m->to(torch::kFloat);
+  DdpOptions o;
+  o.compress_bf16 = true;
+  DistributedDataParallel ddp(*m, *group, o);
+  const Data d = make_data(kLocalBatch * world);
+  accumulate(m, d.x.slice(0, rank * kLocalBatch, (rank + 1) * kLocalBatch).to(torch::kFloat),
+             d.y.slice(0, rank * kLocalBatch, (rank + 1) * kLocalBatch).to(torch::kFloat), kLocalBatch, &ddp);
+  torch::save(grads_of(m), *out + "/grads_" + std::to_string(rank) + ".pt");
+  std::ofstream(*out + "/bytes_" + std::to_string(rank) + ".txt") << ddp.stats().gradient_bytes << "\n";
+}
+
 
 std::vector<torch::Tensor> load_tensors(const std::string& path) {
   std::vector<torch::Tensor> t;
@@ -297,6 +315,57 @@ TEST(DistProcessTest, DdpGradientsAndTrainingMatchOneProcessWithTheWholeBatch) {
   EXPECT_GT(allreduce_ms, 0);
   EXPECT_GE(overlap, 0);
   EXPECT_LE(overlap, 1);
+}
+
+TEST(DistProcessTest, CompressedDdpGradientsAreTheAverageRoundedToBf16AndHalfTheBytes) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("ddp_bf16");
+  LaunchOptions o;
+  o.nproc_per_node = 2;
+  o.command = {self_exe(), "--gtest_filter=DdpRankTest.CompressedGradients"};
+  o.extra_env = {{"SATURATE_DDP_BF16_OUT", dir}, {"OMP_NUM_THREADS", "1"}};
+  const LaunchResult r = launch(o, {});
+  ASSERT_EQ(r.exit_status, 0) << r.summary;
+  // one float32 process, the whole batch: the exact average
+  const int world = 2;
+  auto m = make_model(1);
+  m->to(torch::kFloat);
+  const Data d = make_data(kLocalBatch * world);
+  accumulate(m, d.x.to(torch::kFloat), d.y.to(torch::kFloat), kLocalBatch * world, nullptr);
+  const std::vector<torch::Tensor> exact = grads_of(m), g0 = load_tensors(dir + "/grads_0.pt"),
+                                   g1 = load_tensors(dir + "/grads_1.pt");
+  // each rank's own gradient: bf16 rounds the halves, so the error scales with them, not with
+  // their sum (which cancels to near zero in places)
+  std::vector<torch::Tensor> halves(exact.size());
+  for (int r = 0; r < world; ++r) {
+    m->zero_grad();
+    accumulate(m, d.x.slice(0, r * kLocalBatch, (r + 1) * kLocalBatch).to(torch::kFloat),
+               d.y.slice(0, r * kLocalBatch, (r + 1) * kLocalBatch).to(torch::kFloat), kLocalBatch, nullptr);
+    const auto local = grads_of(m);
+    for (size_t i = 0; i < exact.size(); ++i)
+      halves[i] = r == 0 ? local[i].abs() / world : halves[i] + local[i].abs() / world;
+  }
+  ASSERT_EQ(g0.size(), exact.size());
+  double worst = 0, largest_diff = 0;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    EXPECT_TRUE(torch::equal(g0[i], g1[i])) << "both ranks hold the same all-reduced gradient, tensor " << i;
+    EXPECT_EQ(g0[i].scalar_type(), torch::kFloat) << "the gradients stay float32";
+    EXPECT_TRUE(torch::equal(g0[i].to(torch::kBFloat16).to(torch::kFloat), g0[i]))
+        << "tensor " << i << " holds values bf16 cannot: the all-reduce was not compressed";
+    // bf16 keeps 8 significant bits: each rank's half rounded, their sum rounded again
+    const torch::Tensor diff = (g0[i] - exact[i]).abs();
+    const torch::Tensor bound = halves[i] * (3.0 / 256) + 1e-7;
+    worst = std::max(worst, (diff / bound).max().item<double>());
+    largest_diff = std::max(largest_diff, diff.max().item<double>());
+    bytes += exact[i].numel() * 2;
+  }
+  EXPECT_LE(worst, 1.0) << "a gradient farther from the exact average than bf16 rounding allows";
+  EXPECT_GT(largest_diff, 0);
+  std::ifstream f(dir + "/bytes_0.txt");
+  int64_t sent = 0;
+  f >> sent;
+  EXPECT_EQ(sent, bytes) << "bytes all-reduced per step: 2 a float32 gradient";
 }
 
 pid_t spawn_rank(const std::vector<std::string>& args, const std::map<std::string, std::string>& extra) {

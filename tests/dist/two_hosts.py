@@ -233,7 +233,45 @@ def the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link():
           f"({100 * (predicted / measured - 1):+.0f} %)")
 
 
-CASES = {f.__name__: f for f in [the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link, ddp_train_across_two_hosts_equals_one_process,
+def compression_is_kept_on_a_slow_link_and_doubles_the_samples_per_second():
+    # the same 2.7 MiB of gradients over 100 Mbit/s: float32 all-reduce, then --fast-paths auto,
+    # which measures the bf16 all-reduce at the start and keeps it when at least 1.2x faster
+    command = TRAIN[:3] + ["--layers", "2", "--width", "512"] + TRAIN[7:-5] + \
+        ["--global-batch", "32", "--steps", "4", "--batch", "16"]
+    runs = {}
+    with hosts(2, rate="100mbit") as (names, addrs):
+        for fp in ("none", "auto"):
+            out = launch_nodes(names, addrs, command + ["--fast-paths", fp, "--json", os.path.join(DIR, fp + "{node}.json")])
+            for r, (status, text) in enumerate(out):
+                if status != 0:
+                    fail(f"--fast-paths {fp}: node {r} exited with {status}", text)
+            runs[fp] = (json.load(open(fp + "0.json")), out[0][1])
+    plain, auto = runs["none"][0], runs["auto"][0]
+    c = auto.get("gradient_compression")
+    if not c or c["chosen"] != "bf16" or c["by"] != "measured" or not c["speedup"] >= 1.2:
+        fail(f"bf16 compression not kept on a 100 Mbit/s link: {c}", runs["auto"][1])
+    if "compress_bf16" not in auto["fast_paths"] or "compression bf16 all-reduce (kept" not in runs["auto"][1]:
+        fail("the summary does not say that compress_bf16 was kept", runs["auto"][1])
+    if "gradient_compression" in plain or auto["gradient_bytes"] * 2 != plain["gradient_bytes"]:
+        fail(f"gradient bytes {auto['gradient_bytes']} compressed vs {plain['gradient_bytes']}", json.dumps(c))
+    allreduce = plain["allreduce_ms"] / auto["allreduce_ms"]
+    speed = auto["samples_per_s"] / plain["samples_per_s"]
+    if allreduce < 1.5 or speed < 1.4:
+        fail(f"compressed: all-reduce {plain['allreduce_ms']:.0f} -> {auto['allreduce_ms']:.0f} ms ({allreduce:.2f}x), "
+             f"samples/s {plain['samples_per_s']:.1f} -> {auto['samples_per_s']:.1f} ({speed:.2f}x)")
+    # the same steps on the same batches: the losses move by the gradients' bf16 rounding only
+    worst = max(abs(a - b) for a, b in zip(plain["losses"], auto["losses"]))
+    if not 0 < worst < 1e-2:
+        fail(f"losses with and without compression differ by {worst:.2e}: {plain['losses']} vs {auto['losses']}")
+    print(f"100 Mbit/s: bf16 all-reduce measured {c['speedup']:.2f}x faster at the start (gradients within "
+          f"{100 * c['relative_error']:.2f} %), kept; per step {plain['allreduce_ms']:.0f} -> {auto['allreduce_ms']:.0f} ms "
+          f"of all-reduce ({allreduce:.2f}x), {plain['samples_per_s']:.1f} -> {auto['samples_per_s']:.1f} samples/s "
+          f"({speed:.2f}x); losses within {worst:.1e}")
+
+
+CASES = {f.__name__: f for f in [the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link,
+                                  compression_is_kept_on_a_slow_link_and_doubles_the_samples_per_second,
+                                  ddp_train_across_two_hosts_equals_one_process,
                                   a_loopback_interface_fails_at_once_naming_the_variable,
                                   ddp_train_across_three_hosts_equals_one_process,
                                   rank_synced_search_across_two_hosts,

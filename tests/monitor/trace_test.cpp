@@ -31,10 +31,11 @@ void expect_nested(const nlohmann::json& trace) {
     std::vector<std::pair<double, double>> stack;
     for (const auto& s : spans) {
       while (!stack.empty() && stack.back().second <= s.first + eps) stack.pop_back();
-      if (!stack.empty())
+      if (!stack.empty()) {
         EXPECT_LE(s.second, stack.back().second + eps)
             << "tid " << tid << ": [" << s.first << ", " << s.second << "] overlaps [" << stack.back().first << ", "
             << stack.back().second << "]";
+      }
       stack.push_back(s);
     }
   }

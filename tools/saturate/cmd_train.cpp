@@ -113,7 +113,7 @@ int run_train(TrainCommand& c) {
   // SIGINT, SIGTERM, SIGHUP: finish the step, checkpoint, summary, exit 128 + the signal
   const StopSignals stop_signals({"stopping after the current step (a final checkpoint with --checkpoint-dir)"});
   // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
-  TrainRanks ranks = prepare_train_ranks(c.dist, c.flags);
+  TrainRanks ranks = prepare_train_ranks(c.dist, c.flags, c.step);
   TrainSessionOptions o = train_options(c.tf, c.objective, c.step, c.flags.o.model.seed, ranks.world_size());
   o.stop = &stop_signals.received();
   const bool tokens = trains_on_tokens(c.data, c.flags.o.model);
@@ -157,7 +157,8 @@ void add_train_command(CLI::App& app, Action& action) {
   add_data_flags(*cmd, c->data);
   add_dist_flags(*cmd, c->dist, /*search=*/false);  // --backend, --dist-timeout, --bucket-mb, --parallel
   add_monitor_flags(*cmd, c->monitor);
-  add_step_flags(*cmd, c->step);  // --precision, --checkpointing
+  add_step_flags(*cmd, c->step);  // --precision, --checkpointing, --fast-paths
+  c->step.train = true;
   add_train_flags(*cmd, c->tf);
   add_objective_flags(*cmd, c->objective, /*base_batch_flag=*/false);
   add_eval_and_output_flags(*cmd, c->tf);

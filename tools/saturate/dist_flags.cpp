@@ -43,8 +43,9 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
 
 namespace saturate::cli {
 
-TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w) {
+TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w, const StepSettings& step) {
   TrainRanksOptions o;
+  o.measure_compression = step.measures_compression();
   o.timeout_s = f.timeout_s;
   o.bucket_mb = f.bucket_mb;
   o.parallel = f.parallel;

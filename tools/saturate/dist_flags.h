@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/dist/rank_synced.h"
+#include "saturate/session/run_options.h"
 #include "saturate/session/train_ranks.h"
 
 namespace saturate::cli {
@@ -35,6 +36,6 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
 
 /// Before open_session: reads the rendezvous, checks --backend, --dist-timeout, --bucket-mb and
 /// --parallel (dp needs CUDA devices and one process), and picks the local rank's GPU.
-TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w);
+TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w, const StepSettings& step);
 
 }  // namespace saturate::cli

@@ -26,12 +26,14 @@ struct DdpOptions {
   int64_t bucket_bytes = int64_t{25} << 20;
   /// The first bucket (the last layers' gradients) is small so communication starts early.
   int64_t first_bucket_bytes = int64_t{1} << 20;
+  /// All-reduce float32 gradients in bf16 (half the bytes; the gradients stay float32 around it).
+  bool compress_bf16 = false;
 };
 
 struct DdpStats {
   int64_t synced_steps = 0;    ///< backward passes that communicated
   int64_t buckets = 0;         ///< buckets per synced backward
-  int64_t gradient_bytes = 0;  ///< bytes all-reduced per synced backward
+  int64_t gradient_bytes = 0;  ///< bytes all-reduced per synced backward (as sent: bf16 when compressed)
   double allreduce_ms = 0;     ///< wall time with a bucket in flight, summed over synced steps
   double overlapped_ms = 0;    ///< of which while backward was still computing gradients
   double overlap_fraction() const { return allreduce_ms > 0 ? overlapped_ms / allreduce_ms : 0; }

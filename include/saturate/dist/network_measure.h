@@ -19,14 +19,24 @@ struct NetworkMeasure {
   double latency_ms = 0;         ///< median all-reduce of 4 bytes
   double algbw_bytes_per_s = 0;  ///< bytes / (allreduce_ms - latency_ms)
   double busbw_bytes_per_s = 0;  ///< algbw x 2(n-1)/n
+  /// The same float32 values all-reduced in bf16 (rounded, all-reduced, copied back: what DDP's
+  /// compress_bf16 does), median ms; 0 when not measured.
+  double compressed_allreduce_ms = 0;
+  /// ||bf16 result - float32 result|| / ||float32 result|| on normal random gradients (measured).
+  double compression_error = 0;
+  /// allreduce_ms / compressed_allreduce_ms (1.9: the compressed all-reduce takes 1/1.9 the time).
+  double compression_speedup() const {
+    return compressed_allreduce_ms > 0 ? allreduce_ms / compressed_allreduce_ms : 0;
+  }
   /// `bytes` all-reduced in `buckets` all-reduces one after another (DDP's buckets).
   double predicted_ms(int64_t bytes, int64_t buckets) const;
 };
 
 /// A collective: every rank calls it. All-reduces float tensors on `device` (the group's: the
 /// CPU for Gloo, the rank's GPU for NCCL): 2 warm-ups, then the median of `repeats` timed calls
-/// of 4 bytes and of min(`bytes`, 4 MiB).
-NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, int repeats = 5);
+/// of 4 bytes and of min(`bytes`, 4 MiB); with `compressed`, that size in bf16 too.
+NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, bool compressed = false,
+                               int repeats = 5);
 
 nlohmann::json to_json(const NetworkMeasure& m);
 

@@ -18,10 +18,13 @@ namespace saturate {
 struct StepSettings {
   std::string precision = "fp32";      ///< fp32 | tf32 | bf16 | fp16
   std::string checkpointing = "none";  ///< none | blocks | every-N; a search also auto
-  std::string fast_paths = "none";     ///< none | a list; a search also auto | try
+  std::string fast_paths = "none";     ///< none | a list; a search and train also auto | try
   /// A search's step: `checkpointing` auto compares none with blocks, `fast_paths` auto (on
   /// CUDA) and try time the switches at the batch found.
   bool search = false;
+  /// Training's step: `fast_paths` auto or try measures the gradients' all-reduce compressed
+  /// (compress_bf16) on several ranks and keeps it when faster (TrainRanksOptions).
+  bool train = false;
 
   /// The step's footprint (no accumulation, no resident data); with `fast_paths` auto or try, no
   /// switches (the search tries them after finding the batch). UsageError naming the option.
@@ -30,6 +33,8 @@ struct StepSettings {
   bool compares_checkpointing() const { return search && checkpointing == "auto"; }
   /// The search times the fast paths at the batch found (`fast_paths` try, or auto on CUDA).
   bool tries_fast_paths(bool cuda) const;
+  /// Training measures compress_bf16 on several ranks (`fast_paths` auto or try).
+  bool measures_compression() const { return train && (fast_paths == "auto" || fast_paths == "try"); }
   /// A search's options for this step: the footprint, whether it compares checkpointing, and
   /// the policies its JSON reports.
   void apply_to(WorkloadSearchOptions& search) const;

@@ -31,6 +31,12 @@ struct TrainRanksOptions {
   /// parallel: "ddp" (several ranks, DistributedDataParallel) or "dp" (DataParallel in one
   /// process over the visible GPUs).
   std::string parallel = "ddp";
+  /// measure_compression (`fast_paths` auto or try): on several DDP ranks, time the gradients'
+  /// all-reduce in float32 and in bf16 at the start and keep compress_bf16 when the bf16 one is
+  /// at least min_compression_speedup times faster (the conversions counted). compress_bf16 named
+  /// in the step's fast paths compresses without measuring.
+  bool measure_compression = false;
+  double min_compression_speedup = 1.2;
   /// UsageError naming the option.
   void check() const;
 };
@@ -50,6 +56,12 @@ struct TrainRanksSummary {
   /// step it predicts for these buckets (issue 45).
   std::optional<NetworkMeasure> network;
   double predicted_allreduce_ms = 0;
+  /// Whether the gradients were all-reduced in bf16, and why: "named" (compress_bf16 given),
+  /// "measured" (auto/try, kept or not by network->compression_speedup()), "" (not considered).
+  bool compress_bf16 = false;
+  std::string compression_by;
+  double min_compression_speedup = 0;
+  double compression_speedup = 0;  ///< float32 / bf16 all-reduce time, the ranks' mean (measured)
   /// world_size, parallel, data_parallel_devices, backend, allreduce_ms,
   /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes, network.
   void add_to_json(nlohmann::json& j) const;
@@ -70,7 +82,8 @@ class TrainRanks {
   /// After the model is on its device, before training: several ranks shard `loader` (rank r
   /// reads positions r, r + world, ... of the same per-epoch permutation, padded), wrap the
   /// model in DDP (a collective) and only rank 0 writes checkpoints; dp replicates the model over
-  /// the GPUs. Sets `train`'s sync.
+  /// the GPUs. Sets `train`'s sync. compress_bf16 in `train.fast_paths` without DDP ranks is a
+  /// UsageError (it changes only the all-reduce between ranks).
   void setup(Workload& workload, LoaderOptions& loader, TrainOptions& train);
 
   int rank() const { return env_.rank; }
@@ -93,6 +106,9 @@ class TrainRanks {
   std::vector<c10::Device> dp_devices_;
   std::unique_ptr<DataParallelSync> dp_sync_;
   std::optional<NetworkMeasure> network_;
+  bool compress_bf16_ = false;
+  std::string compression_by_;
+  double compression_speedup_ = 0;
 };
 
 }  // namespace saturate

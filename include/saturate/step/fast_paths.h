@@ -6,6 +6,7 @@
 //  - fused_optimizer: one fused kernel for the optimizer step (step/fused_optimizer.h)
 //  - cuda_graphs: the whole step captured once as a CUDA graph and replayed (step/graphed_step.h)
 //  - threads: CPU intra-op threads (0: as the process has them)
+//  - compress_bf16: several ranks all-reduce their float32 gradients in bf16 (dist/ddp.h)
 // Process-wide switches (cudnn_benchmark, tf32, threads) are set by ProcessSwitches; the others
 // are the step's (TrainingStep applies them to the model, inputs and optimizer it makes).
 #pragma once
@@ -23,10 +24,12 @@ struct FastPaths {
   bool fused_optimizer = false;
   bool cuda_graphs = false;  ///< implies a capturable fused optimizer
   int threads = 0;
+  bool compress_bf16 = false;  ///< DDP's gradient all-reduce in bf16 (training on several ranks)
 
   bool operator==(const FastPaths& o) const {
     return cudnn_benchmark == o.cudnn_benchmark && tf32 == o.tf32 && channels_last == o.channels_last &&
-           fused_optimizer == o.fused_optimizer && cuda_graphs == o.cuda_graphs && threads == o.threads;
+           fused_optimizer == o.fused_optimizer && cuda_graphs == o.cuda_graphs && threads == o.threads &&
+           compress_bf16 == o.compress_bf16;
   }
   /// "channels_last,fused_optimizer,threads=1"; "none" when nothing is on.
   std::string to_string() const;
