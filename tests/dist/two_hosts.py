@@ -269,7 +269,53 @@ def compression_is_kept_on_a_slow_link_and_doubles_the_samples_per_second():
           f"({speed:.2f}x); losses within {worst:.1e}")
 
 
+def sigterm_to_one_node_stops_every_rank_at_the_same_step_and_the_resume_continues_the_curve():
+    # what a scheduler sends one host before preempting it: node 1's launch alone gets SIGTERM;
+    # the ranks agree on the stop where they read their losses, every rank leaves after the same
+    # step, rank 0 checkpoints it, and both nodes resumed from it give the uninterrupted curve
+    steps = 1000  # far more than run before the signal arrives, even on a loaded machine
+    command = TRAIN[:-5] + ["--global-batch", "32", "--batch", "16", "--steps", str(steps), "--no-monitor", "-q"]
+    ck = os.path.join(DIR, "ckpt")
+    with hosts(2) as (names, addrs):
+        for status, text in launch_nodes(names, addrs, command + ["--json", os.path.join(DIR, "whole{node}.json")]):
+            if status != 0:
+                fail("the uninterrupted run failed", text)
+        procs = start_nodes(names, addrs, command + ["--checkpoint-dir", ck, "--checkpoint-every", "20",
+                                                     "--json", os.path.join(DIR, "run{node}.json")])
+        deadline = time.monotonic() + 240
+        while not os.path.exists(os.path.join(ck, "checkpoint.pt")):  # training is under way on both nodes
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                fail("training did not start on both nodes", "\n".join(t for _, t in finish(procs, 5)))
+            time.sleep(0.05)
+        procs[1].send_signal(15)  # `ip netns exec` execs the launch: this is node 1's launch
+        (status0, text0), (status1, text1) = finish(procs, 120)
+        if status1 != 128 + 15:
+            fail(f"node 1's launch exited {status1}, not 143 (128 + SIGTERM)", text1)
+        if status0 not in (0, 128 + 15):
+            fail(f"node 0 exited {status0}: it did not stop with node 1", text0)
+        run = json.load(open("run0.json"))
+        if not isinstance(run.get("interrupted"), dict):
+            fail("node 0's summary does not say that the run was interrupted", json.dumps(run)[:2000])
+        after = run["interrupted"]["after_step"]
+        if not 0 < after < steps:
+            fail(f"stopped after step {after} of {steps}", json.dumps(run["interrupted"]))
+        for status, text in launch_nodes(names, addrs, command + ["--resume", ck, "--json",
+                                                                  os.path.join(DIR, "resumed{node}.json")]):
+            if status != 0:
+                fail("the resumed run failed", text)
+    whole, resumed = json.load(open("whole0.json")), json.load(open("resumed0.json"))
+    if resumed["resumed_from"] != after:
+        fail(f"resumed from step {resumed['resumed_from']}, the stop was after step {after}")
+    a, b = whole["losses"], resumed["losses"]
+    worst = max((abs(x - y) for x, y in zip(a, b)), default=1)
+    if len(a) != steps or len(b) != steps or worst > 1e-6:
+        fail(f"the resumed curve differs from the uninterrupted one by {worst:.2e} ({len(b)} of {len(a)} losses)")
+    print(f"SIGTERM to node 1 only: node 1's launch exited 143, node 0 {status0}; every rank stopped after step "
+          f"{after}, checkpointed; resumed on both nodes, {steps} losses within {worst:.1e} of the uninterrupted run")
+
+
 CASES = {f.__name__: f for f in [the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link,
+                                  sigterm_to_one_node_stops_every_rank_at_the_same_step_and_the_resume_continues_the_curve,
                                   compression_is_kept_on_a_slow_link_and_doubles_the_samples_per_second,
                                   ddp_train_across_two_hosts_equals_one_process,
                                   a_loopback_interface_fails_at_once_naming_the_variable,
