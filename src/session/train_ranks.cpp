@@ -50,6 +50,42 @@ void TrainRanks::connect(const c10::Device& device) {
   group_ = DistGroup::connect(env_, o, device.is_cuda(), device.is_cuda() ? device.index() : 0);
 }
 
+namespace {
+int64_t trainable_bytes(Model& model) {
+  int64_t bytes = 0;
+  for (const torch::Tensor& p : model.parameters())
+    if (p.requires_grad()) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  return bytes;
+}
+}  // namespace
+
+void TrainRanks::measure_network_once(Workload& workload, bool compression_named) {
+  if (!group_ || network_) return;
+  // the network between the ranks, at the gradients' size (up to 4 MiB), before the first step;
+  // the bf16 all-reduce too when compression is named or to be decided
+  const bool named = compression_named;
+  network_ = measure_network(*group_, workload.device(), trainable_bytes(workload.model()),
+                             named || options_.measure_compression);
+  // every rank decides on the same number: the ranks' mean speedup (their own timings differ)
+  if (named || options_.measure_compression) {
+    compression_speedup_ = group_->all_reduce_sum({network_->compression_speedup()})[0] / world_size();
+    compress_bf16_ = compression_speedup_ >= options_.min_compression_speedup;
+  }
+  compress_bf16_ = compress_bf16_ || named;
+  compression_by_ = named ? "named" : options_.measure_compression ? "measured" : "";
+}
+
+double TrainRanks::step_allreduce_ms(Workload& workload, bool compression_named) {
+  measure_network_once(workload, compression_named);
+  if (!network_) return 0;
+  // DDP's buckets: a first one of 1 MiB, then bucket_mb each; bf16 halves the bytes
+  const int64_t bytes = trainable_bytes(workload.model()) / (compress_bf16_ ? 2 : 1);
+  const auto bucket = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
+  const int64_t buckets = 1 + std::max<int64_t>(0, bytes - (int64_t{1} << 20) + bucket - 1) / bucket;
+  // every rank's decisions must agree (the adaptive batch's goodput): the ranks' mean prediction
+  return group_->all_reduce_sum({network_->predicted_ms(bytes, buckets)})[0] / world_size();
+}
+
 void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& train) {
   if (train.fast_paths.compress_bf16 && !group_)
     throw UsageError("fast_paths", fmt::format("compress_bf16 all-reduces the gradients between DDP ranks in bf16, and "
@@ -65,20 +101,7 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
     Model& model = workload.model();
     std::vector<torch::Tensor> states;
     for (auto& [name, t] : model.named_tensors()) states.push_back(t);
-    // the network between the ranks, at the gradients' size (up to 4 MiB), before the first step;
-    // the bf16 all-reduce too when compression is named or to be decided
-    int64_t gradient_bytes = 0;
-    for (const torch::Tensor& p : model.parameters())
-      if (p.requires_grad()) gradient_bytes += p.numel() * static_cast<int64_t>(p.element_size());
-    const bool named = train.fast_paths.compress_bf16;
-    network_ = measure_network(*group_, workload.device(), gradient_bytes, named || options_.measure_compression);
-    // every rank decides on the same number: the ranks' mean speedup (their own timings differ)
-    if (named || options_.measure_compression) {
-      compression_speedup_ = group_->all_reduce_sum({network_->compression_speedup()})[0] / world_size();
-      compress_bf16_ = compression_speedup_ >= options_.min_compression_speedup;
-    }
-    compress_bf16_ = compress_bf16_ || named;
-    compression_by_ = named ? "named" : options_.measure_compression ? "measured" : "";
+    measure_network_once(workload, train.fast_paths.compress_bf16);
     train.fast_paths.compress_bf16 = compress_bf16_;  // the summary's fast paths say it
     DdpOptions d;
     d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);

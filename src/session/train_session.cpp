@@ -268,6 +268,9 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
   ad.every = o.adapt_every;
   ad.lr_rule = lr_rule_for(workload);
   ad.curve = std::move(curve);
+  // on several ranks every step also all-reduces the gradients: a slow network favours a larger
+  // batch per all-reduce
+  ad.step_comm_ms = ranks.step_allreduce_ms(workload, footprint.fast_paths.compress_bf16);
   choice.adaptive = std::make_unique<AdaptiveBatch>(std::move(ad));
   choice.request.micro_batch = choice.adaptive->micro_batch();
   choice.request.global_batch = base_batch;

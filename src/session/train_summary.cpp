@@ -18,6 +18,7 @@ TrainAdaptiveSummary adaptive_summary(const AdaptiveBatch& a, int64_t base_batch
   s.lr_gain = a.lr_gain();
   s.lr_rule = rule;
   s.changes = a.changes();
+  s.step_comm_ms = a.step_comm_ms();
   return s;
 }
 
@@ -59,7 +60,7 @@ nlohmann::json adaptive_json(const TrainAdaptiveSummary& a) {
   return {{"base_batch", a.base_batch},     {"max_global_batch", a.max_global_batch},
           {"global_batch", a.global_batch}, {"micro_batch", a.micro_batch},
           {"lr_gain", a.lr_gain},           {"lr_rule", to_string(a.lr_rule)},
-          {"changes", changes}};
+          {"changes", changes},             {"step_comm_ms", a.step_comm_ms}};
 }
 
 }  // namespace

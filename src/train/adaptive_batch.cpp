@@ -19,6 +19,8 @@ AdaptiveBatch::AdaptiveBatch(AdaptiveBatchOptions options) : opt_(std::move(opti
   if (opt_.max_micro_batch < 1)
     throw UsageError("micro_batch", fmt::format("the largest micro-batch {} is not positive (`adaptive`)", opt_.max_micro_batch));
   if (!(opt_.min_gain >= 1)) throw UsageError("min_gain", fmt::format("{} is below 1", opt_.min_gain));
+  if (!(opt_.step_comm_ms >= 0))
+    throw UsageError("step_comm_ms", fmt::format("{} is not a time in ms (0 or more)", opt_.step_comm_ms));
   if (std::none_of(opt_.curve.points.begin(), opt_.curve.points.end(), [](const ThroughputPoint& p) { return p.ok; }))
     throw UsageError("`adaptive`: the throughput curve has no batch that ran");
 }
@@ -44,7 +46,11 @@ double AdaptiveBatch::goodput(int64_t units, std::optional<double> noise_scale) 
   const int64_t rank = units * opt_.unit;
   const int64_t micro = std::min(rank, opt_.max_micro_batch);
   const int64_t base = opt_.unit * opt_.world_size, global = rank * opt_.world_size;
-  return samples_per_s(micro) * statistical_efficiency(noise_scale, base, global);
+  const double computing = samples_per_s(micro);
+  const double per_s = opt_.step_comm_ms > 0 && computing > 0
+                           ? static_cast<double>(rank) / (static_cast<double>(rank) / computing + opt_.step_comm_ms / 1e3)
+                           : computing;
+  return per_s * statistical_efficiency(noise_scale, base, global);
 }
 
 bool AdaptiveBatch::after_step(int64_t step, std::optional<double> noise_scale) {

@@ -91,6 +91,25 @@ TEST(AdaptiveBatch, BeyondTheLargestMicroBatchAccumulatesAndAnOomLowersIt) {
   ASSERT_THROWS_WITH(c.load_state(a.state()), UsageError, "resume with `base_batch` 256");
 }
 
+TEST(AdaptiveBatch, ASlowAllReduceEveryStepMakesALargerBatchPerAllReduceWin) {
+  // the same curve and noise scale: on one process (or a fast network) the batch stays where the
+  // curve's samples/s flattens; 2 s of all-reduce a step makes every step's samples count more
+  AdaptiveBatchOptions fast = options(32, 10), slow = options(32, 10);
+  fast.max_micro_batch = slow.max_micro_batch = 64;  // beyond 64 a rank accumulates: no faster
+  slow.step_comm_ms = 2000;
+  AdaptiveBatch a(fast), b(slow);
+  a.after_step(9, 300.0);
+  b.after_step(9, 300.0);
+  EXPECT_GT(b.units(), a.units());
+  // what the all-reduce costs: a step of R samples takes R / (samples/s) + 2 s, so the
+  // goodput's samples/s at the chosen batch is far below the curve's
+  EXPECT_LT(b.goodput(b.units(), 300.0), 0.5 * a.goodput(b.units(), 300.0));
+  // a negative time is refused
+  AdaptiveBatchOptions bad = options();
+  bad.step_comm_ms = -1;
+  ASSERT_THROWS_WITH(AdaptiveBatch{bad}, UsageError, "-1 is not a time in ms");
+}
+
 TEST(AdaptiveBatch, RefusesOptionsItCannotWorkWith) {
   AdaptiveBatchOptions o = options();
   o.unit = 0;

@@ -86,6 +86,11 @@ class TrainRanks {
   /// UsageError (it changes only the all-reduce between ranks).
   void setup(Workload& workload, LoaderOptions& loader, TrainOptions& train);
 
+  /// Several ranks: the gradients' all-reduce a step will take, predicted from the network
+  /// measured now (once: setup reuses it, and decides compression there from the same numbers),
+  /// the ranks' mean (a collective: every rank calls it); 0 for one process.
+  double step_allreduce_ms(Workload& workload, bool compression_named);
+
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
   /// Rank 0 (or the only process) reports, writes the summary, the model and checkpoints.
@@ -98,6 +103,8 @@ class TrainRanks {
   TrainRanksSummary summary() const;
 
  private:
+  void measure_network_once(Workload& workload, bool compression_named);
+
   TrainRanksOptions options_;
   DistEnv env_;
   std::unique_ptr<DistGroup> group_;

@@ -30,6 +30,7 @@ struct TrainAdaptiveSummary {
   double lr_gain = 1;
   LrRule lr_rule = LrRule::kAdaScale;
   std::vector<AdaptiveChange> changes;
+  double step_comm_ms = 0;  ///< the all-reduce each step's goodput counted (several ranks)
 };
 /// `adaptive`'s state at the end of a run whose global batch moved in units of `base_batch`.
 TrainAdaptiveSummary adaptive_summary(const AdaptiveBatch& adaptive, int64_t base_batch, int64_t max_units,

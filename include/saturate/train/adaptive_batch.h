@@ -28,6 +28,11 @@ struct AdaptiveBatchOptions {
   LrRule lr_rule = LrRule::kAdaScale;  ///< kAdaScaleSqrt for Adam and AdamW
   /// samples/s per rank by micro-batch (ok points only are used); required
   ThroughputCurve curve;
+  /// step_comm_ms >= 0: what every optimizer step adds whatever its batch: on several ranks the
+  /// gradients' all-reduce, predicted from the network measured at the start. A step of R
+  /// samples a rank then takes R / samples_per_s + step_comm_ms, so a slow network favours a
+  /// larger batch per all-reduce (0: the curve alone, as on one process).
+  double step_comm_ms = 0;
 };
 
 struct AdaptiveChange {
@@ -55,8 +60,10 @@ class AdaptiveBatch {
   /// the last decision.
   double lr_gain() const { return lr_gain_; }
   const std::vector<AdaptiveChange>& changes() const { return changes_; }
+  double step_comm_ms() const { return opt_.step_comm_ms; }
 
-  /// samples/s per rank at `units` (from the curve), x efficiency against one unit.
+  /// samples/s per rank at `units` (from the curve, with step_comm_ms every step), x efficiency
+  /// against one unit.
   double goodput(int64_t units, std::optional<double> noise_scale) const;
   /// Whether after_step(step) decides (every rank must then bring the same noise scale).
   bool due(int64_t step) const { return (step + 1) % opt_.every == 0; }
