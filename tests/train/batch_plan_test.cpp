@@ -53,7 +53,7 @@ TEST(BatchPlanTest, ThePrintedArithmeticHoldsForEveryMicroBatchAndRankCount) {
         r.global_batch = global;
         r.world_size = world;
         const BatchPlan p = plan_batches(r, micro);
-        for (const std::string text : {p.text(), batch_arithmetic(p.micro_batch, p.accumulation, world, global)}) {
+        for (const std::string& text : {p.text(), batch_arithmetic(p.micro_batch, p.accumulation, world, global)}) {
           std::vector<std::string> sides;
           std::stringstream ss(text);
           for (std::string side; std::getline(ss, side, '=');) sides.push_back(side);

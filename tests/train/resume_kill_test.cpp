@@ -70,7 +70,9 @@ TEST(ResumeKillTest, KilledRunsResumeFromACompleteCheckpointWithAnIdenticalLossC
     const int status = wait_exit(pid);
     if (status == 128 + SIGKILL) ++kills;
     // whatever the moment of the kill, what is on disk is a whole checkpoint (or none yet)
-    if (std::ifstream(saturate::checkpoint_path(ckpt)).good()) EXPECT_NO_THROW(saturate::read_checkpoint_file(ckpt));
+    if (std::ifstream(saturate::checkpoint_path(ckpt)).good()) {
+      EXPECT_NO_THROW(saturate::read_checkpoint_file(ckpt));
+    }
   }
   EXPECT_GE(kills, 3) << "the runs finished before they could be killed; the test proves little";
   ASSERT_EQ(wait_exit(spawn(train_args({"--resume", ckpt, "--checkpoint-every", "1", "--json", dir + "/resumed.json"}))), 0);
