@@ -49,8 +49,8 @@ def main():
         if j["max_batch_exact"]:
             first_over = 1 + max(next(k for k, t in enumerate(trials) if t["batch"] == m and t["status"] == "ok"),
                                  next(k for k, t in enumerate(trials) if t["batch"] == m + 1))
-        fits = saturate(a.saturate, ["probe"] + args + ["--batch", str(m), "--warmup", "1", "--steps", "1"])["status"]
-        over = saturate(a.saturate, ["probe"] + args + ["--batch", str(m + 1), "--warmup", "1", "--steps", "1"])["status"]
+        fits = saturate(a.saturate, ["probe"] + args + ["--batch", str(m), "--warmup", "1", "--timed-steps", "1"])["status"]
+        over = saturate(a.saturate, ["probe"] + args + ["--batch", str(m + 1), "--warmup", "1", "--timed-steps", "1"])["status"]
         exact = "yes" if fits == "ok" and over == "oom" else f"NO (max {fits}, max+1 {over})"
         totals.append(len(trials))
         to_max.append(first_over or len(trials))

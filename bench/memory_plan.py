@@ -60,7 +60,7 @@ def main():
         t_search = time.time() - t0
         pred = plan["max_batch"]
         probe = run_json([sat, "probe", *flags, "--device", "cpu", "--memory-budget", budget, "--batch", str(pred),
-                          "--warmup", "1", "--steps", "1", "--json", "-"])
+                          "--warmup", "1", "--timed-steps", "1", "--json", "-"])
         measured_max = search["max_batch"]
         status = probe["status"]
         peak = probe["peak_allocated_bytes"]

@@ -21,7 +21,7 @@ WORKLOADS = [
 
 
 def probe(binary, args, steps, extra):
-    cmd = [binary, "probe", "--device", "cpu", "--threads", "1", "--warmup", "2", "--steps", str(steps),
+    cmd = [binary, "probe", "--device", "cpu", "--threads", "1", "--warmup", "2", "--timed-steps", str(steps),
            "--json", "-", *args, *extra]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)

@@ -27,7 +27,7 @@ def run(saturate, args):
 
 
 def probe_status(saturate, args, batch, checkpointing):
-    j = run(saturate, ["probe"] + args + ["--batch", str(batch), "--warmup", "1", "--steps", "1",
+    j = run(saturate, ["probe"] + args + ["--batch", str(batch), "--warmup", "1", "--timed-steps", "1",
                                           "--checkpointing", checkpointing])
     return j["status"]
 
@@ -48,7 +48,7 @@ def main():
         if a.only and name not in a.only.split(","):
             continue
         args = args + ["--threads", a.threads]
-        j = run(a.saturate, ["search"] + args + ["--steps", "2", "--checkpointing", "auto"])
+        j = run(a.saturate, ["search"] + args + ["--timed-steps", "2", "--checkpointing", "auto"])
         c = j["checkpointing"]
         none, blocks = c["curves"]["none"], c["curves"]["blocks"]
         checks = {

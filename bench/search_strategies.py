@@ -27,7 +27,7 @@ def run(saturate, args):
 
 
 def probe_status(saturate, args, batch):
-    j = run(saturate, ["probe"] + args + ["--batch", str(batch), "--warmup", "1", "--steps", "1"])
+    j = run(saturate, ["probe"] + args + ["--batch", str(batch), "--warmup", "1", "--timed-steps", "1"])
     return j["status"]
 
 

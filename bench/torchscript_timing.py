@@ -4,7 +4,7 @@ steps at a new batch size, with LibTorch's default graph executor (SATURATE_TORC
 profile the first run, compile an optimised plan in the second) and with saturate's setting
 (optimizer off: one plan, eager autograd). Step times come from the monitor's trace (--trace).
 
-  fresh process: `saturate probe --batch B --warmup 0 --steps 6 --trace` (steps 1..6 of a new process)
+  fresh process: `saturate probe --batch B --warmup 0 --timed-steps 6 --trace` (steps 1..6 of a new process)
   new batch in a running process: `saturate search --trace` (every trial's steps, in search order)
 
 Needs torchvision for the models (pip install torchvision==0.26.0), or give --model FILE.pt.
@@ -69,7 +69,7 @@ def main():
         for optimize in (True, False):
             label = "default executor (optimize on)" if optimize else "saturate (optimize off)"
             trace = os.path.join(tmp, "probe.json")
-            j = run(a.saturate, ["probe"] + common + ["--batch", str(a.batch), "--warmup", "0", "--steps", "6"],
+            j = run(a.saturate, ["probe"] + common + ["--batch", str(a.batch), "--warmup", "0", "--timed-steps", "6"],
                     optimize, trace)
             for trial, ms in steps_of(trace):
                 print(f"| {name} | {label} | fresh process, {trial} | " + " | ".join(f"{v:.0f}" for v in ms) +

@@ -81,7 +81,7 @@ def test_goodputs_noise_scale_agrees_with_the_clis_within_15_percent():
 
 
 def test_a_memory_run_with_a_leak_check_is_the_clis():
-    cli = cli_json("memory", "--model", "mlp", "--width", "128", "--batch", "32", "--steps", "10", "--keep-loss")
+    cli = cli_json("memory", "--model", "mlp", "--width", "128", "--batch", "32", "--leak-check-steps", "10", "--keep-loss")
     py = saturate.zoo_memory("mlp", batch_size=32, leak_check_steps=10, keep_loss=True, width=128, device="cpu",
                              threads=1)
     assert py.leak_detected and cli["leak"]["detected"]

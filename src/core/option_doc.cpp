@@ -300,4 +300,22 @@ std::optional<long long> parse_whole_number(const std::string& text) {
   return n;
 }
 
+std::string moved_option_note(std::string_view command, std::string_view arg) {
+  const std::string_view given = arg.substr(0, arg.find('='));
+  if (given.find_first_not_of('-') != 2 || given.substr(2) != "steps") return "";
+  struct Moved {
+    std::string_view command, key, meaning;
+  };
+  static constexpr Moved kMoved[] = {
+      {"search", "measure_steps", "the timed steps of each trial"},
+      {"probe", "measure_steps", "the timed steps of the probe"},
+      {"memory", "leak_check_steps", "the steps of the leak check"},
+  };
+  for (const Moved& m : kMoved)
+    if (m.command == command)
+      return fmt::format("{} is saturate train's count of optimizer steps (`max_steps`); in saturate {} {} are `{}`",
+                         given, m.command, m.meaning, m.key);
+  return "";
+}
+
 }  // namespace saturate

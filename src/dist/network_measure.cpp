@@ -9,15 +9,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "saturate/core/statistics.h"
 #include "saturate/dist/process_group.h"
 
 namespace saturate {
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 /// One all-reduce of `values` as DDP's hook runs it: in place, or (compressed) rounded to bf16,
 /// all-reduced and copied back.

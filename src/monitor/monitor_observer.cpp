@@ -8,6 +8,8 @@
 
 #include <sys/resource.h>
 
+#include "saturate/core/statistics.h"
+
 namespace saturate {
 namespace {
 
@@ -18,13 +20,6 @@ bool is_compute(Phase p) { return p == Phase::kForward || p == Phase::kBackward 
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-/// The verdict's statistic: a step preempted by other load on the machine moves a mean, not this.
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }

@@ -4,15 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "saturate/core/statistics.h"
+
 namespace saturate {
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string failure_note(const Trial& t) {
   return fmt::format("{}: {}", to_string(t.status), t.error.empty() ? "no steps ran" : t.error);

@@ -218,6 +218,9 @@ TrainSessionData train_session_data(const DataOptions& f, const OpenedData& open
   d.tokens = tokens;
   const int workers = parse_workers(f.workers);
   d.workers = workers < 0 ? 2 : workers;
+  if (workers < 0)  // said, not silently 2 (issue 44)
+    note = "`workers` auto: training runs 2 loader threads (it does not time the loader against its step; "
+           "saturate search with `data` and `workers` auto does: give the count it chooses)";
   d.prefetch = f.prefetch;
   d.skip_bad_samples = f.skip_bad_samples;
   d.augment = !f.no_augment;
@@ -233,7 +236,7 @@ TrainSessionData train_session_data(const DataOptions& f, const OpenedData& open
   HeldOut held_out = open_held_out(f.data, opened.val_fraction, f.skip_bad_samples);
   d.held_out = std::move(held_out.dataset);
   d.held_out_split = held_out.split;
-  if (!d.held_out) note = held_out.note;
+  if (!d.held_out) note = note.empty() ? held_out.note : note + "; " + held_out.note;
   return d;
 }
 

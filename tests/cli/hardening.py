@@ -35,7 +35,7 @@ os.chdir(DIR)
 # the cheapest runs that write something
 TRAIN = ["train", "--model", "mlp", "--width", "32", "--data", "synthetic", "--device", "cpu", "--batch", "8",
          "--threads", "1", "-q"]
-PROBE = ["probe", "--model", "mlp", "--width", "32", "--device", "cpu", "--batch", "8", "--steps", "1",
+PROBE = ["probe", "--model", "mlp", "--width", "32", "--device", "cpu", "--batch", "8", "--timed-steps", "1",
          "--threads", "1"]
 
 
@@ -861,7 +861,7 @@ def clear_os_allocation_failure_is_not_the_budget():
     # the address space is smaller than the budget: the OS refuses first, and says so
     # (a batch of 1024 inputs of 1024x1024 floats: 4 GiB in one allocation)
     out = run(["probe", "--model", "mlp", "--width", "32", "--input", "1x1024x1024", "--device", "cpu", "--batch",
-               "1024", "--steps", "1", "--threads", "1", "--memory-budget", "64GiB"], 1,
+               "1024", "--timed-steps", "1", "--threads", "1", "--memory-budget", "64GiB"], 1,
               r"the operating system refused 4\.00 GiB with .* of the 64\.00 GiB budget .* a limit below the budget",
               limits={resource.RLIMIT_AS: 5 << 30})
     if "exact" in out:

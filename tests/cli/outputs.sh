@@ -10,8 +10,8 @@ rm -rf "$dir" && mkdir -p "$dir" || exit 1
 out=""
 fail() { echo "FAIL ($case): $*"; echo "--- output ---"; echo "$out"; echo "--- $dir ---"; ls -la "$dir"; exit 1; }
 # the cheapest runs that write a result
-search=(search --model mlp --width 32 --device cpu --memory-budget 24MiB --threads 1 --steps 1 -q)
-probe=(probe --model mlp --width 32 --device cpu --batch 8 --steps 1 --threads 1)
+search=(search --model mlp --width 32 --device cpu --memory-budget 24MiB --threads 1 --timed-steps 1 -q)
+probe=(probe --model mlp --width 32 --device cpu --batch 8 --timed-steps 1 --threads 1)
 train=(train --model mlp --width 32 --data synthetic --device cpu --batch 8 --steps 1 --threads 1 -q)
 
 # runs saturate with its output into $dir/reader.out read from the FIFO $fifo; fails when the

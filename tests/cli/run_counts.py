@@ -19,7 +19,7 @@ os.makedirs(DIR)
 os.chdir(DIR)
 
 GPT = ["--model", "gpt", "--layers", "4", "--width", "64", "--heads", "2", "--seq-len", "64", "--vocab", "512",
-       "--device", "cpu", "--memory-budget", "96MiB", "--threads", "1", "--steps", "1"]
+       "--device", "cpu", "--memory-budget", "96MiB", "--threads", "1", "--timed-steps", "1"]
 
 
 def fail(why, out=""):

@@ -13,7 +13,7 @@ TEST(DistProcessTest, RankSyncedSearchWithUnequalBudgetsUsesTheSmallestRanksMax)
   if (!std::getenv("SATURATE_DIST_TESTS")) GTEST_SKIP() << "multi-process: ctest -L dist";
   const std::string dir = testing::temp_dir("dist_search");
   const std::string bin = SATURATE_BINARY;
-  const std::string model = "--model mlp --layers 1 --width 64 --device cpu --steps 1 --threads 1 -q";
+  const std::string model = "--model mlp --layers 1 --width 64 --device cpu --timed-steps 1 --threads 1 -q";
   // rank 0: 40 MiB, rank 1: 24 MiB
   const std::string cmd = "timeout 100 " + bin + " launch --nproc-per-node 2 -- sh -c '" + "exec " + bin +
                           " search " + model +

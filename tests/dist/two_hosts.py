@@ -114,7 +114,7 @@ def ddp_train_across_three_hosts_equals_one_process():
 def rank_synced_search_across_two_hosts():
     with hosts(2) as (names, addrs):
         runs = launch_nodes(names, addrs, ["search", "--model", "mlp", "--width", "64", "--device", "cpu",
-                                           "--threads", "1", "--memory-budget", "40MiB", "--steps", "1"])
+                                           "--threads", "1", "--memory-budget", "40MiB", "--timed-steps", "1"])
     for r, (status, text) in enumerate(runs):
         if status != 0:
             fail(f"node {r} exited with {status}", text)

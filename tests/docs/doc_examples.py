@@ -78,8 +78,8 @@ def read_table_raw(root, heading):
 
 
 SUBCOMMANDS_WITH_A_BUDGET = ("search", "probe", "memory", "train")
-# --steps is the short name of each subcommand's own count of steps
-STEP_FLAGS = ("--steps", "--timed-steps", "--optimizer-steps", "--leak-check-steps")
+# train's --steps is the short name of --optimizer-steps
+STEP_FLAGS = ("--steps", "--optimizer-steps")
 
 
 def add_defaults(cmd, rows):
@@ -98,7 +98,7 @@ def add_defaults(cmd, rows):
                     if not w.startswith("--"):
                         continue
                     value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None
-                    names = STEP_FLAGS if w == "--steps" else (w,)
+                    names = STEP_FLAGS if w in STEP_FLAGS else (w,)
                     given = any(re.search(r"(^|\s)" + re.escape(n) + r"(\s|=|$)", own + " " + " ".join(added))
                                 for n in names)
                     if not given:

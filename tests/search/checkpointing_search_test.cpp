@@ -31,7 +31,7 @@ nlohmann::json run_json(const std::string& args) {
 }
 
 std::string probe_status(int64_t batch, const std::string& checkpointing) {
-  const nlohmann::json j = run_json(fmt::format("probe {} --batch {} --warmup 1 --steps 1 --checkpointing {}", kModel,
+  const nlohmann::json j = run_json(fmt::format("probe {} --batch {} --warmup 1 --timed-steps 1 --checkpointing {}", kModel,
                                                 batch, checkpointing));
   return j.value("status", std::string("?"));
 }
@@ -39,7 +39,7 @@ std::string probe_status(int64_t batch, const std::string& checkpointing) {
 }  // namespace
 
 TEST(CheckpointingSearchTest, AutoReportsBothCurvesAndCheckpointingRaisesTheMeasuredMaxBatch) {
-  const nlohmann::json j = run_json("search " + kModel + " --steps 1 --checkpointing auto -q");
+  const nlohmann::json j = run_json("search " + kModel + " --timed-steps 1 --checkpointing auto -q");
   ASSERT_TRUE(j.contains("checkpointing")) << j.dump(1);
   const nlohmann::json& c = j["checkpointing"];
   EXPECT_EQ(c["policy"], "auto");

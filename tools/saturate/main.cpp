@@ -8,6 +8,7 @@
 #include "saturate/core/build_info.h"
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/option_doc.h"
 #include "saturate/core/stop_signals.h"
 #include "saturate/core/terminal_text.h"
 #include "saturate/core/torch_error.h"
@@ -91,7 +92,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "saturate: error: " << e.what() << "\nRun 'saturate --help' or 'saturate COMMAND --help'.\n";
+    std::string note;  // a flag another subcommand gives its own meaning (one meaning per name)
+    for (int i = 2; i < argc && note.empty(); ++i)
+      note = saturate::cli::with_flags(saturate::moved_option_note(argv[1], argv[i]));
+    std::cerr << "saturate: error: " << e.what() << (note.empty() ? "" : "\n" + note)
+              << "\nRun 'saturate --help' or 'saturate COMMAND --help'.\n";
     return 2;
   }
   return run(app, action);

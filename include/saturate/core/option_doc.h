@@ -51,6 +51,12 @@ std::string_view option_name(std::string_view key);
 
 /// A limit as people write it: 1024, 1000000, 1e+12, 0.01.
 std::string limit_text(double v);
+
+/// One meaning per flag name (issue 44): `arg` as given on the command line ("--steps=5"), when
+/// `command` does not take it because another subcommand gives the name its meaning (steps are
+/// train's optimizer steps): a sentence naming the option `command` spells that count with (as
+/// `key`, for the front-end to say as its flag); "" otherwise.
+std::string moved_option_note(std::string_view command, std::string_view arg);
 /// The documented range of `doc`: "1..1024".
 std::string range_text(const OptionDoc& doc);
 

@@ -88,7 +88,7 @@ TextCorpus open_text_data(const DataOptions& options, int64_t seq_len);
 void check_text_vocab(const std::string& data, int64_t vocab);
 /// What a training run reads: token text with its held-out end, or the samples of `opened` with
 /// the data's test split or the samples `val_fraction` holds out; `note` says why there is no
-/// evaluation when there is none.
+/// evaluation when there is none, and that `workers` auto keeps 2 loader threads in training.
 TrainSessionData train_session_data(const DataOptions& options, const OpenedData& opened, bool tokens,
                                     int64_t seq_len, std::string& note);
 
