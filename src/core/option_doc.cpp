@@ -40,9 +40,10 @@ const std::vector<OptionDoc> kDocs = {
     {"search.checkpointing", "activation checkpointing in the trials: none | blocks | every-N | auto (search without "
                              "and with blocks, report both curves, use checkpointing only when it wins)"},
     {"fast_paths", "framework switches (seed B7): none | a list of cudnn_benchmark, tf32, channels_last, "
-                   "fused_optimizer, cuda_graphs, threads=N (as `saturate search` chose them); train on several "
-                   "ranks also compress_bf16 (gradients all-reduced in bf16), and auto | try (compress_bf16 kept "
-                   "when its all-reduce is measured at least 1.2x faster)"},
+                   "fused_optimizer, cuda_graphs, threads=N (as `saturate search` chose them: it times them, so "
+                   "the default here is none, not the search's auto); train on several ranks also compress_bf16 "
+                   "(gradients all-reduced in bf16), and auto | try (compress_bf16 kept when its all-reduce is "
+                   "measured at least 1.2x faster)"},
     {"search.fast_paths", "framework switches (seed B7): auto (try them at the found batch on CUDA, keep those "
                           "measured faster) | try (also on CPU) | none | a list to use as given: "
                           "cudnn_benchmark,tf32,channels_last,fused_optimizer,cuda_graphs,threads=N"},
