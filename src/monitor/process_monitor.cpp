@@ -1,6 +1,7 @@
 #include "saturate/monitor/process_monitor.h"
 
 #include <signal.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,14 @@ namespace saturate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// How many CPUs `pid` may run on (its affinity mask); 0 when it cannot be read (it has ended).
+int allowed_cpus(int pid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
 
 }  // namespace
 
@@ -56,6 +65,9 @@ WatchResult watch_process(const WatchOptions& o) {
   sampler.start();
   if (o.on_live_start && o.interval_s > 0) o.on_live_start(source);
 
+  // the CPUs the job may run on (taskset, a launcher's pinning): its verdict's cores, read while
+  // it runs (a wrapper such as taskset sets them just before it execs the job)
+  int job_cpus = allowed_cpus(pid);
   auto next_line = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.interval_s));
   int status = 0;
   bool ended = false;
@@ -71,6 +83,7 @@ WatchResult watch_process(const WatchOptions& o) {
       if (rc != 0 && errno != EINTR) ended = true;
     }
     if (ended) break;
+    if (const int n = allowed_cpus(pid)) job_cpus = n;
     if (o.on_interval && o.interval_s > 0 && Clock::now() >= next_line) {
       Sample s;
       if (sampler.latest(&s)) o.on_interval(s, source);
@@ -95,7 +108,8 @@ WatchResult watch_process(const WatchOptions& o) {
   const Utilization u = summarize_utilization(sampler.samples(), source, o.sample_hz, SteadyClock::time_point::min(),
                                               SteadyClock::time_point::max());
   result.summary = to_json(u);
-  result.verdict = external_job_verdict(u, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  result.verdict =
+      external_job_verdict(u, job_cpus > 0 ? job_cpus : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   result.summary["bottleneck"] = to_json(result.verdict);
   return result;
 }
