@@ -456,7 +456,9 @@ class Rendezvous {
       // the store it serves) goes
       store.set("status", bytes(std::string(usage ? "usage " : "failure ") + reason));
       const auto grace = Clock::now() + std::chrono::seconds(2);
-      const auto waiting = static_cast<int64_t>(joined.size()) - 1;  // the agreeing ranks but this one
+      // the ranks that joined but this one (which is in `joined` only once its own entry was read:
+      // counting it always left a rank that joined first unwaited for, and it lost the store)
+      const auto waiting = static_cast<int64_t>(joined.size() - joined.count(0));
       while (store.add("status_read", 0) < waiting && Clock::now() < grace)
         std::this_thread::sleep_for(milliseconds(20));
       return false;
