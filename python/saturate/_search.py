@@ -46,7 +46,7 @@ class Objective:
     objective: str              # "memory", "throughput" or "goodput"
     batch: int                  # the batch it chose
     reason: str                 # why, in one line
-    knee_batch: int = 0         # throughput: the smallest timed batch within knee_fraction of the best
+    knee_batch: int = 0         # throughput: the smallest timed batch within knee_fraction of the curve's plateau
     noise_scale: Optional[float] = None  # goodput: B_simple in samples (None: not measurable)
     lr_gain: float = 1.0        # goodput: the learning-rate factor at `batch` (AdaScale)
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
@@ -176,8 +176,8 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     smallest batch that is of use (a smaller max is reported in `error`).
 
     objective: which batch is best among those that fit (`result.batch`). 'memory': the
-    recommended one; 'throughput': the smallest batch within `knee_fraction` of the best
-    samples/s on the measured curve (seed B1); 'goodput': samples/s x statistical efficiency
+    recommended one; 'throughput': the smallest batch within `knee_fraction` of the plateau
+    of the measured samples/s curve (seed B1); 'goodput': samples/s x statistical efficiency
     from the gradient noise scale (Pollux, seed B9), measured from the step's own gradients over
     `noise_steps` measurements (the step run at half the base batch and at the base batch, with
     its optimizer's learning rate at 0), relative to `base_batch` (the batch the learning rate

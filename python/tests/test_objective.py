@@ -16,11 +16,19 @@ def test_throughput_chooses_the_knee_of_the_curve_it_measured_on_the_users_step(
     r = saturate.search(step, device="cpu", memory_budget=48 * MiB, objective="throughput", knee_fraction=0.8)
     assert not r.error, r.error
     assert r.objective is not None and r.objective.objective == "throughput"
-    points = [p for p in r.objective.data["throughput_curve"]["points"] if p["ok"]]
+    curve = r.objective.data["throughput_curve"]
+    points = [p for p in curve["points"] if p["ok"]]
     assert len(points) >= 3, r.objective.data
-    best = max(p["samples_per_s"] for p in points)
-    within = [p["batch"] for p in points if p["samples_per_s"] >= 0.8 * best]
-    assert r.batch == r.objective.batch == min(within)
+    # the knee reaches 80 % of the curve's plateau (the median of the settled points near the best,
+    # never above the best), and no smaller settled point does (a dip, one measurement slower than
+    # both neighbours, aside)
+    plateau = curve["plateau_samples_per_s"]
+    assert 0 < plateau <= max(p["samples_per_s"] for p in points)
+    knee = next(p for p in points if p["batch"] == r.batch)
+    assert knee["samples_per_s"] >= 0.8 * plateau or knee["dip"], knee
+    assert all(p["samples_per_s"] < 0.8 * plateau for p in points if p["batch"] < r.batch and p["settled"] and
+               not p["dip"]), (r.batch, points)
+    assert r.batch == r.objective.batch
     assert r.batch <= r.recommended_batch  # never above the memory-safe batch
     assert "within 80 %" in r.objective.reason
     assert r.data["objective"]["objective"] == "throughput"  # the CLI's JSON key

@@ -37,7 +37,7 @@ Bottleneck parse_bottleneck(const std::string& text) {
                    "or borderline)");
 }
 
-std::string bottleneck_fix(Bottleneck b, bool on_gpu) {
+std::string bottleneck_fix(Bottleneck b, bool on_gpu, bool mixed_precision) {
   switch (b) {
     case Bottleneck::kData:
       return "feed faster: more data-loader workers and prefetching, pinned host memory with non_blocking copies, "
@@ -48,13 +48,19 @@ std::string bottleneck_fix(Bottleneck b, bool on_gpu) {
                     : "do more work per op: a larger batch, fewer and larger ops, fused optimizers; per-op framework "
                       "overhead dominates (seed B3: launch overhead at small batches)";
     case Bottleneck::kCompute:
+      if (mixed_precision)
+        return on_gpu ? "the GPU is busy computing, already in mixed precision: a more efficient model, fused kernels "
+                        "(torch.compile), a faster GPU; a larger batch no longer helps (seeds B3, B5)"
+                      : "the processor is busy computing, already in mixed precision: more cores or a GPU, a more "
+                        "efficient model; a larger batch no longer helps (seeds B3, B5)";
       return on_gpu ? "the GPU is busy computing: mixed precision (bf16/fp16 on Tensor Cores, TF32), a more efficient "
                       "model; a larger batch no longer helps (seeds B3, B5)"
                     : "the processor is busy computing: mixed precision (bf16), more cores or a GPU, a more efficient "
                       "model; a larger batch no longer helps (seeds B3, B5)";
     case Bottleneck::kMemory:
-      return "memory bandwidth limits: mixed precision (half the bytes moved), fused kernels and optimizers, "
-             "channels_last for convolutions, a larger batch for more reuse (seeds B3, B5)";
+      return fmt::format("memory bandwidth limits: {}fused kernels and optimizers, channels_last for convolutions, a "
+                         "larger batch for more reuse (seeds B3, B5)",
+                         mixed_precision ? "" : "mixed precision (half the bytes moved), ");
     case Bottleneck::kCommunication:
       return "gradients wait on the network: a larger batch per GPU or gradient accumulation (fewer all-reduces per "
              "sample), bucketed all-reduce overlapped with backward, a faster interconnect (seeds B4, M10)";
@@ -93,11 +99,11 @@ std::string names_of(const std::vector<Bottleneck>& kinds) {
 
 }  // namespace
 
-std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu) {
+std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu, bool mixed_precision) {
   std::string out;
   for (Bottleneck b : between) {
     if (b == Bottleneck::kBorderline) continue;
-    out += fmt::format("{}if {}: {}", out.empty() ? "" : "; ", to_string(b), bottleneck_fix(b, on_gpu));
+    out += fmt::format("{}if {}: {}", out.empty() ? "" : "; ", to_string(b), bottleneck_fix(b, on_gpu, mixed_precision));
   }
   return out;
 }
@@ -216,7 +222,8 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
                            "each other): {}",
                            names_of(v.between), f, f, joined);
   }
-  v.fix = v.kind == Bottleneck::kBorderline ? borderline_fix(v.between, p.on_gpu) : bottleneck_fix(v.kind, p.on_gpu);
+  v.fix = v.kind == Bottleneck::kBorderline ? borderline_fix(v.between, p.on_gpu, p.mixed_precision)
+                                             : bottleneck_fix(v.kind, p.on_gpu, p.mixed_precision);
   if (!std::isnan(p.page_faults_per_step)) v.evidence["page_faults_per_step"] = r3(p.page_faults_per_step);
   if (!std::isnan(p.system_cpu_share)) v.evidence["system_cpu_share"] = r3(p.system_cpu_share);
   if (!std::isnan(p.page_faults_per_step) && !std::isnan(p.system_cpu_share) &&

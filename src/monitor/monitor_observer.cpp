@@ -222,6 +222,7 @@ void MonitorObserver::trial_end(Trial& trial) {
   if (trial.ok() && !step_ms_.empty()) {
     StepProfile p;
     p.on_gpu = options_.cuda;
+    p.mixed_precision = options_.mixed_precision;
     // each cause's share of its own step, the median over the timed steps, on the median step
     // time: shares taken within one step add up to it (per-phase medians of milliseconds taken
     // across different steps need not: one step preempted in its forward, another in its

@@ -4,6 +4,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -105,6 +108,39 @@ ProcUsage read_proc_usage(int pid, bool include_descendants) {
     u.rss_bytes += s.rss_pages * page;
   }
   return u;
+}
+
+namespace {
+
+/// Every CPU's busy seconds since boot, from /proc/stat's first line; -1 when unreadable.
+double machine_busy_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return -1;
+  if (!(in >> steal)) steal = 0;
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return (user + nice + system + irq + softirq + steal) / ticks;
+}
+
+double clock_seconds(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+}  // namespace
+
+OthersCpuMeter::OthersCpuMeter()
+    : machine_busy_s_(machine_busy_seconds()),
+      own_s_(clock_seconds(CLOCK_PROCESS_CPUTIME_ID)),
+      wall_s_(clock_seconds(CLOCK_MONOTONIC)) {}
+
+double OthersCpuMeter::busy_cpus() const {
+  const double busy = machine_busy_seconds(), wall = clock_seconds(CLOCK_MONOTONIC) - wall_s_;
+  if (machine_busy_s_ < 0 || busy < 0 || wall <= 0) return -1;
+  const double own = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - own_s_;
+  return std::max(0.0, (busy - machine_busy_s_ - own) / wall);
 }
 
 }  // namespace saturate

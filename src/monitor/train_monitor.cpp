@@ -213,7 +213,7 @@ const TrainMonitorSummary& TrainMonitor::finish() {
       for (Bottleneck k : between) b.between.push_back(to_string(k));
       b.reason = fmt::format("borderline: the windows disagree ({} of the time); none held {:.0f} %", split,
                              100.0 * kRunVerdictTimeShare);
-      b.fix = borderline_fix(between, options_.monitor.cuda);
+      b.fix = borderline_fix(between, options_.monitor.cuda, options_.monitor.mixed_precision);
     }
     out.bottleneck = std::move(b);
   }

@@ -51,6 +51,8 @@ nlohmann::json to_json(const ComputeFinding& c) {
   nlohmann::json j = {{"flops_per_step", c.flops_per_step}, {"flops_per_sample", c.flops_per_sample}};
   if (c.achieved_flops_per_s) j["achieved_flops_per_s"] = *c.achieved_flops_per_s;
   if (c.mfu) j["mfu"] = *c.mfu;
+  if (c.recompute_flops_per_step > 0) j["recompute_flops_per_step"] = c.recompute_flops_per_step;
+  if (c.hfu) j["hfu"] = *c.hfu;
   return j;
 }
 

@@ -180,8 +180,12 @@ void write_stopped_json(const std::string& command, const std::string& path, con
   if (rank == 0 && !path.empty()) write_json(stopped_json(command, stop), path, stdout_stream);
 }
 
-nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample) {
-  nlohmann::json j = {{"peak_flops_per_s", peak.flops_per_s}, {"peak_method", peak.method()}, {"flops_method", "counted"}};
+nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample,
+                            const std::string& mfu_note) {
+  nlohmann::json j = {{"peak_flops_per_s", peak.flops_per_s}, {"peak_method", peak.method()}, {"flops_method", "counted"},
+                      {"peak_threads", peak.threads}};
+  if (peak.others_busy_cpus >= 0) j["peak_others_busy_cpus"] = peak.others_busy_cpus;
+  if (peak.first_flops_per_s > 0) j["peak_first_flops_per_s"] = peak.first_flops_per_s;
   if (analytic_flops_per_sample) j["analytic_flops_per_sample"] = *analytic_flops_per_sample;
   const Trial* at = nullptr;
   for (const int64_t want : {r.throughput_batch, r.recommended_batch, r.max_batch})
@@ -195,9 +199,21 @@ nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::op
   const ComputeFinding& c = *at->findings.compute;
   j["batch"] = at->batch;
   j["flops_per_sample"] = c.flops_per_sample;
+  if (c.recompute_flops_per_step > 0) j["recompute_flops_per_step"] = c.recompute_flops_per_step;
   if (c.achieved_flops_per_s) {
     j["achieved_flops_per_s"] = *c.achieved_flops_per_s;
-    j["mfu"] = c.mfu.value_or(0.0);
+    if (c.hfu && c.recompute_flops_per_step > 0 && c.flops_per_step > 0) {
+      const double hardware = *c.achieved_flops_per_s * (1 + c.recompute_flops_per_step / c.flops_per_step);
+      if (hardware <= peak.flops_per_s) j["hfu"] = hardware / peak.flops_per_s;
+    }
+    // against the run's last peak (measured again when a trial outran the first): never above 1
+    if (c.mfu && peak.flops_per_s >= *c.achieved_flops_per_s) {
+      j["mfu"] = *c.achieved_flops_per_s / peak.flops_per_s;
+    } else {
+      j["mfu"] = nullptr;
+      j["mfu_note"] = !mfu_note.empty() ? mfu_note
+                                        : std::string("no MFU: the step's rate is above the GEMM peak measured");
+    }
   }
   return j;
 }
@@ -208,11 +224,17 @@ std::string compute_text(const nlohmann::json& c) {
   if (c.contains("analytic_flops_per_sample"))
     analytic = fmt::format(", analytic {}", format_flops(c["analytic_flops_per_sample"].get<double>()));
   std::string rate;
-  if (c.contains("achieved_flops_per_s"))
+  if (c.contains("achieved_flops_per_s") && c.contains("mfu") && c["mfu"].is_number())
     rate = fmt::format("; {}/s at batch {} = {:.1f} % MFU of {}/s ({})",
                        format_flops(c["achieved_flops_per_s"].get<double>()), c["batch"].get<int64_t>(),
                        100 * c["mfu"].get<double>(), format_flops(c["peak_flops_per_s"].get<double>()),
-                       c["peak_method"].get<std::string>());
+                       c["peak_method"].get<std::string>()) +
+           (c.contains("hfu") ? fmt::format("; {:.1f} % HFU with the checkpoints' recomputation",
+                                            100 * c["hfu"].get<double>())
+                              : std::string());
+  else if (c.contains("achieved_flops_per_s"))
+    rate = fmt::format("; {}/s at batch {}; {}", format_flops(c["achieved_flops_per_s"].get<double>()),
+                       c["batch"].get<int64_t>(), c.value("mfu_note", std::string("no MFU")));
   return fmt::format("compute            {}/sample (counted{}){}\n", format_flops(c["flops_per_sample"].get<double>()),
                      analytic, rate);
 }

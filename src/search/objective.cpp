@@ -51,10 +51,10 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
   const auto knee = [&] {
     out.objective = Objective::kThroughput;
     out.batch = out.curve->knee_batch;
-    out.reason = fmt::format("batch {}: the smallest timed batch within {:.0f} % of the best samples/s ({:.0f} at batch "
-                             "{}); a larger one adds memory, not speed",
-                             out.batch, 100 * options.knee_fraction, out.curve->best_samples_per_s,
-                             out.curve->best_batch);
+    out.reason = fmt::format("batch {}: the smallest timed batch within {:.0f} % of the curve's plateau ({:.0f} "
+                             "samples/s; best {:.0f} at batch {}); a larger one adds memory, not speed",
+                             out.batch, 100 * options.knee_fraction, out.curve->plateau_samples_per_s,
+                             out.curve->best_samples_per_s, out.curve->best_batch);
   };
   if (out.requested == Objective::kThroughput) {
     knee();
@@ -93,9 +93,11 @@ nlohmann::json to_json(const ThroughputCurve& c) {
                       {"rel_std_error", p.rel_std_error},
                       {"rounds", p.rounds},
                       {"settled", p.settled},
+                      {"dip", p.dip},
                       {"error", p.error}});
   return {{"points", points},       {"knee_batch", c.knee_batch}, {"knee_fraction", c.knee_fraction},
           {"best_batch", c.best_batch}, {"best_samples_per_s", c.best_samples_per_s},
+          {"plateau_samples_per_s", c.plateau_samples_per_s},
           {"trial_steps", c.trial_steps}, {"seconds", c.seconds}};
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -26,13 +27,69 @@ std::vector<int64_t> curve_batches(int64_t min_batch, int64_t max_batch, int poi
   return out;
 }
 
+double plateau_samples_per_s(const std::vector<ThroughputPoint>& points, double fraction) {
+  // the settled points (all, when none settled): their best, then the median of those within
+  // `fraction` of it. The best alone is the largest of many noisy numbers, biased up: on a flat top
+  // it moved the bar by 3 % from run to run, enough to move the knee by two points
+  std::vector<double> values;
+  for (const bool settled_only : {true, false}) {
+    for (const auto& p : points)
+      if (p.ok && (p.settled || !settled_only)) values.push_back(p.samples_per_s);
+    if (!values.empty()) break;
+  }
+  if (values.empty()) return 0;
+  const double best = *std::max_element(values.begin(), values.end());
+  std::vector<double> top;
+  for (double v : values)
+    if (v >= fraction * best) top.push_back(v);
+  std::sort(top.begin(), top.end());
+  const size_t n = top.size();
+  return n % 2 ? top[n / 2] : 0.5 * (top[n / 2 - 1] + top[n / 2]);
+}
+
+void mark_dips(std::vector<ThroughputPoint>& points) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    ThroughputPoint& p = points[i];
+    p.dip = p.ok && i > 0 && i + 1 < points.size() && points[i - 1].ok && points[i + 1].ok &&
+            p.samples_per_s < 0.8 * points[i - 1].samples_per_s && p.samples_per_s < points[i + 1].samples_per_s;
+  }
+}
+
 int64_t knee_batch(const std::vector<ThroughputPoint>& points, double fraction) {
-  double best = 0;
-  for (const auto& p : points)
-    if (p.ok) best = std::max(best, p.samples_per_s);
-  for (const auto& p : points)  // ascending batch
-    if (p.ok && p.samples_per_s >= fraction * best) return p.batch;
+  const double bar = fraction * plateau_samples_per_s(points, fraction);
+  // a dip counts as its neighbours' geometric mean (mark_dips)
+  const auto speed = [&](size_t i) {
+    return points[i].dip ? std::sqrt(points[i - 1].samples_per_s * points[i + 1].samples_per_s)
+                         : points[i].samples_per_s;
+  };
+  for (size_t i = 0; i < points.size(); ++i) {  // ascending batch
+    const ThroughputPoint& p = points[i];
+    if (!p.ok || speed(i) < bar) continue;
+    // never an unsettled point over a settled neighbour that reaches the bar too
+    const bool settled_next = i + 1 < points.size() && points[i + 1].ok && points[i + 1].settled &&
+                              speed(i + 1) >= bar;
+    if (!p.settled && settled_next) continue;
+    return p.batch;
+  }
   return 0;
+}
+
+void summarize_rounds(ThroughputPoint& p, int min_rounds, double spread_target) {
+  // load only slows a round down (another process takes the cores, never gives more): the step's
+  // own speed is in its fastest rounds. The faster half, as a trimmed mean (timeit takes the
+  // minimum; half keeps a spread to judge)
+  std::vector<double> v = p.round_samples_per_s;
+  std::sort(v.begin(), v.end(), std::greater<double>());
+  p.rounds = static_cast<int>(v.size());
+  const size_t kept = std::max<size_t>(std::min<size_t>(2, v.size()), (v.size() + 1) / 2);
+  double sum = 0;
+  for (size_t i = 0; i < kept; ++i) sum += v[i];
+  p.samples_per_s = kept ? sum / static_cast<double>(kept) : 0;
+  double sq = 0;
+  for (size_t i = 0; i < kept; ++i) sq += (v[i] - p.samples_per_s) * (v[i] - p.samples_per_s);
+  p.stddev = kept > 1 ? std::sqrt(sq / static_cast<double>(kept - 1)) : 0;
+  p.rel_std_error = p.samples_per_s > 0 ? p.stddev / std::sqrt(static_cast<double>(kept)) / p.samples_per_s : 0;
+  p.settled = p.rounds >= min_rounds && p.rel_std_error <= spread_target;
 }
 
 ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCurveOptions& o) {
@@ -49,43 +106,69 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
   const auto started = std::chrono::steady_clock::now();
   ThroughputCurve curve;
   curve.knee_fraction = o.knee_fraction;
+  // in passes: each pass times one round of every point still unsettled, in ascending batch. A
+  // load that comes and goes (another job's phase) then slows a round of every point it meets,
+  // not all the rounds of one point: with the rounds of a point back to back, a point's every
+  // round could fall into a busy stretch and settle there (seen beside two CPU hogs: batch 1024
+  // settled at 66 % of its neighbours' speed, and the knee moved two points)
   for (const int64_t batch : curve_batches(o.min_batch, o.max_batch, o.points_per_doubling)) {
     ThroughputPoint p;
     p.batch = batch;
     p.ok = true;
-    while (p.rounds < o.max_rounds) {
-      const Trial t = runner.run(batch, {o.warmup_steps, o.measure_steps, 0});
+    curve.points.push_back(p);
+  }
+  std::vector<int> steps_of(curve.points.size(), 0);  // each point's timed steps a round (0: not yet known)
+  for (int round = 0; round < o.max_rounds + 1; ++round) {
+    bool timed = false;
+    for (size_t i = 0; i < curve.points.size(); ++i) {
+      ThroughputPoint& p = curve.points[i];
+      if (!p.ok || p.settled || p.rounds >= o.max_rounds) continue;
+      timed = true;
+      const int steps = steps_of[i] > 0 ? steps_of[i] : o.measure_steps;
+      const Trial t = runner.run(p.batch, {o.warmup_steps, steps, 0});
       curve.trial_steps += t.steps;
       if (!t.ok() || !(t.samples_per_s > 0)) {
         p.ok = false;
         p.error = t.error.empty() ? to_string(t.status) : t.error;
-        break;
+        // an error at the bottom, before any point ran (BatchNorm refuses a batch of 1), is not
+        // the top: the next batch may run. Past a point that ran, a failure is the curve's end: a
+        // larger batch will not fit either
+        const bool ran_below = std::any_of(curve.points.begin(), curve.points.begin() + static_cast<long>(i),
+                                           [](const ThroughputPoint& q) { return q.ok; });
+        const bool bottom_error = !ran_below && p.round_samples_per_s.empty() && p.error != to_string(TrialStatus::kOom) &&
+                                  p.error.find("out of memory") == std::string::npos;
+        if (!bottom_error) {
+          curve.points.resize(i + 1);
+          break;
+        }
+        continue;
+      }
+      if (steps_of[i] == 0) {
+        // a round is at least min_round_ms of timed steps, its speed their median: a round of two
+        // 2 ms steps fits in one scheduler slice, and beside other busy processes all the rounds
+        // of a point could fall on a shared core (seen: batch 512 and 1024 at half their
+        // neighbours' speed, 3 rounds each, settled). A shorter first round is the calibration
+        steps_of[i] = o.measure_steps;
+        if (o.min_round_ms > 0 && t.step_time_ms > 0 && t.step_time_ms * o.measure_steps < o.min_round_ms) {
+          steps_of[i] = static_cast<int>(std::min<double>(1000, std::ceil(o.min_round_ms / t.step_time_ms)));
+          continue;
+        }
       }
       p.round_samples_per_s.push_back(t.samples_per_s);
-      ++p.rounds;
-      double sum = 0;
-      for (double v : p.round_samples_per_s) sum += v;
-      p.samples_per_s = sum / p.rounds;
-      double sq = 0;
-      for (double v : p.round_samples_per_s) sq += (v - p.samples_per_s) * (v - p.samples_per_s);
-      p.stddev = p.rounds > 1 ? std::sqrt(sq / (p.rounds - 1)) : 0;
-      p.rel_std_error = p.stddev / std::sqrt(static_cast<double>(p.rounds)) / p.samples_per_s;
-      p.settled = p.rounds >= o.min_rounds && p.rel_std_error <= o.spread_target;
-      if (p.settled) break;
+      summarize_rounds(p, o.min_rounds, o.spread_target);
     }
-    curve.points.push_back(p);
+    if (!timed) break;
+  }
+  for (const ThroughputPoint& p : curve.points) {
     if (o.on_point) o.on_point(p);
-    // an error at the bottom, before any point ran (BatchNorm refuses a batch of 1), is not the
-    // top: the next batch may run. Past a point that ran, a failure is the curve's end.
-    const bool bottom_error = !p.ok && curve.best_batch == 0 && p.error != to_string(TrialStatus::kOom) &&
-                              p.error.find("out of memory") == std::string::npos;
-    if (!p.ok && !bottom_error) break;  // a larger batch will not fit either
-    if (p.samples_per_s > curve.best_samples_per_s) {
+    if (p.ok && p.samples_per_s > curve.best_samples_per_s) {
       curve.best_samples_per_s = p.samples_per_s;
-      curve.best_batch = batch;
+      curve.best_batch = p.batch;
     }
   }
+  mark_dips(curve.points);
   curve.knee_batch = knee_batch(curve.points, o.knee_fraction);
+  curve.plateau_samples_per_s = plateau_samples_per_s(curve.points, o.knee_fraction);
   curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return curve;
 }

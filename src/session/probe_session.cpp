@@ -29,7 +29,9 @@ ProbeSessionResult run_probe_session(WorkloadSession& session, const OpenedData&
   ProbeSessionResult r;
   std::unique_ptr<MonitorObserver> monitor;
   if (monitor_options) {
-    monitor = std::make_unique<MonitorObserver>(*monitor_options);
+    MonitorOptions mo = *monitor_options;
+    mo.mixed_precision = o.step.footprint().precision == Precision::kBf16 || o.step.footprint().precision == Precision::kFp16;
+    monitor = std::make_unique<MonitorObserver>(mo);
     if (!monitor->nvml_note().empty()) r.warnings.push_back(monitor->nvml_note() + "; utilization falls back to /proc");
     probe.add_observer(monitor.get());
   }

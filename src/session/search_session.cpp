@@ -166,7 +166,10 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   }
   std::unique_ptr<MonitorObserver> monitor;
   if (options.monitor) {
-    monitor = std::make_unique<MonitorObserver>(*options.monitor);
+    MonitorOptions mo = *options.monitor;
+    const Precision precision = options.search.footprint.precision;
+    mo.mixed_precision = precision == Precision::kBf16 || precision == Precision::kFp16;
+    monitor = std::make_unique<MonitorObserver>(mo);
     if (!monitor->nvml_note().empty() && events.on_warning)
       events.on_warning(monitor->nvml_note() + "; utilization falls back to /proc");
     probe.add_observer(monitor.get());

@@ -574,6 +574,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (options.monitor) {
     TrainMonitorOptions mo;
     mo.monitor = *options.monitor;
+    mo.monitor.mixed_precision = options.step.precision == Precision::kBf16 || options.step.precision == Precision::kFp16;
     mo.global_batch = rank_batch;
     monitor = std::make_unique<TrainMonitor>(mo);
     if (!monitor->nvml_note().empty() && events.on_warning)

@@ -27,20 +27,25 @@ std::optional<TrainCompute> train_compute(Workload& workload, MemoryMeter& meter
   if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return std::nullopt;
   TrainCompute c;
   c.flops_per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
-  const GemmPeak peak = gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths);
+  GemmPeak peak = gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths);
   c.achieved_flops_per_s = c.flops_per_sample * r.samples_per_s;
   if (const auto analytic = analytic_flops(workload.built().spec)) c.analytic_flops_per_sample = analytic->training_per_sample;
+  // samples/s are the whole job's: against the peak of every rank's device; measured again when
+  // the run outran it (a peak taken under load)
+  c.mfu = checked_mfu(c.achieved_flops_per_s / std::max(1, world), peak,
+                      [&] { return gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths, true); },
+                      &c.mfu_note);
   c.peak_flops_per_s = peak.flops_per_s;
   c.peak_method = peak.method();
-  // samples/s are the whole job's: against the peak of every rank's device
-  c.mfu = model_flops_utilization(c.achieved_flops_per_s / std::max(1, world), peak);
   return c;
 }
 
 nlohmann::json TrainCompute::to_json() const {
   nlohmann::json j = {{"flops_per_sample", flops_per_sample}, {"flops_method", "counted"},
                       {"achieved_flops_per_s", achieved_flops_per_s}, {"peak_flops_per_s", peak_flops_per_s},
-                      {"peak_method", peak_method}, {"mfu", mfu}};
+                      {"peak_method", peak_method}};
+  j["mfu"] = mfu ? nlohmann::json(*mfu) : nlohmann::json();
+  if (!mfu_note.empty()) j["mfu_note"] = mfu_note;
   if (analytic_flops_per_sample) j["analytic_flops_per_sample"] = *analytic_flops_per_sample;
   return j;
 }

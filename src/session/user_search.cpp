@@ -16,6 +16,7 @@
 #include "saturate/report/printer.h"
 #include "saturate/report/report.h"
 #include "saturate/report/search_text.h"
+#include "saturate/session/workload_search.h"
 
 #include <sstream>
 
@@ -38,7 +39,7 @@ int64_t UserSearchResult::batch() const { return decision().batch; }
 
 nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search);
-  j["compute"] = compute_json(search, peak, std::nullopt);
+  j["compute"] = compute_json(search, peak, std::nullopt, mfu_note);
   if (objective.requested != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, ranks);
@@ -94,11 +95,14 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
     throw UsageError("budget_bytes", "a CPU search needs a budget, so that out-of-memory happens at that size");
   UserSearchResult out;
   // the device's GEMM rate (MFU's denominator), measured before any budget applies
-  out.peak = measure_gemm_peak(step.device(), Precision::kFp32);
+  const c10::Device device = step.device();
+  MemoryMeter* m = &meter;
+  ComputeObserver compute(  // FLOPs counted from the step's operators; the peak measured again if outrun
+      measure_gemm_peak(device, Precision::kFp32),  // before any budget applies
+      [m, device] { return gemm_peak_outside_budget(*m, device, Precision::kFp32, FastPaths{}, /*again=*/true); });
   meter.release_cache();
   ScopedBudget budget(meter, options.budget_bytes);
   Probe probe(step, meter);
-  ComputeObserver compute(out.peak.flops_per_s);  // FLOPs counted from the step's operators
   probe.add_observer(&compute);
   std::unique_ptr<MonitorObserver> monitor;
   if (options.monitor) {
@@ -128,6 +132,8 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
     const int64_t top = r.recommended_batch > 0 ? r.recommended_batch : r.max_batch;
     out.objective = pick_by_objective(probe, options.objective, top, noise, noise_data);
   }
+  out.peak = compute.peak();
+  out.mfu_note = compute.mfu_note();
   return out;
 }
 

@@ -30,13 +30,13 @@ void WorkloadSearchOptions::check(int world_size) const {
 }
 
 GemmPeak gemm_peak_outside_budget(MemoryMeter& meter, const c10::Device& device, Precision precision,
-                                  const FastPaths& paths) {
+                                  const FastPaths& paths, bool again) {
   const int64_t budget = meter.budget_bytes();
   meter.set_budget_bytes(meter.capacity_bytes());
   GemmPeak peak;
   try {
     ProcessSwitches switches(paths);  // the threads the step runs with
-    peak = measure_gemm_peak(device, precision, paths.tf32);
+    peak = measure_gemm_peak(device, precision, paths.tf32, again);
   } catch (...) {
     meter.set_budget_bytes(budget);
     throw;
@@ -57,9 +57,13 @@ WorkloadSearch::WorkloadSearch(Probe& probe, MemoryMeter& meter, WorkloadSearchO
                                               to_string(w.optimizer_kind())));
   probe_.set_footprint(options_.footprint);  // a model without blocks, fp16 on CPU: usage errors before any trial
   // FLOPs of each trial's first step and MFU against the device's measured GEMM rate
-  peak_ = gemm_peak_outside_budget(meter, probe_.workload().device(), options_.footprint.precision,
-                                   options_.footprint.fast_paths);
-  compute_ = std::make_unique<ComputeObserver>(peak_.flops_per_s);
+  const c10::Device device = probe_.workload().device();
+  const Precision precision = options_.footprint.precision;
+  const FastPaths paths = options_.footprint.fast_paths;
+  MemoryMeter* m = &meter;  // the session's: it outlives the search
+  compute_ = std::make_unique<ComputeObserver>(
+      gemm_peak_outside_budget(meter, device, precision, paths),
+      [m, device, precision, paths] { return gemm_peak_outside_budget(*m, device, precision, paths, /*again=*/true); });
   probe_.add_observer(compute_.get());
   // goodput's noise scale is measured at the model's weights as given, not as the trials left them
   if (options_.objective.objective == Objective::kGoodput)
@@ -70,7 +74,6 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
                                          const std::string& data, const WorkloadSearchProgress& progress) {
   const WorkloadSearchOptions& o = options_;
   WorkloadSearchResult out;
-  out.peak = peak_;
   out.footprint = o.footprint;
   if (const auto analytic = analytic_flops(probe_.workload().built().spec))
     out.analytic_flops_per_sample = analytic->training_per_sample;
@@ -113,6 +116,8 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
   } else if (!o.fast_paths_not_tried.empty()) {
     out.fast_paths_json["reason"] = o.fast_paths_not_tried;
   }
+  out.peak = compute_->peak();  // measured again when a trial outran the first
+  out.mfu_note = compute_->mfu_note();
   return out;
 }
 
@@ -125,7 +130,7 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
   j["checkpointing"] = checkpointing_json;
   j["precision"] = to_string(footprint.precision);
-  j["compute"] = compute_json(search(), peak, analytic_flops_per_sample);
+  j["compute"] = compute_json(search(), peak, analytic_flops_per_sample, mfu_note);
   j["fast_paths"] = fast_paths_json;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(

@@ -34,6 +34,14 @@ CheckpointPolicy parse_checkpointing(const std::string& text) {
 
 namespace {
 
+thread_local int t_recomputing = 0;
+
+/// Marks this thread as recomputing a segment while alive.
+struct Recomputing {
+  Recomputing() { ++t_recomputing; }
+  ~Recomputing() { --t_recomputing; }
+};
+
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
@@ -72,6 +80,7 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     torch::Tensor out;
     {
       torch::AutoGradMode grad(true);
+      Recomputing recomputing;
       out = (*fn)(input);
     }
     at::autocast::set_autocast_enabled(dev, autocast_was);
@@ -92,6 +101,8 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
 };
 
 }  // namespace
+
+bool recomputing_checkpoint() { return t_recomputing > 0; }
 
 torch::Tensor checkpoint(const SegmentFn& fn, const torch::Tensor& input, const std::vector<torch::Tensor>& params) {
   // the autograd node keeps a pointer to fn; it must live until backward has run.

@@ -150,6 +150,22 @@ TEST(BottleneckTest, EveryVerdictPrintsParsesBackAndHasAFix) {
   ASSERT_THROWS_WITH(parse_bottleneck("io-bound"), UsageError, "expected data-bound, launch-bound");
 }
 
+// issue 27: a step already in bf16 was told to use "mixed precision (bf16)"
+TEST(BottleneckTest, AStepAlreadyInMixedPrecisionIsNotToldToUseIt) {
+  StepProfile p = cpu_profile(0.5, 30, 60, 5, 0.02);
+  Verdict fp32 = classify_bottleneck(p);
+  ASSERT_EQ(fp32.kind, Bottleneck::kCompute);
+  EXPECT_NE(fp32.fix.find("mixed precision (bf16)"), std::string::npos) << fp32.fix;
+  p.mixed_precision = true;
+  const Verdict bf16 = classify_bottleneck(p);
+  ASSERT_EQ(bf16.kind, Bottleneck::kCompute);
+  EXPECT_EQ(bf16.fix.find("mixed precision ("), std::string::npos) << bf16.fix;
+  EXPECT_NE(bf16.fix.find("already in mixed precision"), std::string::npos) << bf16.fix;
+  for (bool gpu : {false, true})
+    for (Bottleneck b : {Bottleneck::kCompute, Bottleneck::kMemory})
+      EXPECT_EQ(bottleneck_fix(b, gpu, true).find("mixed precision ("), std::string::npos) << bottleneck_fix(b, gpu, true);
+}
+
 TEST(BottleneckTest, JsonHasVerdictEvidenceAndFix) {
   const nlohmann::json j = to_json(bottleneck_finding(classify_bottleneck(cpu_profile(40, 5, 4, 1, 0.9))));
   EXPECT_EQ(j["verdict"], "data-bound");

@@ -25,7 +25,12 @@ class FindingRunner final : public TrialRunner {
     Trial t = fake_.run(batch, request);
     if (t.ok()) {
       t.findings.bottleneck = BottleneckFinding{batch % 2 ? "compute-bound" : "launch-bound", "why", {}, "fix", {}};
-      t.findings.compute = ComputeFinding{1e9 * static_cast<double>(batch), 1e9, 3.3e11 / 7, 0.123456789 * batch};
+      ComputeFinding c;
+      c.flops_per_step = 1e9 * static_cast<double>(batch);
+      c.flops_per_sample = 1e9;
+      c.achieved_flops_per_s = 3.3e11 / 7;
+      c.mfu = 0.123456789 * batch;
+      t.findings.compute = c;
       t.seconds = 0.1 * static_cast<double>(batch) / 3;
     } else {
       t.error = "out of memory, \"tried\" | to allocate 12 MiB";

@@ -57,6 +57,7 @@ TEST(ThroughputCurve, FindsTheKneeWhereTheStepTimeLawPutsIt) {
   ThroughputCurveOptions o;
   o.max_batch = 4096;
   o.knee_fraction = 0.9;
+  o.min_round_ms = 0;  // measure_steps a round, always
   const ThroughputCurve c = measure_throughput_curve(runner, o);
   ASSERT_EQ(c.points.size(), 13u);  // 1 .. 4096
   for (const auto& p : c.points) {
@@ -93,6 +94,108 @@ TEST(ThroughputCurve, NoisyTimingsTakeMoreRoundsAndTwoRunsPickTheSameKneeOrANeig
   };
   ASSERT_GE(index(a), 0);
   EXPECT_LE(std::abs(index(a) - index(b)), 1) << a.knee_batch << " vs " << b.knee_batch;
+}
+
+/// The fake law on a loaded machine: each round is, with probability `preempted`, slowed by a
+/// factor drawn from [0.2, 1] (another process took the cores), else within +-2 %. Load only ever
+/// slows a round down: the fastest rounds are the step's own speed.
+class LoadedRunner final : public TrialRunner {
+ public:
+  LoadedRunner(FakeLaw law, double preempted, unsigned seed) : inner_(law), preempted_(preempted), rng_(seed) {}
+  Trial run(int64_t batch, const TrialRequest& r) override {
+    Trial t = inner_.run(batch, r);
+    if (t.ok()) {
+      std::uniform_real_distribution<double> u(0, 1);
+      const double slow = u(rng_) < preempted_ ? 0.2 + 0.8 * u(rng_) : 1 + 0.04 * (u(rng_) - 0.5);
+      t.samples_per_s *= slow;
+      t.step_time_ms = 1000.0 * static_cast<double>(batch) / t.samples_per_s;
+    }
+    return t;
+  }
+  int64_t budget_bytes() const override { return inner_.budget_bytes(); }
+
+ private:
+  FakeRunner inner_;
+  double preempted_;
+  std::mt19937 rng_;
+};
+
+TEST(ThroughputCurve, UnderLoadNineRunsPickTheQuietMachinesKneeOrANeighbour) {
+  FakeLaw law;
+  law.per_sample_bytes = 1 << 10;
+  ThroughputCurveOptions o;
+  o.max_batch = 4096;
+  FakeRunner quiet(law);
+  const ThroughputCurve truth = measure_throughput_curve(quiet, o);
+  const auto index = [](const ThroughputCurve& c) {
+    for (size_t i = 0; i < c.points.size(); ++i)
+      if (c.points[i].batch == c.knee_batch) return static_cast<int>(i);
+    return -1;
+  };
+  ASSERT_EQ(truth.knee_batch, 1024);
+  for (unsigned seed = 1; seed <= 9; ++seed) {
+    LoadedRunner loaded(law, 0.4, seed);
+    const ThroughputCurve c = measure_throughput_curve(loaded, o);
+    EXPECT_LE(std::abs(index(c) - index(truth)), 1) << "seed " << seed << ": knee " << c.knee_batch;
+    for (const auto& p : c.points)  // the speed is the fastest rounds', never above the law's
+      EXPECT_LE(p.samples_per_s, 1.03 * 1000.0 * p.batch / (5 + 0.05 * p.batch)) << "seed " << seed << " batch " << p.batch;
+  }
+}
+
+TEST(ThroughputCurve, AnUnsettledPointIsNotTheKneeWhenItsSettledNeighbourReachesTheFraction) {
+  std::vector<ThroughputPoint> points(3);
+  for (int i = 0; i < 3; ++i) {
+    points[i].batch = int64_t{1} << (i + 4);
+    points[i].ok = true;
+    points[i].settled = true;
+  }
+  points[0].samples_per_s = 900, points[1].samples_per_s = 950, points[2].samples_per_s = 1000;
+  EXPECT_EQ(knee_batch(points, 0.9), 16);
+  points[0].settled = false;  // 16 reaches 90 % only by a spread that never settled: 32 did, and reaches it
+  EXPECT_EQ(knee_batch(points, 0.9), 32);
+  points[2].settled = false, points[2].samples_per_s = 2000;  // an unsettled best does not set the bar
+  EXPECT_EQ(knee_batch(points, 0.9), 32);
+}
+
+/// Records each run's batch and timed steps.
+class CountingRunner final : public TrialRunner {
+ public:
+  explicit CountingRunner(FakeLaw law) : inner_(law) {}
+  Trial run(int64_t batch, const TrialRequest& r) override {
+    runs.emplace_back(batch, r.measure_steps);
+    return inner_.run(batch, r);
+  }
+  int64_t budget_bytes() const override { return inner_.budget_bytes(); }
+  std::vector<std::pair<int64_t, int>> runs;
+
+ private:
+  FakeRunner inner_;
+};
+
+TEST(ThroughputCurve, RoundsTakeTurnsAcrossPointsAndTimeAtLeastTheMinimumRoundEach) {
+  FakeLaw law;  // 5 ms + 0.05 ms a sample: batch 1 is 5.05 ms a step, batch 1024 56.2 ms
+  law.per_sample_bytes = 1 << 10;
+  CountingRunner runner(law);
+  ThroughputCurveOptions o;
+  o.max_batch = 1024;
+  o.min_round_ms = 50;
+  const ThroughputCurve c = measure_throughput_curve(runner, o);
+  ASSERT_EQ(c.points.size(), 11u);
+  // pass 1 times every point once, ascending, before any point's second round
+  for (size_t i = 0; i < c.points.size(); ++i) EXPECT_EQ(runner.runs[i].first, c.points[i].batch);
+  for (const auto& p : c.points) {
+    const double step_ms = 5 + 0.05 * static_cast<double>(p.batch);
+    const int want = 2 * step_ms >= 50 ? 2 : static_cast<int>(std::ceil(50 / step_ms));
+    int calls = 0;
+    for (const auto& [batch, steps] : runner.runs) {
+      if (batch == p.batch && calls++ > 0) {
+        EXPECT_EQ(steps, want) << p.batch;  // after the first round
+      }
+    }
+    // a short first round is a calibration, not one of the point's rounds
+    EXPECT_EQ(calls, p.rounds + (want > 2 ? 1 : 0)) << p.batch;
+    EXPECT_EQ(p.rounds, o.min_rounds) << p.batch;
+  }
 }
 
 TEST(ThroughputCurve, AnOutOfMemoryEndsTheCurveAndTheKneeComesFromWhatRan) {

@@ -58,7 +58,7 @@ TEST(TrainTextTest, OptionalLinesAppearWithWhatTheyReport) {
   ranks.gradient_buckets = 4;
   ranks.gradient_bytes = 1258291;
   s.noise = TrainNoiseSummary{812.4, 0, 0, 119};
-  s.compute = TrainCompute{2.5e6, std::nullopt, 3.8e9, 3.09e11, "measured fp32 GEMM", 0.0123};
+  s.compute = TrainCompute{2.5e6, std::nullopt, 3.8e9, 3.09e11, "measured fp32 GEMM", 0.0123, ""};
   s.interrupted = TrainInterruption{"SIGINT", 130, 120, "ckpt"};
   const std::string text = train_summary_text(s, ranks);
   EXPECT_NE(text.find("bottleneck  data-bound: waits 40 % of the step\nfix         raise `workers`\n"),

@@ -49,6 +49,7 @@ struct StepProfile {
   double step_ms = 0;  ///< whole step
   double data_wait_ms = 0, h2d_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, allreduce_ms = 0;
   bool on_gpu = false;
+  bool mixed_precision = false;  ///< the step runs in bf16 or fp16 (autocast)
   /// Share of the compute phases lost to launching work rather than doing it, in [0, 1];
   /// NaN when not measured. CPU: ops x calibrated per-op cost / compute time; GPU: host issue
   /// time / device time of the compute phases.
@@ -77,9 +78,11 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t 
 /// {verdict, reason, evidence, fix} (and between when borderline); evidence.shares gives every
 /// cause's share of the step.
 BottleneckFinding bottleneck_finding(const Verdict& v);
-/// The fix the seed gives for each kind (borderline: see borderline_fix).
-std::string bottleneck_fix(Bottleneck b, bool on_gpu);
+/// The fix the seed gives for each kind (borderline: see borderline_fix). `mixed_precision`: the
+/// step already runs in bf16 or fp16, so mixed precision is not offered (issue 27: a bf16 run was
+/// told to "use mixed precision (bf16)").
+std::string bottleneck_fix(Bottleneck b, bool on_gpu, bool mixed_precision = false);
 /// The fixes of the verdicts a borderline case lies between, in order.
-std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu);
+std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu, bool mixed_precision = false);
 
 }  // namespace saturate

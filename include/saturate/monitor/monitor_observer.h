@@ -28,6 +28,8 @@ struct MonitorOptions {
   /// Time phases with CUDA events and sample GPU `device_index` through NVML.
   bool cuda = false;
   int device_index = 0;
+  /// The step runs in bf16 or fp16: the fixes do not offer mixed precision.
+  bool mixed_precision = false;
   /// Estimate launch overhead (CPU: count ops on a warm-up step; GPU: host vs device time).
   bool measure_launch = true;
   /// Record a Chrome trace (written by finish()).

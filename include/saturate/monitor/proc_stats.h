@@ -20,4 +20,19 @@ std::vector<int> process_tree(int root);
 /// Whether `pid` exists and is not a zombie.
 bool process_alive(int pid);
 
+/// Other processes' CPU use over an interval, in busy CPUs: the machine's busy time (/proc/stat:
+/// user, nice, system, irq, softirq, steal) less this process's own CPU time, over the wall time.
+/// What a measurement taken meanwhile competed with (google/benchmark warns of the same).
+class OthersCpuMeter {
+ public:
+  OthersCpuMeter();  ///< starts the interval
+  /// Since construction; -1 when /proc/stat cannot be read or no time passed.
+  double busy_cpus() const;
+
+ private:
+  double machine_busy_s_ = -1;
+  double own_s_ = 0;
+  double wall_s_ = 0;
+};
+
 }  // namespace saturate

@@ -91,10 +91,12 @@ struct BottleneckFinding {
 
 /// FLOPs counted from the operators of one step (monitor/compute_observer.h).
 struct ComputeFinding {
-  double flops_per_step = 0;
+  double flops_per_step = 0;    ///< the model's: each operator once
   double flops_per_sample = 0;
+  double recompute_flops_per_step = 0;  ///< checkpointed segments run again in the backward (hardware only)
   std::optional<double> achieved_flops_per_s;  ///< with a step time
-  std::optional<double> mfu;                   ///< with a measured peak
+  std::optional<double> mfu;                   ///< with a measured peak: the model's FLOPs/s over it, at most 1
+  std::optional<double> hfu;                   ///< the hardware's (model + recompute), when it recomputed
 };
 
 /// What the monitor's own hooks and sampler cost.

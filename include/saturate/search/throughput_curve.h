@@ -15,11 +15,18 @@ namespace saturate {
 struct ThroughputPoint {
   int64_t batch = 0;
   bool ok = false;             ///< every round ran (false: an OOM or error; the message is kept)
-  double samples_per_s = 0;    ///< mean over the rounds
-  double stddev = 0;           ///< of the rounds' samples/s
-  double rel_std_error = 0;    ///< stddev / sqrt(rounds) / mean
+  /// The mean of the faster half of the rounds (at least 2): load only slows a round down, so
+  /// the step's own speed is in its fastest rounds; a slow round is another process's time
+  double samples_per_s = 0;
+  double stddev = 0;           ///< of the faster half's samples/s
+  double rel_std_error = 0;    ///< stddev / sqrt(rounds kept) / samples_per_s
   int rounds = 0;
   bool settled = false;        ///< rel_std_error <= spread_target
+  /// Slower than both neighbours by more than a fifth of the smaller batch's speed: a larger batch
+  /// is not that much slower a sample before the plateau, so the measurement is off (beside two
+  /// CPU hogs, one point of a curve ran at half speed in every round). For the knee it counts as
+  /// its neighbours' geometric mean; its own samples_per_s stay as measured.
+  bool dip = false;
   std::vector<double> round_samples_per_s;
   std::string error;
 };
@@ -29,13 +36,18 @@ struct ThroughputCurveOptions {
   int64_t min_batch = 1;
   int points_per_doubling = 1;  ///< 1: 1, 2, 4, ...; 2: 1, 1.41, 2, 2.83, ... (rounded); max_batch always
   int warmup_steps = 1;         ///< per round
-  int measure_steps = 2;        ///< timed steps per round
+  int measure_steps = 2;        ///< timed steps per round (at least; see min_round_ms)
+  /// A round times at least this long (its speed the median step's): a point whose first round
+  /// is shorter times ceil(min_round_ms / step ms) steps a round from then on (at most 1000), the
+  /// first round a calibration only. 0: measure_steps always.
+  double min_round_ms = 50;
   int min_rounds = 3;
   int max_rounds = 8;
   /// A point is done when the standard error of its mean samples/s is at most this fraction of
-  /// the mean (or after max_rounds; the point then says it did not settle).
+  /// samples/s (or after max_rounds; the point then says it did not settle).
   double spread_target = 0.02;
-  /// The knee: the smallest batch whose mean samples/s is at least this fraction of the best.
+  /// The knee: the smallest batch whose samples/s is at least this fraction of the plateau
+  /// (plateau_samples_per_s: the median of the points within this fraction of the best).
   double knee_fraction = 0.9;
   /// Called after each point (progress); may be empty.
   std::function<void(const ThroughputPoint&)> on_point;
@@ -44,9 +56,11 @@ struct ThroughputCurveOptions {
 
 struct ThroughputCurve {
   std::vector<ThroughputPoint> points;  ///< ascending batch; timing stops at the first failure
+  ///< (rounds in passes: one round of every unsettled point per pass)
   int64_t knee_batch = 0;               ///< 0 when no point ran
   double best_samples_per_s = 0;
   int64_t best_batch = 0;
+  double plateau_samples_per_s = 0;     ///< what the knee reaches a fraction of (plateau_samples_per_s())
   double knee_fraction = 0.9;
   int64_t trial_steps = 0;  ///< training steps run to measure the curve
   double seconds = 0;
@@ -58,7 +72,20 @@ std::vector<int64_t> curve_batches(int64_t min_batch, int64_t max_batch, int poi
 /// Times the curve. UsageError for a max_batch below min_batch or settings out of range.
 ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCurveOptions& options);
 
-/// The smallest ok point whose mean reaches `fraction` of the best mean (0 when none is ok).
+/// A point's samples/s, spread and settledness from its rounds (round_samples_per_s).
+void summarize_rounds(ThroughputPoint& point, int min_rounds, double spread_target);
+
+/// The curve's top: the median samples/s of the settled points (all, when none settled) within
+/// `fraction` of the best of them. Not the best alone: the largest of many noisy numbers is biased
+/// up, and on a flat top it moves from run to run.
+double plateau_samples_per_s(const std::vector<ThroughputPoint>& points, double fraction);
+
+/// Sets each point's `dip`.
+void mark_dips(std::vector<ThroughputPoint>& points);
+
+/// The smallest ok point whose samples/s reaches `fraction` of the plateau (0 when none is ok),
+/// a dip counting as its neighbours' geometric mean.
+/// An unsettled point is passed over when the next point settled and reaches it too.
 int64_t knee_batch(const std::vector<ThroughputPoint>& points, double fraction);
 
 }  // namespace saturate

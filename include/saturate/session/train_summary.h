@@ -58,9 +58,10 @@ struct TrainCompute {
   double achieved_flops_per_s = 0;
   double peak_flops_per_s = 0;
   std::string peak_method;
-  double mfu = 0;
+  std::optional<double> mfu;  ///< never above 1 (checked_mfu); none when the rate outran the peak measured twice
+  std::string mfu_note;       ///< why there is no MFU
   /// flops_per_sample, flops_method, analytic_flops_per_sample, achieved_flops_per_s,
-  /// peak_flops_per_s, peak_method, mfu.
+  /// peak_flops_per_s, peak_method, mfu (null with mfu_note).
   nlohmann::json to_json() const;
 };
 /// The compute of a run; nullopt when it counted no FLOPs.

@@ -45,7 +45,8 @@ struct UserSearchOptions {
 
 struct UserSearchResult {
   SearchResult search;
-  GemmPeak peak;  ///< the device's measured GEMM rate (MFU's denominator)
+  GemmPeak peak;  ///< the device's measured GEMM rate (MFU's denominator; measured again if outrun)
+  std::string mfu_note;  ///< why the answer has no MFU (its rate outran the peak measured twice)
   ObjectiveOutcome objective;  ///< memory: the recommended batch, nothing timed
   int world_size = 1;
   std::vector<RankMax> ranks;  ///< each rank's own budget and maximum (several ranks)

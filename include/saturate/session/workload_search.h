@@ -59,6 +59,7 @@ struct WorkloadSearchProgress {
 struct WorkloadSearchResult {
   SearchRun run;  ///< run.chosen.result is the answer
   GemmPeak peak;
+  std::string mfu_note;  ///< why a trial has no MFU (its rate outran the peak measured twice)
   std::optional<double> analytic_flops_per_sample;
   Objective requested_objective = Objective::kMemory;
   ObjectiveOutcome objective;  ///< memory (nothing timed) unless the requested objective ran
@@ -82,9 +83,9 @@ struct WorkloadSearchResult {
 };
 
 /// The device's GEMM rate with `precision` and the fast paths' switches, measured outside the
-/// meter's budget (put back afterwards).
+/// meter's budget (put back afterwards); `again`: measured anew (measure_gemm_peak).
 GemmPeak gemm_peak_outside_budget(MemoryMeter& meter, const c10::Device& device, Precision precision,
-                                  const FastPaths& paths);
+                                  const FastPaths& paths, bool again = false);
 
 /// The session: made before anything else is attached to the probe (it sets the probe's
 /// footprint, measures the GEMM rate while nothing else runs, and attaches the FLOP counter),
@@ -97,12 +98,12 @@ class WorkloadSearch {
   /// `dist`: several ranks (nullptr: one process); every rank calls it with the same options.
   WorkloadSearchResult run(DistGroup* dist, const std::function<Batch(int64_t)>& next_batch, const std::string& data,
                            const WorkloadSearchProgress& progress = {});
-  const GemmPeak& peak() const { return peak_; }
+  /// The peak MFU is counted against (measured again when a trial outran the first).
+  const GemmPeak& peak() const { return compute_->peak(); }
 
  private:
   Probe& probe_;
   WorkloadSearchOptions options_;
-  GemmPeak peak_;
   std::unique_ptr<ComputeObserver> compute_;
   std::unique_ptr<ModelSnapshot> initial_;  ///< goodput: the weights the noise is measured at
 };

@@ -33,6 +33,10 @@ torch::Tensor checkpoint(const SegmentFn& fn, const torch::Tensor& input, const 
 /// calls it during backward).
 const SegmentFn& segment_of(torch::nn::AnyModule& block);
 
+/// Whether this thread is running a checkpointed segment again in the backward: its FLOPs are
+/// hardware FLOPs, not the model's (a FLOP counter keeps them apart: MFU vs HFU).
+bool recomputing_checkpoint();
+
 /// model.forward(x) with the blocks the policy names checkpointed.
 torch::Tensor forward_with_checkpointing(BlockModelImpl& model, const torch::Tensor& x, const CheckpointPolicy& policy);
 
