@@ -114,18 +114,41 @@ TEST(FlopCounterTest, ATrainingStepOfTheConvnetCountsWhatTheLayersComputeByHand)
   EXPECT_DOUBLE_EQ(counted_training_flops(spec_of("convnet"), 4), 4 * (forward + backward));
 }
 
-// gpt with 2 blocks, width 64, 4 heads, 16 tokens, vocabulary 100. Per token and block: qkv
-// 64x192, proj 64x64, fc 64x256, out 256x64; attention per sample and block: q k^T and the
-// weighted sum of v over the 16x16 square, 16x16x64 multiply-adds each; head 64x100 per token.
-// Every product's input descends from the embeddings, so each backward computes both gradients.
-TEST(FlopCounterTest, ATrainingStepOfTheGptCountsWhatTheLayersComputeByHand) {
+namespace {
+
+// gpt with 2 blocks, width 64, 4 heads, 16 tokens, vocabulary 100 (its multiply-adds a sample and
+// block below).
+ModelSpec small_gpt() {
   ModelSpec s = spec_of("gpt");
   s.layers = 2;
   s.width = 64;
   s.heads = 4;
   s.seq_len = 16;
   s.vocab = 100;
-  const double per_block = 16.0 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64) + 2 * (16.0 * 16 * 64);
+  return s;
+}
+constexpr double kSmallGptFlopsPerBlock = 16.0 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64) + 2 * (16.0 * 16 * 64);
+
+/// A zoo model small enough for a CPU step (resnets at 64x64, gpt at 32 tokens).
+ModelSpec small_zoo_spec(const std::string& name) {
+  ModelSpec s = spec_of(name);
+  if (name.rfind("resnet", 0) == 0) {
+    s.input_shape = {3, 64, 64};  // small enough for a CPU; odd sizes come out of the strides
+    s.classes = 10;
+  }
+  if (name == "gpt") s.seq_len = 32;
+  return s;
+}
+
+}  // namespace
+
+// gpt with 2 blocks, width 64, 4 heads, 16 tokens, vocabulary 100. Per token and block: qkv
+// 64x192, proj 64x64, fc 64x256, out 256x64; attention per sample and block: q k^T and the
+// weighted sum of v over the 16x16 square, 16x16x64 multiply-adds each; head 64x100 per token.
+// Every product's input descends from the embeddings, so each backward computes both gradients.
+TEST(FlopCounterTest, ATrainingStepOfTheGptCountsWhatTheLayersComputeByHand) {
+  const ModelSpec s = small_gpt();
+  const double per_block = kSmallGptFlopsPerBlock;
   const double forward = 2 * (2 * per_block + 16.0 * 64 * 100);
   EXPECT_DOUBLE_EQ(counted_training_flops(s, 3), 3 * 3 * forward);
 }
@@ -133,13 +156,8 @@ TEST(FlopCounterTest, ATrainingStepOfTheGptCountsWhatTheLayersComputeByHand) {
 // Checkpointed blocks run their forward again in the backward: the model's FLOPs stay the step's
 // (MFU), the recomputation is counted apart (HFU), here exactly the blocks' forward.
 TEST(FlopCounterTest, ACheckpointedStepCountsTheModelsFlopsOnceAndTheRecomputationApart) {
-  ModelSpec s = spec_of("gpt");
-  s.layers = 2;
-  s.width = 64;
-  s.heads = 4;
-  s.seq_len = 16;
-  s.vocab = 100;
-  const double per_block = 16.0 * (64 * 192 + 64 * 64 + 64 * 256 + 256 * 64) + 2 * (16.0 * 16 * 64);
+  const ModelSpec s = small_gpt();
+  const double per_block = kSmallGptFlopsPerBlock;
   const double forward = 2 * (2 * per_block + 16.0 * 64 * 100);
   Workload w(build_model(resolve_model_spec(s)), torch::kCPU, OptimizerKind::kSgd);
   StepOptions o;
@@ -154,12 +172,7 @@ TEST(FlopCounterTest, ACheckpointedStepCountsTheModelsFlopsOnceAndTheRecomputati
 
 TEST(FlopCounterTest, AnalyticFlopsOfEveryBuiltInModelEqualTheCountedOnes) {
   for (const std::string& name : zoo_model_names()) {
-    ModelSpec s = spec_of(name);
-    if (name.rfind("resnet", 0) == 0) {
-      s.input_shape = {3, 64, 64};  // small enough for a CPU; odd sizes come out of the strides
-      s.classes = 10;
-    }
-    if (name == "gpt") s.seq_len = 32;
+    const ModelSpec s = small_zoo_spec(name);
     const auto analytic = analytic_flops(resolve_model_spec(s));
     ASSERT_TRUE(analytic) << name;
     EXPECT_NEAR(counted_training_flops(s, 2), 2 * analytic->training_per_sample, 1e-9 * analytic->training_per_sample)
@@ -173,12 +186,7 @@ TEST(FlopCounterTest, AnalyticFlopsOfEveryBuiltInModelEqualTheCountedOnes) {
 // same multiply-adds whatever dtype it multiplies in.
 TEST(FlopCounterTest, UnderBf16AutocastEveryBuiltInModelCountsItsAnalyticFlops) {
   for (const std::string& name : zoo_model_names()) {
-    ModelSpec s = spec_of(name);
-    if (name.rfind("resnet", 0) == 0) {
-      s.input_shape = {3, 64, 64};
-      s.classes = 10;
-    }
-    if (name == "gpt") s.seq_len = 32;
+    const ModelSpec s = small_zoo_spec(name);
     const auto analytic = analytic_flops(resolve_model_spec(s));
     ASSERT_TRUE(analytic) << name;
     EXPECT_NEAR(counted_training_flops(s, 2, Precision::kBf16), 2 * analytic->training_per_sample,
