@@ -14,7 +14,9 @@ BINARY = os.path.join(os.environ.get("SATURATE_BUILD_DIR", "build"), "saturate")
 # what differs between two runs of the same command: wall-clock figures, the build, the load
 TIMING = re.compile(r"(_ms$|_s$|per_s|seconds|utilization|phases|rss|mfu|^eta|wall|duration|bottleneck|elapsed|"
                     r"rounds|rel_std|stddev|samples_per|throughput|settled|verdict|achieved|peak_flops|gemm|"
-                    r"git_commit|sampler_cpu_share|monitor|^points$|^curve$|load)")
+                    r"git_commit|sampler_cpu_share|monitor|^points$|^curve$|load|"
+                    # the GEMM peak's load while measured (and the words that name it), MFU's note, HFU
+                    r"peak_method|peak_others|peak_first|mfu_note|hfu)")
 
 
 def strip(x, path=""):
