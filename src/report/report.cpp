@@ -211,8 +211,9 @@ nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::op
       j["mfu"] = *c.achieved_flops_per_s / peak.flops_per_s;
     } else {
       j["mfu"] = nullptr;
-      j["mfu_note"] = !mfu_note.empty() ? mfu_note
-                                        : std::string("no MFU: the step's rate is above the GEMM peak measured");
+      j["mfu_note"] = !mfu_note.empty()         ? mfu_note
+                      : peak.flops_per_s <= 0 ? std::string("no MFU: no GEMM peak was measured")
+                                              : std::string("no MFU: the step's rate is above the GEMM peak measured");
     }
   }
   return j;
