@@ -88,11 +88,6 @@ GemmPeak measure_gemm_peak(const c10::Device& device, Precision precision, bool 
   return peak;
 }
 
-double model_flops_utilization(double achieved_flops_per_s, const GemmPeak& peak) {
-  if (achieved_flops_per_s <= 0 || peak.flops_per_s <= 0) return 0;
-  return achieved_flops_per_s / peak.flops_per_s;
-}
-
 std::optional<double> checked_mfu(double achieved, GemmPeak& peak, const std::function<GemmPeak()>& remeasure,
                                   std::string* why) {
   if (achieved <= 0 || peak.flops_per_s <= 0) return std::nullopt;

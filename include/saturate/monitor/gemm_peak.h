@@ -37,9 +37,6 @@ struct GemmPeak {
 /// on TF32 tensor cores (CUDA only; ignored on CPU).
 GemmPeak measure_gemm_peak(const c10::Device& device, Precision precision, bool tf32 = false, bool again = false);
 
-/// achieved / peak, 0 when either is unknown.
-double model_flops_utilization(double achieved_flops_per_s, const GemmPeak& peak);
-
 /// MFU that cannot exceed 100 %: when `achieved` exceeds `peak` (a peak measured under load, a
 /// step timed in a quieter moment), `remeasure` (may be empty) measures the peak again and `peak`
 /// becomes the higher of the two, the first kept in first_flops_per_s. When the step still
