@@ -139,14 +139,14 @@ def test_an_evaluation_out_of_memory_without_an_eval_batch_parameter_is_an_error
     assert runs[-1] == r.recommended_batch and len(runs) == len(r.trials) + 1, (runs, len(r.trials))
 
 
-def lightning_module(batch_size):
+def lightning_module(batch_size, net=None):
     import lightning.pytorch as L  # installed by scripts/setup.sh
 
     class Module(L.LightningModule):
         def __init__(self):
             super().__init__()
             self.batch_size = batch_size
-            self.net = mlp()
+            self.net = net if net is not None else mlp()
             g = torch.Generator().manual_seed(0)
             self.data = torch.utils.data.TensorDataset(torch.randn(4096, 784, generator=g),
                                                        torch.randint(0, 10, (4096,), generator=g))
@@ -164,8 +164,8 @@ def lightning_module(batch_size):
     return L, Module()
 
 
-def run_finder(finder, tmp_path, headroom):
-    L, module = lightning_module(2)
+def run_finder(finder, tmp_path, headroom, net=None):
+    L, module = lightning_module(2, net)
     gc.collect()  # garbage of earlier tests freed during a search would give it more room than the budget says
     budget = saturate._memory.cpu_allocated_bytes() + headroom  # the model and its data, and headroom
     trainer = L.Trainer(accelerator="cpu", max_steps=1, callbacks=[finder], logger=False, enable_checkpointing=False,
@@ -188,6 +188,25 @@ def test_the_lightning_callback_finds_lightnings_binsearch_answer_in_fewer_steps
     assert ours.optimal_batch_size == r.max_batch == module.batch_size
     assert theirs.optimal_batch_size == r.max_batch, (theirs.optimal_batch_size, str(r))
     assert our_steps < their_steps, (our_steps, their_steps)
+
+
+@pytest.mark.parametrize("strategy", ["fit", "power"])
+def test_the_lightning_callback_on_a_batchnorm_model_from_init_val_1_answers_an_exact_positive_batch(
+        tmp_path, strategy):
+    # issue 44: on a model with BatchNorm1d (which refuses a training batch of 1) the callback logged a
+    # traceback and recommended 0: every trial must run, the answer fit and be set on the module
+    from saturate.lightning import SaturateBatchSizeFinder
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(784, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Linear(256, 10))
+    finder = SaturateBatchSizeFinder(strategy=strategy, init_val=1)
+    module, _ = run_finder(finder, tmp_path, 20 * MiB, net)
+    r = finder.search_result
+    assert not r.error and r.max_batch >= 2, str(r)
+    assert all(t.status != "error" for t in r.trials), str(r)  # no trial failed otherwise
+    assert finder.optimal_batch_size == module.batch_size == r.max_batch, (finder.optimal_batch_size, str(r))
+    if strategy == "fit":
+        assert r.max_batch_exact, str(r)
 
 
 def test_a_model_trained_in_eval_mode_throughout_is_not_taken_for_an_evaluation():

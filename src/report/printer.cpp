@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "saturate/core/errors.h"
 #include "report/printers.h"
+#include "saturate/core/units.h"
 #include "saturate/report/report.h"
 
 namespace saturate {
@@ -65,6 +69,31 @@ std::vector<std::string> trial_row(const nlohmann::json& t) {
     if (!v || v->is_null()) row.emplace_back();
     else if (v->is_string()) row.push_back(v->get<std::string>());
     else row.push_back(v->dump());  // the JSON's own spelling of the number: exactly its value
+  }
+  return row;
+}
+
+std::string readable_value(const std::string& key, const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_number()) return value.dump();
+  const bool bytes = key.size() >= 6 && key.compare(key.size() - 6, 6, "_bytes") == 0;
+  if (bytes) return format_bytes(value.get<int64_t>());
+  if (value.is_number_integer()) return value.dump();
+  const double x = value.get<double>();
+  if (x == 0.0 || !std::isfinite(x)) return value.dump();
+  // 4 significant digits, as many decimals as that takes (none from 1000 up), no exponent
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(x))));
+  const int decimals = std::clamp(3 - magnitude, 0, 9);
+  return fmt::format("{:.{}f}", x, decimals);
+}
+
+std::vector<std::string> trial_row_for_reading(const nlohmann::json& t) {
+  std::vector<std::string> row = trial_row(t);
+  const auto& columns = trial_columns();
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (row[c].empty()) continue;
+    const nlohmann::json v = nlohmann::json::parse(row[c], nullptr, false);
+    if (v.is_number()) row[c] = readable_value(columns[c], v);
   }
   return row;
 }

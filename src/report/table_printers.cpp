@@ -1,6 +1,7 @@
 // The tabular printers: CSV (a row per trial; context and answer as '#' comment lines, which
 // pandas.read_csv(comment='#') and most CSV readers skip) and Markdown (the context as a list,
-// a table row per trial, the answer). Both write each trial's row as it finishes.
+// a table row per trial, the answer; bytes in binary units and fractions to 4 significant digits,
+// for reading, while the csv keeps the JSON's numbers exactly). Both write each row as its trial finishes.
 #include <fmt/format.h>
 
 #include "report/printers.h"
@@ -91,12 +92,15 @@ class MarkdownPrinter final : public Printer {
   }
   void trial(const Trial& t) override {
     std::string line = "|";
-    for (const std::string& v : trial_row(trial_json(t))) line += " " + md_cell(v) + " |";
+    for (const std::string& v : trial_row_for_reading(trial_json(t))) line += " " + md_cell(v) + " |";
     out_ << line << "\n" << std::flush;
   }
   void result(const SearchReport& r) override {
     out_ << "\n### Answer\n\n";
-    for (const auto& [k, v] : answer(r.json)) out_ << "- " << k << ": " << md_cell(v) << "\n";
+    for (const auto& [k, v] : answer(r.json)) {
+      const nlohmann::json n = nlohmann::json::parse(v, nullptr, false);  // a number reads as people read it
+      out_ << "- " << k << ": " << md_cell(n.is_number() ? readable_value(k, n) : v) << "\n";
+    }
     if (!r.notes.empty()) out_ << "\n```text\n" << r.notes << (r.notes.back() == '\n' ? "" : "\n") << "```\n";
     out_ << std::flush;
   }

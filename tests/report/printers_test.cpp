@@ -3,6 +3,7 @@
 #include "saturate/report/printer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -97,6 +98,38 @@ void expect_cell_is(const std::string& cell, const nlohmann::json& value, const 
     EXPECT_EQ(std::stoll(cell), value.get<int64_t>()) << what;
   } else {
     EXPECT_EQ(std::stod(cell), value.get<double>()) << what << ": " << cell;  // exact: no digits lost
+  }
+}
+
+/// A markdown cell read back: the JSON's value within half a unit of the cell's last printed digit
+/// ("48.3 MiB" is 48.25-48.35 MiB; "0.7523" is 0.75225-0.75235), bytes in binary units.
+void expect_readable_cell_is(const std::string& cell, const nlohmann::json& value, const std::string& column,
+                             const std::string& what) {
+  if (value.is_null() || value.is_string()) return expect_cell_is(cell, value, what);
+  const bool bytes = column.size() > 6 && column.substr(column.size() - 6) == "_bytes";
+  size_t end = 0;
+  const double printed = std::stod(cell, &end);
+  const std::string number = cell.substr(0, end), unit = cell.substr(end);
+  const size_t dot = number.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(number.size() - dot - 1);
+  double scale = 1;
+  if (bytes) {
+    const std::map<std::string, double> units = {{" B", 1}, {" KiB", 1024}, {" MiB", 1048576}, {" GiB", 1073741824}};
+    ASSERT_TRUE(units.count(unit)) << what << ": '" << cell << "' has no byte unit";
+    scale = units.at(unit);
+  } else {
+    EXPECT_EQ(unit, "") << what << ": " << cell;
+    EXPECT_EQ(cell.find('e'), std::string::npos) << what << ": " << cell << " (no exponent for people)";
+  }
+  if (!bytes && value.is_number_integer()) {
+    EXPECT_EQ(decimals, 0) << what << ": " << cell << " (a count is whole)";
+  }
+  const double want = value.get<double>();
+  const double half_unit = 0.5 * std::pow(10.0, -decimals) * scale;
+  EXPECT_NEAR(printed * scale, want, half_unit * (1 + 1e-9)) << what << ": " << cell;
+  if (!bytes && want != 0 && !value.is_number_integer()) {  // 4 significant digits: no more lost, no more shown
+    EXPECT_LE(half_unit / std::fabs(want), 0.5e-3 * (1 + 1e-9)) << what << ": " << cell << " lost digits";
+    EXPECT_GT(half_unit / std::fabs(want), std::fabs(want) >= 1000 ? 0.0 : 0.5e-4) << what << ": " << cell;
   }
 }
 
@@ -203,11 +236,11 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
       ASSERT_EQ(csv_rows[i + 1].size(), columns.size());
       ASSERT_EQ(md_rows[i].size(), columns.size());
       expect_cell_is(csv_rows[i + 1][c], want, "csv trial " + std::to_string(i) + " " + columns[c]);
-      expect_cell_is(md_rows[i][c], want, "markdown trial " + std::to_string(i) + " " + columns[c]);
+      expect_readable_cell_is(md_rows[i][c], want, columns[c], "markdown trial " + std::to_string(i) + " " + columns[c]);
     }
   for (const char* key : {"recommended_batch", "max_batch", "throughput_batch", "target_bytes"}) {
     EXPECT_EQ(csv_answer[key], doc[key].dump()) << key;
-    EXPECT_EQ(md_answer[key], doc[key].dump()) << key;
+    expect_readable_cell_is(md_answer[key], doc[key], key, "markdown answer " + std::string(key));
   }
 
   // console: a progress line per trial, the table's rows and the answer, at the table's precision

@@ -73,4 +73,13 @@ std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, st
 const std::vector<std::string>& trial_columns();
 std::vector<std::string> trial_row(const nlohmann::json& trial_json);
 
+/// The same row for people (the markdown table): byte counts in binary units ("48.3 MiB", as
+/// format_bytes), other fractional numbers to 4 significant digits without an exponent ("0.7523",
+/// "1235"); integers, words and empty cells as trial_row.
+std::vector<std::string> trial_row_for_reading(const nlohmann::json& trial_json);
+
+/// A JSON number as a person reads it: bytes (`key` ends in "_bytes") as format_bytes, a fraction
+/// to 4 significant digits, an integer whole; anything else as dumped.
+std::string readable_value(const std::string& key, const nlohmann::json& value);
+
 }  // namespace saturate
