@@ -41,6 +41,27 @@ _reset_params = getattr(_bss, "__scale_batch_reset_params")
 _restore_params = getattr(_bss, "__scale_batch_restore_params")
 
 
+def _set_batch_size(trainer: "pl.Trainer", name: str, batch_size: int) -> None:
+    """The module's batch attribute and its loader anew. Not Lightning's _adjust_batch_size: it
+    leaves the attribute as it is once it reached the data's length, so after a trial at or above
+    it every later trial, and the fit after the search, ran at that batch (issue 44: the fit trained
+    at 4096 where the answer was 2048)."""
+    lightning_setattr(trainer.lightning_module, name, batch_size)
+    _bss._reset_dataloaders(trainer)
+
+
+def _capped_at_the_data(trainer: "pl.Trainer", max_batch: int) -> int:
+    """max_batch, at most the training data's length (a larger batch is never one the loader
+    gives: it holds every sample once)."""
+    loop = trainer.fit_loop
+    loop.setup_data()
+    try:
+        length = loop._combined_loader._dataset_length() if loop._combined_loader is not None else 0
+    except NotImplementedError:  # iterable datasets: no length
+        length = 0
+    return min(max_batch, length) if length > 0 else max_batch
+
+
 class SaturateBatchSizeFinder(BatchSizeFinder):
     """BatchSizeFinder's arguments, plus saturate's: strategy ('fit', or Lightning's 'power' and
     'binsearch'), memory_budget (bytes, '512MiB' or a fraction; on CPU required unless inside
@@ -91,13 +112,13 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
         try:
             def trial(batch_size: int) -> None:
                 _drop_failed_batch(trainer.fit_loop)
-                _bss._adjust_batch_size(trainer, self._batch_arg_name, value=batch_size)
-                _bss._reset_dataloaders(trainer)
+                _set_batch_size(trainer, self._batch_arg_name, batch_size)
                 _bss._reset_progress(trainer)
                 _bss._try_loop_run(trainer, params)
 
             result = search(trial, device=str(trainer.strategy.root_device), memory_budget=self._memory_budget,
-                            target_memory=self._target_memory, strategy=self._strategy, max_batch=self._max_val,
+                            target_memory=self._target_memory, strategy=self._strategy,
+                            max_batch=_capped_at_the_data(trainer, self._max_val),
                             min_batch=self._init_val, warmup_steps=0, timed_steps=1, model=pl_module,
                             optimizer=list(trainer.optimizers), restore=False)
             self.search_result = result
@@ -105,7 +126,7 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
                 raise RuntimeError(f"saturate's batch-size search failed: {result.error}")
             new_size = result.recommended_batch if self._use == "recommended" else result.max_batch
             new_size = max(new_size, 1)
-            _bss._adjust_batch_size(trainer, self._batch_arg_name, value=new_size)
+            _set_batch_size(trainer, self._batch_arg_name, new_size)
             if self._eval_name:
                 self._search_eval_batch(trainer, pl_module)
         finally:

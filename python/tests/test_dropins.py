@@ -147,12 +147,14 @@ def lightning_module(batch_size, net=None):
             super().__init__()
             self.batch_size = batch_size
             self.net = net if net is not None else mlp()
+            self.trained_batches = []  # each training step's batch, the trials' and the fit's
             g = torch.Generator().manual_seed(0)
             self.data = torch.utils.data.TensorDataset(torch.randn(4096, 784, generator=g),
                                                        torch.randint(0, 10, (4096,), generator=g))
 
         def training_step(self, batch, i):
             x, y = batch
+            self.trained_batches.append(len(x))
             return F.cross_entropy(self.net(x), y)
 
         def configure_optimizers(self):
@@ -186,6 +188,7 @@ def test_the_lightning_callback_finds_lightnings_binsearch_answer_in_fewer_steps
     r = ours.search_result
     assert r.max_batch_exact, str(r)
     assert ours.optimal_batch_size == r.max_batch == module.batch_size
+    assert module.trained_batches[-1] == r.max_batch, module.trained_batches  # the fit trains at the answer
     assert theirs.optimal_batch_size == r.max_batch, (theirs.optimal_batch_size, str(r))
     assert our_steps < their_steps, (our_steps, their_steps)
 
@@ -205,6 +208,7 @@ def test_the_lightning_callback_on_a_batchnorm_model_from_init_val_1_answers_an_
     assert not r.error and r.max_batch >= 2, str(r)
     assert all(t.status != "error" for t in r.trials), str(r)  # no trial failed otherwise
     assert finder.optimal_batch_size == module.batch_size == r.max_batch, (finder.optimal_batch_size, str(r))
+    assert module.trained_batches[-1] == r.max_batch, (module.trained_batches, str(r))  # the fit's own step
     if strategy == "fit":
         assert r.max_batch_exact, str(r)
 
