@@ -51,7 +51,8 @@ const std::vector<OptionDoc> kDocs = {
     {"data", "real inputs through the loader: fashion-mnist | idx:DIR | cifar10:DIR | cifar100:DIR | images:DIR | "
              "wds:DIR|GLOB | synthetic; token models: tokens:FILE (a byte stream) | text:FILE (one document per line, "
              "padded batches; a search sizes for its longest documents)"},
-    {"workers", "`data`: loader threads, N or auto (add workers while the step waits on data)"},
+    {"workers", "`data`: loader threads, N or auto (add workers while the step waits on data: a few timed trials, "
+                "which is why train's default is 2 and the search's auto)"},
     {"prefetch", "`data`: batches each worker loads ahead", 1, 1024, "batches per worker"},
     {"drop_last", "`data`: drop each epoch's last partial batch"},
     {"skip_bad_samples", "`data`: skip and count corrupt samples instead of stopping at the first"},

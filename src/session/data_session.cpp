@@ -218,9 +218,7 @@ TrainSessionData train_session_data(const DataOptions& f, const OpenedData& open
   d.tokens = tokens;
   const int workers = parse_workers(f.workers);
   d.workers = workers < 0 ? 2 : workers;
-  if (workers < 0)  // said, not silently 2 (issue 44)
-    note = "`workers` auto: training runs 2 loader threads (it does not time the loader against its step; "
-           "saturate search with `data` and `workers` auto does: give the count it chooses)";
+  d.workers_auto = workers < 0 && !tokens;  // timed at the micro-batch before training (token data has no loader threads)
   d.prefetch = f.prefetch;
   d.skip_bad_samples = f.skip_bad_samples;
   d.augment = !f.no_augment;

@@ -105,6 +105,9 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
   e.on_warning = warning;
   if (quiet) return e;
   add_batch_choice_lines(e, line, o);
+  const DataEvents data = data_progress_lines(line);  // `workers` auto, as the search says it
+  e.on_workers_point = data.on_workers_point;
+  e.on_workers_chosen = data.on_workers_chosen;
   const int64_t base_batch = o.base_batch > 0 ? o.base_batch : kDefaultBaseBatch;
   e.on_start = [line, style, precision = to_string(o.step.precision),
                 checkpointing = to_string(o.step.checkpointing)](const TrainStart& s) {

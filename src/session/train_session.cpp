@@ -13,6 +13,7 @@
 #include "saturate/core/option_doc.h"
 #include "saturate/core/signal_name.h"
 #include "saturate/core/units.h"
+#include "saturate/data/data_feed.h"
 #include "saturate/dist/rank_synced.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/monitor/op_profile.h"
@@ -219,6 +220,28 @@ AutoBatch search_micro_batch(Workload& workload, MemoryMeter& meter, const Train
     chosen.reason += fmt::format(", at the longest document ({} tokens; seq_len {})", tokens,
                                  workload.built().spec.seq_len);
   if (events.on_auto_batch) events.on_auto_batch(chosen);
+  return chosen;
+}
+
+/// `workers` auto: the loader's threads timed at the micro-batch that trains, on the training data,
+/// with the training step (data_feed.h tune_workers); trials take optimizer steps (the caller
+/// restores the weights). Each rank tunes its own loader: no collective, an OOM is a result.
+WorkerTuning tune_training_workers(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+                                   const TrainSessionData& data, uint64_t seed, int64_t micro_batch,
+                                   const TrainEvents& events) {
+  Probe probe(workload, meter);
+  TrainingFootprint f = footprint;
+  f.global_batch = 0;  // each trial's batch is its own global batch
+  probe.set_footprint(f);
+  LoaderOptions lo = loader_options(workload, data, seed, meter.device());
+  lo.workers = 1;
+  DataFeed feed(data.train, lo, meter.device());
+  probe.set_batch_source(&feed);
+  probe.add_observer(&feed);
+  WorkerTuningOptions o;
+  o.on_point = events.on_workers_point;
+  WorkerTuning chosen = tune_workers(probe, feed, micro_batch, o);
+  if (events.on_workers_chosen) events.on_workers_chosen(chosen);
   return chosen;
 }
 
@@ -505,7 +528,9 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   // the trials take optimizer steps on synthetic labels and reseed the generators: training
   // starts from the weights and generator states it would have had without them
   std::optional<ModelSnapshot> before_probing;
-  if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive || eval_searched)
+  const bool tunes_workers = data.workers_auto && data.train && !data.tokens;
+  if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive ||
+      eval_searched || tunes_workers)
     before_probing.emplace(workload.model(), meter.device());
   // text:FILE: the searches size for the longest document, which every batch is padded to at most
   const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
@@ -520,6 +545,11 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
   std::optional<AutoEvalBatch> auto_eval;
   if (eval_searched) auto_eval = search_eval_batch(workload, meter, footprint, plan, data, options, ranks, events);
+  std::optional<WorkerTuning> workers_tuning;
+  if (tunes_workers) {
+    workers_tuning = tune_training_workers(workload, meter, footprint, data, options.seed, plan.micro_batch, events);
+    data.workers = workers_tuning->workers;
+  }
   if (before_probing) before_probing->restore();
   const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step
 
@@ -626,6 +656,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     s.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
                                 noise->measurements()};
   s.compute = train_compute(workload, meter, t, r, world);
+  s.workers = data.workers;
+  s.workers_auto = workers_tuning;
   out.json = s.to_json();
   out.ranks = ranks.summary();
   out.ranks.add_to_json(out.json);

@@ -107,6 +107,8 @@ nlohmann::json TrainSummary::to_json() const {
             {"final_val_loss", nullptr},
             {"final_val_accuracy", nullptr}});
   j["eval_batch"] = eval_batch > 0 ? nlohmann::json(eval_batch) : nlohmann::json();
+  j["workers"] = workers;
+  j["workers_auto"] = workers_auto ? workers_auto->to_json() : nlohmann::json();
   const auto search_json = [](const SearchResult& r) {
     nlohmann::json trials = nlohmann::json::array();  // as search's JSON has them: the report draws them
     for (const Trial& t : r.trials) trials.push_back(trial_json(t));

@@ -62,6 +62,8 @@ std::string optional_lines(const TrainSummary& s) {
                         s.eval_search->max_batch_exact ? fmt::format(", {} does not fit", s.eval_search->max_batch + 1)
                                                        : s.eval_search->capped ? ", all of the evaluation data" : "",
                         s.eval_search->trials.size());
+  if (s.workers_auto)
+    text += fmt::format("workers     {} (auto: {})\n", s.workers, s.workers_auto->reason);
   if (s.compute && s.compute->mfu)
     text += fmt::format("compute     {}/sample, {}/s = {:.1f} % MFU of {}/s ({})\n",
                         format_flops(s.compute->flops_per_sample), format_flops(s.compute->achieved_flops_per_s),

@@ -70,8 +70,27 @@ def train_report_draws_its_micro_batch_search():
         fail("the report says no batch was searched", html)
 
 
+def train_workers_auto_runs_what_it_timed_and_trains_as_a_given_count():
+    # `train --workers auto` ran 2 loader threads, untimed: now it times the loader at the micro-batch
+    # before training, runs the count it chose, and the timing trials leave the training untouched
+    args = ["train", "--model", "mlp", "--width", "32", "--device", "cpu", "--batch", "16", "--steps", "5",
+            "--threads", "1", "-q", "--json", "run.json"]
+    run(args + ["--workers", "auto"])
+    auto = json.load(open("run.json"))
+    tuned = auto["workers_auto"]
+    if not tuned or not tuned["curve"] or tuned["curve"][0]["workers"] != 1 or auto["workers"] != tuned["workers"]:
+        fail(f"workers {auto['workers']}, tuning {tuned}")
+    if tuned["workers"] not in [pt["workers"] for pt in tuned["curve"]]:
+        fail(f"chose {tuned['workers']} workers, which it never timed: {tuned['curve']}")
+    run(args + ["--workers", str(tuned["workers"])])
+    given = json.load(open("run.json"))
+    if given["workers_auto"] is not None or given["losses"] != auto["losses"]:
+        fail(f"losses with auto {auto['losses']} and with {tuned['workers']} given {given['losses']}")
+
+
 CASES = {f.__name__: f for f in [search_header_counts_both_checkpointing_curves,
-                                  train_report_draws_its_micro_batch_search]}
+                                  train_report_draws_its_micro_batch_search,
+                                  train_workers_auto_runs_what_it_timed_and_trains_as_a_given_count]}
 if CASE not in CASES:
     fail(f"unknown case; one of {', '.join(CASES)}")
 CASES[CASE]()

@@ -105,6 +105,9 @@ struct TrainSessionData {
   TextCorpus text;
   bool text_documents() const { return text.train.size() > 0; }
   int workers = 2;   ///< loader threads
+  /// `workers` auto: the threads are tuned at the micro-batch that trains, before training
+  /// (data/data_feed.h tune_workers: added while the step waits on data); `workers` is the fallback.
+  bool workers_auto = false;
   int prefetch = 2;  ///< batches each worker keeps ready
   bool skip_bad_samples = false;
   bool augment = true;
@@ -174,6 +177,8 @@ struct TrainEvents {
   std::function<void(const Trial&)> on_trial;              ///< micro_batch 0: each search trial
   std::function<void(const AutoBatch&)> on_auto_batch;     ///< the micro-batch the search chose
   std::function<void(const AutoEvalBatch&)> on_auto_eval_batch;  ///< the evaluation batch it chose
+  std::function<void(const WorkerCurvePoint&)> on_workers_point;  ///< `workers` auto: each count timed
+  std::function<void(const WorkerTuning&)> on_workers_chosen;     ///< and the count it chose
   /// The objective's curve and noise-scale progress, given the noise batches' data name.
   std::function<ObjectiveProgress(const std::string& data)> objective;
   std::function<void(const ObjectiveOutcome&)> on_objective;

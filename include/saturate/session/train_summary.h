@@ -14,6 +14,7 @@
 #include "saturate/memory/leak_detector.h"
 #include "saturate/memory/leak_sites.h"
 #include "saturate/monitor/train_monitor.h"
+#include "saturate/probe/findings.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/objective.h"
 #include "saturate/search/search.h"
@@ -93,6 +94,8 @@ struct TrainSummary {
   std::optional<TrainNoiseSummary> noise;
   std::optional<TrainInterruption> interrupted;
   std::optional<TrainCompute> compute;  ///< nullopt when the run counted no FLOPs
+  int workers = 0;                       ///< loader threads (0: in the training thread, as token data)
+  std::optional<WorkerTuning> workers_auto;  ///< `workers` auto: the tuning that chose `workers`
 
   /// The train JSON (docs/train.md), without the ranks' keys.
   nlohmann::json to_json() const;
