@@ -159,6 +159,29 @@ def test_the_flops_per_sample_equal_pytorchs_own_flop_counter(name, budget):
     assert c["peak_method"].startswith("measured: fp32 GEMM")
 
 
+def test_a_step_under_bf16_autocast_has_its_mfu_against_a_bf16_peak():
+    # issue 27: the Python search measured an fp32 GEMM peak whatever the step multiplied in; a
+    # bf16 step's MFU was against a peak of other arithmetic (on a GPU ~15x apart)
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+
+    def step(batch_size):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = m(torch.randn(batch_size, 256))
+        out.float().square().mean().backward()
+        opt.step()
+        opt.zero_grad()
+
+    r = saturate.search(step, device="cpu", memory_budget=32 * MiB, max_batch=256)
+    assert not r.error, r.error
+    c = r.compute
+    assert c["peak_method"].startswith("measured: bf16 GEMM"), c["peak_method"]
+    if c.get("mfu") is not None:
+        assert 0 < c["mfu"] <= 1 and c["mfu"] == pytest.approx(c["achieved_flops_per_s"] / c["peak_flops_per_s"],
+                                                                 rel=1e-9)
+
+
 def _mlp_step(keep):
     """A step of a small MLP; `keep(batch, out)` is what the step holds on to between calls."""
     torch.manual_seed(0)

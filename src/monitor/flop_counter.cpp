@@ -125,6 +125,21 @@ c10::ArrayRef<const c10::IValue> arguments_of(const at::RecordFunction& fn) {
   return in;
 }
 
+/// The dtype of the operator's first tensor argument, as the GEMM peak names it ("" when none).
+const char* dtype_of(c10::ArrayRef<const c10::IValue> in) {
+  for (const c10::IValue& v : in) {
+    if (!v.isTensor()) continue;
+    switch (v.toTensor().scalar_type()) {
+      case c10::ScalarType::Float: return "fp32";
+      case c10::ScalarType::BFloat16: return "bf16";
+      case c10::ScalarType::Half: return "fp16";
+      case c10::ScalarType::Double: return "fp64";
+      default: return "other";
+    }
+  }
+  return "";
+}
+
 /// Marks an operator that was counted, so that the operators it dispatches itself are not.
 struct Counted final : at::ObserverContext {};
 
@@ -138,9 +153,10 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   if (!counter) return nullptr;
   const char* name = fn.name();
   if (!name || std::strncmp(name, "aten::", 6) != 0) return nullptr;
-  const double flops = flops_of(name, arguments_of(fn));
+  const auto args = arguments_of(fn);
+  const double flops = flops_of(name, args);
   if (flops <= 0) return nullptr;
-  if (t_inside_counted == 0) counter->add(name, flops, recomputing_checkpoint());
+  if (t_inside_counted == 0) counter->add(name, flops, recomputing_checkpoint(), dtype_of(args));
   ++t_inside_counted;
   return std::make_unique<Counted>();
 }
@@ -165,14 +181,32 @@ FlopCounter::~FlopCounter() {
   g_active.store(nullptr, std::memory_order_release);
 }
 
-void FlopCounter::add(const char* op, double flops, bool recompute) {
+void FlopCounter::add(const char* op, double flops, bool recompute, const char* dtype) {
   std::lock_guard<std::mutex> lock(mu_);
   if (recompute) {
     recompute_ += flops;
     return;
   }
   by_op_[op] += flops;
+  if (dtype && *dtype) by_dtype_[dtype] += flops;
   total_ += flops;
+}
+
+std::map<std::string, double> FlopCounter::flops_by_dtype() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_dtype_;
+}
+
+std::string FlopCounter::dominant_dtype() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string best;
+  double most = 0;
+  for (const auto& [dtype, flops] : by_dtype_)
+    if (flops > most) {
+      most = flops;
+      best = dtype;
+    }
+  return best;
 }
 
 double FlopCounter::recompute_flops() const {

@@ -97,9 +97,13 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
   // the device's GEMM rate (MFU's denominator), measured before any budget applies
   const c10::Device device = step.device();
   MemoryMeter* m = &meter;
-  ComputeObserver compute(  // FLOPs counted from the step's operators; the peak measured again if outrun
-      measure_gemm_peak(device, Precision::kFp32),  // before any budget applies
-      [m, device] { return gemm_peak_outside_budget(*m, device, Precision::kFp32, FastPaths{}, /*again=*/true); });
+  // FLOPs counted from the step's operators; the peak measured again if outrun, and in the precision
+  // the step's products ran in (autocast is inside a user's step: bf16 against an fp32 peak bounds nothing)
+  const auto measure_in = [m, device](Precision p, bool again) {
+    return gemm_peak_outside_budget(*m, device, p, FastPaths{}, again);
+  };
+  ComputeObserver compute(measure_gemm_peak(device, Precision::kFp32),  // before any budget applies
+                          [measure_in] { return measure_in(Precision::kFp32, /*again=*/true); }, measure_in);
   meter.release_cache();
   ScopedBudget budget(meter, options.budget_bytes);
   Probe probe(step, meter);

@@ -313,6 +313,67 @@ TEST(ComputeObserverTest, ATrialAboveAPeakMeasuredTwiceGetsNoMfuAndANote) {
   EXPECT_NE(compute.mfu_note().find("measured twice"), std::string::npos) << compute.mfu_note();
 }
 
+// issue 27: a user's step under bf16 autocast was counted against an fp32 peak (the Python search
+// measures fp32: autocast is inside the step). The counter names the dtype the products ran in and
+// the observer measures the peak in it, once; an fp32 step keeps its fp32 peak.
+TEST(ComputeObserverTest, AStepWhoseProductsRanInBf16IsCountedAgainstABf16PeakMeasuredOnce) {
+  for (const Precision precision : {Precision::kBf16, Precision::kFp32}) {
+    Workload w(build_model(resolve_model_spec(spec_of("mlp"))), torch::kCPU, OptimizerKind::kSgd);
+    auto meter = make_memory_meter(torch::kCPU);
+    Probe probe(w, *meter);
+    TrainingFootprint f;
+    f.precision = precision;
+    probe.set_footprint(f);
+    GemmPeak fp32;
+    fp32.dtype = "fp32";
+    fp32.flops_per_s = 1e15;  // far above the step: MFU against it is never outrun
+    std::vector<Precision> asked;
+    const auto measure_in = [&asked](Precision p, bool) {
+      asked.push_back(p);
+      GemmPeak g;
+      g.dtype = p == Precision::kBf16 ? "bf16" : "other";
+      g.flops_per_s = 2e15;
+      return g;
+    };
+    ComputeObserver compute(fp32, {}, measure_in);
+    probe.add_observer(&compute);
+    for (const int64_t batch : {8, 16}) {
+      const Trial t = probe.run(batch, {1, 1, 0});
+      ASSERT_TRUE(t.ok()) << t.error;
+      const nlohmann::json c = saturate::testing::findings_json(t)["compute"];
+      ASSERT_TRUE(c.contains("mfu")) << c.dump();
+      // MFU is the achieved rate over the peak the observer holds now
+      EXPECT_NEAR(c["mfu"].get<double>() * compute.peak().flops_per_s, c["achieved_flops_per_s"].get<double>(),
+                  1e-6 * c["achieved_flops_per_s"].get<double>());
+    }
+    if (precision == Precision::kBf16) {
+      EXPECT_EQ(asked, std::vector<Precision>{Precision::kBf16});
+      EXPECT_EQ(compute.peak().dtype, "bf16");
+    } else {
+      EXPECT_TRUE(asked.empty());
+      EXPECT_EQ(compute.peak().dtype, "fp32");
+    }
+  }
+}
+
+TEST(FlopCounterTest, TheFlopsAreSplitByTheDtypeTheProductsRanIn) {
+  for (const Precision precision : {Precision::kBf16, Precision::kFp32}) {
+    Workload w(build_model(resolve_model_spec(spec_of("convnet"))), torch::kCPU, OptimizerKind::kSgd);
+    StepOptions o;
+    o.precision = precision;
+    TrainingStep step(w, o);
+    const Batch b = w.synthetic_batch(4);
+    FlopCounter counter;
+    (void)step.run(b);
+    const std::string want = precision == Precision::kBf16 ? "bf16" : "fp32";
+    EXPECT_EQ(counter.dominant_dtype(), want);
+    double sum = 0;
+    for (const auto& [dtype, flops] : counter.flops_by_dtype()) sum += flops;
+    EXPECT_DOUBLE_EQ(sum, counter.total_flops());
+    EXPECT_GT(counter.flops_by_dtype()[want], 0.9 * counter.total_flops());
+  }
+}
+
 TEST(GemmPeakTest, TheBf16PeakOfAGpuIsMeasuredInBf16_CUDA) {
   SKIP_WITHOUT_CUDA();
   const GemmPeak p = measure_gemm_peak(torch::Device(torch::kCUDA, 0), Precision::kBf16);

@@ -3,6 +3,8 @@
 //   findings.compute = {flops_per_step, flops_per_sample, achieved_flops_per_s, mfu}
 // with MFU against a measured GEMM peak given by the caller (none: FLOPs only), never above 100 %:
 // a trial that outruns the peak has it measured again, or gets no MFU and a note (checked_mfu).
+// A step whose products ran mostly in another precision than the peak's (bf16 under autocast
+// against an fp32 peak) has the peak measured in that precision first, when the caller can.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -19,8 +21,13 @@ class ComputeObserver final : public ProbeObserver {
  public:
   /// `remeasure` (may be empty) measures the peak again when a trial's rate outruns it
   /// (checked_mfu): at most once a search; the peak then holds the new measurement.
-  explicit ComputeObserver(GemmPeak peak = {}, std::function<GemmPeak()> remeasure = {})
-      : peak_(std::move(peak)), remeasure_(std::move(remeasure)) {}
+  /// `measure_in(precision, again)` (may be empty) measures a peak in the precision the step's
+  /// FLOPs ran in, when its first counted step shows another than the peak's (once; `remeasure`
+  /// then measures in it too). Given by callers that do not know the step's precision (a user's
+  /// step: autocast is inside it).
+  explicit ComputeObserver(GemmPeak peak = {}, std::function<GemmPeak()> remeasure = {},
+                           std::function<GemmPeak(Precision, bool again)> measure_in = {})
+      : peak_(std::move(peak)), remeasure_(std::move(remeasure)), measure_in_(std::move(measure_in)) {}
   /// The peak MFU is counted against: the one given, or its second measurement.
   const GemmPeak& peak() const { return peak_; }
   /// Why a trial has FLOPs and a rate but no MFU (empty: none lacks it).
@@ -32,8 +39,11 @@ class ComputeObserver final : public ProbeObserver {
   void trial_end(Trial& trial) override;
 
  private:
+  void match_peak_to_products();
   GemmPeak peak_;
   std::function<GemmPeak()> remeasure_;
+  std::function<GemmPeak(Precision, bool)> measure_in_;
+  std::string dtype_;  ///< the dtype most of the counted step's FLOPs ran in
   std::string mfu_note_;
   int64_t batch_ = 0;
   bool counted_ = false;

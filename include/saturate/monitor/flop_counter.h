@@ -32,13 +32,20 @@ class FlopCounter {
   double recompute_flops() const;
   /// FLOPs by operator name ("aten::mm", "aten::convolution_backward", ...).
   std::map<std::string, double> flops_by_operator() const;
+  /// The model's FLOPs by the dtype the products ran in ("fp32", "bf16", "fp16", "fp64"; the
+  /// operator's first tensor argument's: under autocast the cast inputs).
+  std::map<std::string, double> flops_by_dtype() const;
+  /// The dtype most of the model's FLOPs ran in ("" before any): the precision its GEMM peak is
+  /// measured in, for an MFU of the arithmetic the step did.
+  std::string dominant_dtype() const;
 
   /// Called by the dispatcher's callback (internal).
-  void add(const char* op, double flops, bool recompute = false);
+  void add(const char* op, double flops, bool recompute = false, const char* dtype = "");
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, double> by_op_;
+  std::map<std::string, double> by_dtype_;
   double total_ = 0;
   double recompute_ = 0;
   uint64_t handle_ = 0;
