@@ -1,5 +1,6 @@
-// The tabular printers: CSV (a row per trial; context and answer as '#' comment lines, which
-// pandas.read_csv(comment='#') and most CSV readers skip) and Markdown (the context as a list,
+// The tabular printers: CSV (the header and a row per trial, nothing else: csv.DictReader and
+// pandas.read_csv read it as it is; the run context and the answer are the JSON's, --json FILE)
+// and Markdown (the context as a list,
 // a table row per trial, the answer; bytes in binary units and fractions to 4 significant digits,
 // for reading, while the csv keeps the JSON's numbers exactly). Both write each row as its trial finishes.
 #include <fmt/format.h>
@@ -51,8 +52,7 @@ std::vector<std::pair<std::string, std::string>> answer(const nlohmann::json& j)
 class CsvPrinter final : public Printer {
  public:
   explicit CsvPrinter(std::ostream& out) : out_(out) {}
-  void begin(const RunContext& c) override {
-    out_ << "# " << provenance_line(c) << "\n# " << what_and_where(c) << "\n";
+  void begin(const RunContext&) override {
     std::string header;
     for (const std::string& col : trial_columns()) header += (header.empty() ? "" : ",") + col;
     out_ << header << "\n" << std::flush;
@@ -66,10 +66,7 @@ class CsvPrinter final : public Printer {
     }
     out_ << line << "\n" << std::flush;
   }
-  void result(const SearchReport& r) override {
-    for (const auto& [k, v] : answer(r.json)) out_ << "# " << k << "=" << v << "\n";
-    out_ << std::flush;
-  }
+  void result(const SearchReport&) override { out_ << std::flush; }
   void end() override { out_.flush(); }
 
  private:

@@ -213,12 +213,10 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
   // csv and markdown: a row per trial, each cell the JSON's value
   const auto& columns = trial_columns();
   std::vector<std::vector<std::string>> csv_rows, md_rows;
-  std::map<std::string, std::string> csv_answer, md_answer;
-  for (const std::string& line : lines_of(o.csv.str())) {
-    if (line.rfind("# ", 0) == 0 && line.find('=') != std::string::npos)
-      csv_answer[line.substr(2, line.find('=') - 2)] = line.substr(line.find('=') + 1);
-    else if (line.rfind("#", 0) != 0) csv_rows.push_back(csv_cells(line));
-  }
+  std::map<std::string, std::string> md_answer;
+  // plain CSV (issue 29): the header first and a row per trial, no comment lines (csv.DictReader
+  // took the first '#' line for the header)
+  for (const std::string& line : lines_of(o.csv.str())) csv_rows.push_back(csv_cells(line));
   bool in_table = false;
   for (const std::string& line : lines_of(o.markdown.str())) {
     if (line.rfind("| batch", 0) == 0) in_table = true;
@@ -239,7 +237,6 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
       expect_readable_cell_is(md_rows[i][c], want, columns[c], "markdown trial " + std::to_string(i) + " " + columns[c]);
     }
   for (const char* key : {"recommended_batch", "max_batch", "throughput_batch", "target_bytes"}) {
-    EXPECT_EQ(csv_answer[key], doc[key].dump()) << key;
     expect_readable_cell_is(md_answer[key], doc[key], key, "markdown answer " + std::string(key));
   }
 

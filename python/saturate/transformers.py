@@ -1,0 +1,228 @@
+"""Hugging Face `Trainer`'s batch size, found exactly before training (issue 29).
+
+`Trainer(auto_find_batch_size=True)` wraps the whole training loop in Accelerate's
+`find_executable_batch_size`: after every out-of-memory it restarts training from the beginning
+at 0.9 of the batch, never adjusts `gradient_accumulation_steps` (so the effective batch changes)
+and shrinks the training batch on an evaluation's out-of-memory. `find_batch_size(trainer)`
+searches the trainer's own step instead, before `trainer.train()`:
+
+- the training step is the trainer's `training_step` (its model, loss, accelerator's autocast for
+  bf16/fp16, activation checkpointing when the arguments ask for it, gradient clipping, and an
+  optimizer the trainer makes as it would, its state made first as from the second step on) on batches its collator builds from the training data,
+  the longest samples first (a padding collator's worst batch: the answer holds for every batch),
+  beside the next batch on the device (the trainer's loader, Accelerate's DataLoaderShard, fetches
+  it before it yields the current one: at an exact max without it, BERT ran out one batch above);
+- `per_device_train_batch_size` becomes the largest divisor of the per-device effective batch
+  (`per_device_train_batch_size x gradient_accumulation_steps` as given) that fits, and
+  `gradient_accumulation_steps` the rest: the effective batch is the user's, exactly;
+- with an evaluation dataset, `per_device_eval_batch_size` is searched on its own (the trainer's
+  `prediction_step`, beside the optimizer's state as during training): an evaluation that does not
+  fit never lowers the training batch;
+- the weights end as they began; under torchrun every rank searches and the ranks agree.
+
+    from saturate.transformers import find_batch_size
+    trainer = Trainer(model, args, train_dataset=..., eval_dataset=..., data_collator=...)
+    found = find_batch_size(trainer)   # sets trainer.args' batch sizes and accumulation
+    trainer.train()
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional
+
+import torch
+
+from ._budget import Size
+from ._search import SearchResult, search
+from ._step import StepState
+
+log = logging.getLogger("saturate")
+
+_LENGTH_SCAN_LIMIT = 200_000  # samples whose length is read to order the data longest first
+
+
+@dataclass
+class TrainerBatchSizes:
+    """What `find_batch_size` set on the trainer's arguments, and the searches behind it."""
+    per_device_train_batch_size: int
+    gradient_accumulation_steps: int
+    per_device_eval_batch_size: Optional[int]  # None: no evaluation dataset (left as given)
+    effective_batch: int                       # per device: train batch x accumulation (as given)
+    train: SearchResult
+    eval: Optional[SearchResult]
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _length(sample: Any) -> int:
+    """A sample's length: its input_ids' (or its largest sequence's), 0 when it has none."""
+    if isinstance(sample, dict):
+        if "input_ids" in sample:
+            return len(sample["input_ids"])
+        lengths = [len(v) for v in sample.values() if hasattr(v, "__len__") and not isinstance(v, str)]
+        return max(lengths, default=0)
+    return 0
+
+
+def _longest_first(dataset: Any) -> List[int]:
+    """The dataset's indices, the longest samples first (a padding collator's worst batches)."""
+    n = len(dataset)
+    if n > _LENGTH_SCAN_LIMIT:
+        return list(range(n))
+    return sorted(range(n), key=lambda i: -_length(dataset[i]))
+
+
+def _batches(dataset: Any, collate: Callable[[list], Any], what: str) -> Callable[[int], Any]:
+    if dataset is None or len(dataset) == 0:
+        raise ValueError(f"the trainer has no {what} dataset: give Trainer({what}_dataset=...) before find_batch_size")
+    order = _longest_first(dataset)
+
+    def batch(batch_size: int) -> Any:
+        return collate([dataset[order[i % len(order)]] for i in range(batch_size)])
+    return batch
+
+
+def _largest_divisor_at_most(total: int, limit: int) -> int:
+    return max(d for d in range(1, min(total, limit) + 1) if total % d == 0)
+
+
+def _enable_checkpointing(trainer: Any) -> None:
+    """Activation checkpointing as trainer.train() turns it on (it does so again, alike)."""
+    args, model = trainer.args, trainer.model
+    if not (getattr(args, "activation_checkpointing", False) or getattr(args, "gradient_checkpointing", False)):
+        return
+    kwargs = dict(getattr(args, "activation_checkpointing_kwargs", None) or
+                  getattr(args, "gradient_checkpointing_kwargs", None) or {})
+    kwargs.pop("every_n_layers", None)
+    kwargs.pop("offload", None)
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs or None)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None)
+
+
+def _prime(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """The optimizer's state as from the second step on (Adam's moments), made by one step at
+    learning rate 0 on zero gradients: the weights do not move. The trials keep it (the search is
+    given no optimizer to reset), so a trial of one step has the peak of every later step (at the
+    first the state is made only after the backward: without it the answer was 1.35 MiB of AdamW
+    state too large on GPT-2, out of memory at the trainer's second step)."""
+    if optimizer.state:
+        return
+    lrs = [g["lr"] for g in optimizer.param_groups]
+    for g in optimizer.param_groups:
+        g["lr"] = 0.0
+    for p in model.parameters():
+        if p.requires_grad:
+            p.grad = torch.zeros_like(p)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    for g, lr in zip(optimizer.param_groups, lrs):
+        g["lr"] = lr
+
+
+def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max", target_memory: float = 0.9,
+                    ranks: Any = "auto") -> TrainerBatchSizes:
+    """Searches `trainer`'s training step (and its evaluation step, with an eval dataset) exactly and
+    sets `trainer.args.per_device_train_batch_size`, `gradient_accumulation_steps` (the effective
+    batch kept) and `per_device_eval_batch_size`. memory_budget: bytes, '512MiB' or a fraction of
+    the device (on CPU required unless inside saturate.cpu_memory_budget); use: 'max' (the largest
+    that fits) or 'recommended' (within target_memory of the budget)."""
+    if use not in ("max", "recommended"):
+        raise ValueError(f"use={use!r}: give 'max' (the largest batch that fits) or 'recommended' (within "
+                         "target_memory of the budget)")
+    args, model = trainer.args, trainer.model
+    if model is None:
+        raise ValueError("the trainer has no model (model_init trainers build theirs in train(): give Trainer(model=...))")
+    effective = int(args.per_device_train_batch_size) * int(args.gradient_accumulation_steps)
+    device = str(args.device)
+    train_batch = _batches(trainer.train_dataset,
+                           trainer._get_collator_with_removed_columns(trainer.data_collator, description="training"),
+                           "train")
+    _enable_checkpointing(trainer)
+    made_optimizer = trainer.optimizer is None
+    if made_optimizer:
+        trainer.create_optimizer()
+    optimizer = trainer.optimizer
+    had_ga = hasattr(trainer, "current_gradient_accumulation_steps")
+    if not had_ga:
+        trainer.current_gradient_accumulation_steps = 1  # set by train()'s loop; training_step reads it
+    autocast = trainer.accelerator.autocast
+    saved = StepState(train_batch, model=[model], optimizer=[optimizer])
+    saved.save()  # weights and optimizer state (host bytes), put back after the searches
+
+    def train_step(batch_size: int) -> None:
+        inputs = train_batch(batch_size)
+        ahead = trainer._prepare_inputs(train_batch(batch_size))  # the loader's next batch (below)
+        with autocast():
+            trainer.training_step(model, inputs)
+        del inputs, ahead
+        if args.max_grad_norm and args.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    train_step.__qualname__ = f"{type(trainer).__name__}.training_step ({type(model).__name__})"
+
+    try:
+        _prime(model, optimizer)
+        train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target_memory,
+                       model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
+                       max_batch=min(65536, len(trainer.train_dataset)))  # no batch holds more than the data
+        if train.error and not train.max_batch:
+            raise RuntimeError(f"saturate.transformers.find_batch_size: the training step does not fit: {train.error}")
+        fits = train.recommended_batch if use == "recommended" else train.max_batch
+        micro = _largest_divisor_at_most(effective, max(1, fits))
+        accumulation = effective // micro
+        evaluated = None
+        eval_size = None
+        if trainer.eval_dataset is not None:
+            evaluated = _search_eval(trainer, model, optimizer, device, memory_budget, target_memory, ranks, autocast)
+            eval_size = evaluated.recommended_batch if use == "recommended" else evaluated.max_batch
+    finally:
+        saved.restore()  # the weights as given, the optimizer's state as it was (none: Adam's step count 0)
+        if made_optimizer:
+            trainer.optimizer = None  # train() makes its own, as it would have
+        if not had_ga:
+            del trainer.current_gradient_accumulation_steps
+    given = (int(args.per_device_train_batch_size), int(args.gradient_accumulation_steps))
+    args.per_device_train_batch_size = micro
+    args.gradient_accumulation_steps = accumulation
+    exact = f"exact: {train.max_batch + 1} does not fit" if train.max_batch_exact else "not exact"
+    reason = (f"saturate.transformers: per_device_train_batch_size {given[0]} -> {micro}, gradient_accumulation_steps "
+              f"{given[1]} -> {accumulation} (effective batch {effective} a device, kept): the largest divisor of "
+              f"{effective} within the {use} batch {fits} (max {train.max_batch}, {exact}; {len(train.trials)} trials)")
+    if evaluated is not None:
+        args.per_device_eval_batch_size = max(1, eval_size)
+        reason += (f"; per_device_eval_batch_size {args.per_device_eval_batch_size} (searched on its own: max "
+                   f"{evaluated.max_batch}, {len(evaluated.trials)} trials)")
+    log.info(reason)
+    return TrainerBatchSizes(micro, accumulation, eval_size if evaluated is not None else None, effective, train,
+                             evaluated, reason)
+
+
+def _search_eval(trainer: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str,
+                 memory_budget: Size, target_memory: float, ranks: Any, autocast: Callable) -> SearchResult:
+    """The evaluation batch: the trainer's prediction_step beside the optimizer's state, gradients
+    released as after a training step."""
+    eval_batch = _batches(trainer.eval_dataset,
+                          trainer._get_collator_with_removed_columns(trainer.data_collator, description="evaluation"),
+                          "eval")
+
+    def eval_step(batch_size: int) -> None:
+        inputs = eval_batch(batch_size)
+        ahead = trainer._prepare_inputs(eval_batch(batch_size))  # the loader's next batch
+        with autocast():
+            trainer.prediction_step(model, inputs, prediction_loss_only=True)
+        del inputs, ahead
+    eval_step.__qualname__ = f"{type(trainer).__name__}.prediction_step ({type(model).__name__})"
+    was_training = model.training
+    model.eval()
+    try:
+        return search(eval_step, device=device, memory_budget=memory_budget, target_memory=target_memory,
+                      model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
+                      max_batch=min(65536, len(trainer.eval_dataset)))
+    finally:
+        model.train(was_training)

@@ -1,0 +1,69 @@
+"""Hugging Face Trainers on models built from configs (random weights, no downloads) for the
+drop-in's tests (test_transformers.py). Every sample has the same length, so every batch is the
+worst one and a fresh process's `trainer.train()` at a batch checks the search's answer for it.
+
+    python3 hf_trainer.py fresh MODEL BATCH BUDGET_BYTES   # prints "ok" or "oom"
+"""
+import sys
+
+import torch
+
+SEQ, VOCAB = 64, 1000
+
+
+def model_of(name: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if name == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+        return GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=VOCAB, n_positions=SEQ,
+                                          bos_token_id=0, eos_token_id=0))
+    if name == "bert":
+        from transformers import BertConfig, BertForSequenceClassification
+        return BertForSequenceClassification(BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                                        intermediate_size=128, vocab_size=VOCAB,
+                                                        max_position_embeddings=SEQ, num_labels=3))
+    raise ValueError(name)
+
+
+def data_of(name: str, n: int, seed: int = 0) -> list:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, VOCAB, (n, SEQ), generator=g)
+    if name == "gpt2":
+        return [{"input_ids": row.tolist()} for row in ids]
+    labels = torch.randint(0, 3, (n,), generator=g)
+    return [{"input_ids": row.tolist(), "label": int(y)} for row, y in zip(ids, labels)]
+
+
+def collate(items: list) -> dict:
+    ids = torch.tensor([it["input_ids"] for it in items])
+    if "label" in items[0]:
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                "labels": torch.tensor([it["label"] for it in items])}
+    return {"input_ids": ids, "labels": ids.clone()}
+
+
+def trainer_of(name: str, out_dir: str, batch: int, accumulation: int = 1, eval_batch: int = 8, evaluate=False,
+               auto_find: bool = False, max_steps: int = 1):
+    from transformers import Trainer, TrainingArguments
+    args = TrainingArguments(output_dir=out_dir, per_device_train_batch_size=batch,
+                             gradient_accumulation_steps=accumulation, per_device_eval_batch_size=eval_batch,
+                             use_cpu=True, report_to=[], max_steps=max_steps, save_strategy="no",
+                             logging_strategy="no", disable_tqdm=True, auto_find_batch_size=auto_find)
+    return Trainer(model=model_of(name), args=args, train_dataset=data_of(name, 512),
+                   eval_dataset=data_of(name, 1024, seed=1) if evaluate else None, data_collator=collate)
+
+
+def fresh(name: str, batch: int, budget: int) -> str:
+    """trainer.train() for 2 steps at `batch` under `budget` bytes: "ok" or "oom"."""
+    import saturate
+    trainer = trainer_of(name, "/tmp/saturate_hf_fresh", batch, max_steps=2)
+    try:
+        with saturate.cpu_memory_budget(budget):
+            trainer.train()
+        return "ok"
+    except torch.OutOfMemoryError:
+        return "oom"
+
+
+if __name__ == "__main__" and sys.argv[1] == "fresh":
+    print(fresh(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))

@@ -1,0 +1,99 @@
+"""saturate.transformers.find_batch_size (issue 29): a drop-in for Trainer(auto_find_batch_size=True)
+on the real transformers package, GPT-2 and BERT from configs, on CPU under a byte budget."""
+import gc
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+import hf_trainer
+from saturate.transformers import find_batch_size
+
+MiB = 1 << 20
+BUDGET = 64 * MiB
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fresh(name, batch):
+    """trainer.train() in a new process at `batch` under the same budget: "ok" or "oom"."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, "hf_trainer.py"), "fresh", name, str(batch), str(BUDGET)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+class StepCounter:
+    """Training steps started: forward calls of the model in training mode."""
+
+    def __init__(self, model):
+        self.steps = 0
+        model.register_forward_pre_hook(self._count)
+
+    def _count(self, module, args):
+        if module.training:
+            self.steps += 1
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_the_drop_in_keeps_the_effective_batch_and_its_max_is_exact_under_the_trainers_own_loop(tmp_path, name):
+    gc.collect()  # what earlier tests left would take budget a fresh process has: a max too low
+    trainer = hf_trainer.trainer_of(name, str(tmp_path), batch=4, accumulation=16)  # 64 a device
+    # the weights as given, in numpy's memory (a torch copy would take CPU budget from the search)
+    before = {k: v.detach().numpy().copy() for k, v in trainer.model.state_dict().items()}
+    found = find_batch_size(trainer, memory_budget=BUDGET)
+    r = found.train
+    assert r.max_batch_exact and not r.error, str(r)
+    args = trainer.args
+    micro, accumulation = args.per_device_train_batch_size, args.gradient_accumulation_steps
+    assert micro * accumulation == 64 == found.effective_batch
+    assert micro == max(d for d in range(1, min(64, r.max_batch) + 1) if 64 % d == 0), (micro, r.max_batch)
+    assert micro > 4, "the search gave the device more than the batch it was given"
+    assert trainer.optimizer is None  # train() makes its own, as it would have
+    for k, v in trainer.model.state_dict().items():
+        assert numpy.array_equal(v.detach().numpy(), before[k]), f"{k} moved"
+    # exact under the trainer's own training loop, in fresh processes
+    assert fresh(name, r.max_batch) == "ok"
+    assert fresh(name, r.max_batch + 1) == "oom"
+    # and the trainer trains at the answer
+    trainer.train()
+    assert trainer.state.global_step == 1
+
+
+def test_an_evaluation_that_does_not_fit_never_lowers_the_training_batch(tmp_path):
+    gc.collect()
+    # the evaluation asked for 4096 a device, far past the budget (auto_find_batch_size lowers the
+    # training batch on an evaluation's out-of-memory, transformers #32215)
+    plain = find_batch_size(hf_trainer.trainer_of("gpt2", str(tmp_path / "plain"), batch=4, accumulation=16),
+                            memory_budget=BUDGET)
+    trainer = hf_trainer.trainer_of("gpt2", str(tmp_path / "eval"), batch=4, accumulation=16, eval_batch=4096,
+                                    evaluate=True)
+    found = find_batch_size(trainer, memory_budget=BUDGET)
+    assert found.train.max_batch == plain.train.max_batch
+    assert trainer.args.per_device_train_batch_size == plain.per_device_train_batch_size
+    ev = found.eval
+    assert ev.max_batch_exact and 0 < ev.max_batch < 4096, str(ev)
+    assert trainer.args.per_device_eval_batch_size == ev.max_batch == found.per_device_eval_batch_size
+    assert ev.max_batch > found.train.max_batch  # no gradients or activations kept for a backward
+    trainer.evaluate()  # runs at the answer
+
+
+def test_the_drop_in_starts_fewer_training_steps_than_auto_find_batch_size_and_keeps_the_effective_batch(tmp_path):
+    import saturate
+
+    gc.collect()
+    ours = hf_trainer.trainer_of("gpt2", str(tmp_path / "ours"), batch=64)
+    counted = StepCounter(ours.model)
+    found = find_batch_size(ours, memory_budget=BUDGET)
+    our_steps = counted.steps
+    theirs = hf_trainer.trainer_of("gpt2", str(tmp_path / "theirs"), batch=64, auto_find=True)
+    their_counter = StepCounter(theirs.model)
+    with saturate.cpu_memory_budget(BUDGET):
+        theirs.train()
+    their_steps = their_counter.steps - 1  # less the step that trained at its answer
+    their_batch = theirs._train_batch_size
+    assert our_steps < their_steps, (our_steps, their_steps)
+    assert found.per_device_train_batch_size * found.gradient_accumulation_steps == 64
+    # theirs trains at a smaller batch than it was given, with no accumulation to make up for it
+    assert their_batch <= found.train.max_batch and theirs.args.gradient_accumulation_steps == 1
