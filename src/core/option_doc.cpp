@@ -95,7 +95,8 @@ const std::vector<OptionDoc> kDocs = {
                   "detector work)"},
     {"empty_cache", "empty the device's allocator cache before each trial and report its cost (default: only after "
                     "an out-of-memory)"},
-    {"timeline", "write the memory timeline of the last step to FILE: FILE.svg a plot, anything else JSON"},
+    {"timeline", "write the memory timeline of the last step to FILE: FILE.svg a plot, FILE.pickle PyTorch's memory "
+                 "snapshot (pytorch.org/memory_viz), anything else JSON"},
     {"plan_for", "predict the batch for another GPU from a run here: a size (24GiB) or rtx4090, a100-40gb, "
                  "a100-80gb, h100-80gb, h200"},
     {"plan_batches", "the two small batches recorded for `plan_for`"},

@@ -8,6 +8,7 @@
 
 #include "memory/log_replay.h"
 #include "saturate/core/errors.h"
+#include "saturate/memory/snapshot.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 
@@ -74,6 +75,16 @@ Timeline build_timeline(const MemoryEventLog& log, int step, size_t top_n) {
     if (p.end_ms < 0 || p.begin_ms > t.duration_ms) continue;
     t.phases.push_back(p);
   }
+  // what the snapshot needs: the allocations live at the window's start, and its events
+  const int64_t before_log = begin > 0 && begin <= r.baseline_after.size() ? r.baseline_after[begin - 1]
+                                                                          : log.start_allocated_bytes;
+  if (before_log > 0) t.live_at_start.emplace_back(0, before_log);
+  for (size_t i = 0; i < begin && i < log.events.size(); ++i)
+    if (log.events[i].kind == MemoryEvent::kAlloc && (r.freed_at[i] == detail::kNever || r.freed_at[i] >= begin))
+      t.live_at_start.emplace_back(log.events[i].address, log.events[i].bytes);
+  t.events.assign(log.events.begin() + static_cast<std::ptrdiff_t>(begin),
+                  log.events.begin() + static_cast<std::ptrdiff_t>(end));
+  t.start_time_ns = t0;
   if (peak_in_window) {
     t.peak_phase = r.region[peak_index].phase;
     std::vector<LiveAllocation> live = live_allocations(log, peak_index);
@@ -197,8 +208,13 @@ std::string timeline_svg(const Timeline& t, const std::string& title) {
 }
 
 void write_timeline(const Timeline& t, const std::string& path, const std::string& title) {
-  const bool svg = path.size() >= 4 && path.compare(path.size() - 4, 4, ".svg") == 0;
-  write_output_file(path, svg ? timeline_svg(t, title) : timeline_json(t).dump(1) + "\n", {"`timeline`", "step.svg"});
+  const auto ends_in = [&](const std::string& ext) {
+    return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  const std::string text = ends_in(".svg")      ? timeline_svg(t, title)
+                           : ends_in(".pickle") ? memory_snapshot_pickle(t)
+                                                : timeline_json(t).dump(1) + "\n";
+  write_output_file(path, text, {"`timeline`", "step.svg"});
 }
 
 }  // namespace saturate

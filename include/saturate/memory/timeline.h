@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,12 @@ struct Timeline {
   double peak_ms = 0;
   std::string peak_phase;
   std::vector<LiveAllocation> largest_at_peak;
+  /// For PyTorch's memory snapshot (memory/snapshot.h): the allocations live when the window
+  /// began (address and bytes; what was live before the log began, without an address, at 0), and
+  /// the window's events with its start time.
+  std::vector<std::pair<uint64_t, int64_t>> live_at_start;
+  std::vector<MemoryEvent> events;
+  int64_t start_time_ns = 0;
 };
 
 /// The timeline of `step` in `log` (-1: the last step that has a begin and an end mark; when
@@ -45,7 +52,8 @@ nlohmann::json timeline_json(const Timeline& t);
 /// A self-contained SVG line plot (MiB over ms) with the phases shaded and the peak marked.
 std::string timeline_svg(const Timeline& t, const std::string& title);
 
-/// Writes the timeline to `path`: SVG when it ends in .svg, else JSON (write_output_file: atomic
+/// Writes the timeline to `path`: SVG when it ends in .svg, PyTorch's memory snapshot when it ends
+/// in .pickle (memory/snapshot.h: pytorch.org/memory_viz reads it), else JSON (write_output_file: atomic
 /// for a regular file, a FIFO or a device in place). Throws RuntimeFailure when the file cannot
 /// be written.
 void write_timeline(const Timeline& t, const std::string& path, const std::string& title);
