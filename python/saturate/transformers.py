@@ -18,7 +18,8 @@ searches the trainer's own step instead, before `trainer.train()`:
 - with an evaluation dataset, `per_device_eval_batch_size` is searched on its own (the trainer's
   `prediction_step`, beside the optimizer's state as during training): an evaluation that does not
   fit never lowers the training batch;
-- the weights end as they began; under torchrun every rank searches and the ranks agree.
+- the weights end as they began; under torchrun every rank searches and the ranks agree, with
+  DDP's gradient buckets (twice the gradients) held beside each trial, as training holds them.
 
     from saturate.transformers import find_batch_size
     trainer = Trainer(model, args, train_dataset=..., eval_dataset=..., data_collator=...)
@@ -138,7 +139,7 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
     if model is None:
         raise ValueError("the trainer has no model (model_init trainers build theirs in train(): give Trainer(model=...))")
     effective = int(args.per_device_train_batch_size) * int(args.gradient_accumulation_steps)
-    device = str(args.device)
+    device = "cpu" if args.device.type == "cpu" else str(args.device)  # under torchrun: "cpu:0"
     train_batch = _batches(trainer.train_dataset,
                            trainer._get_collator_with_removed_columns(trainer.data_collator, description="training"),
                            "train")
@@ -151,6 +152,12 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
     if not had_ga:
         trainer.current_gradient_accumulation_steps = 1  # set by train()'s loop; training_step reads it
     autocast = trainer.accelerator.autocast
+    # under torchrun the trainer wraps the model in DDP, whose reducer keeps a copy of every gradient
+    # in its buckets and as much again for the bucket in flight (as saturate train counts it): held
+    # through the search, as training will hold it
+    world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+    ddp_buckets = torch.empty(2 * grad_bytes if world > 1 else 0, dtype=torch.uint8, device=device)
     saved = StepState(train_batch, model=[model], optimizer=[optimizer])
     saved.save()  # weights and optimizer state (host bytes), put back after the searches
 
@@ -182,6 +189,7 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
             evaluated = _search_eval(trainer, model, optimizer, device, memory_budget, target_memory, ranks, autocast)
             eval_size = evaluated.recommended_batch if use == "recommended" else evaluated.max_batch
     finally:
+        del ddp_buckets
         saved.restore()  # the weights as given, the optimizer's state as it was (none: Adam's step count 0)
         if made_optimizer:
             trainer.optimizer = None  # train() makes its own, as it would have

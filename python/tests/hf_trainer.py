@@ -3,6 +3,7 @@ drop-in's tests (test_transformers.py). Every sample has the same length, so eve
 worst one and a fresh process's `trainer.train()` at a batch checks the search's answer for it.
 
     python3 hf_trainer.py fresh MODEL BATCH BUDGET_BYTES   # prints "ok" or "oom"
+    torchrun --nproc-per-node 2 hf_trainer.py ranks OUT_DIR BUDGET0 BUDGET1
 """
 import sys
 
@@ -65,5 +66,31 @@ def fresh(name: str, batch: int, budget: int) -> str:
         return "oom"
 
 
-if __name__ == "__main__" and sys.argv[1] == "fresh":
-    print(fresh(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+
+
+def ranks(out_dir: str, budget0: int, budget1: int) -> None:
+    """Under torchrun (2 Gloo ranks, unequal CPU budgets): find_batch_size on every rank, each in its
+    own budget; writes this rank's answer and its own max to out_dir/rank{R}.txt, then trains one
+    step at the answer (DDP over Gloo) under the same budget."""
+    import os
+    import json
+    import saturate
+    from saturate.transformers import find_batch_size
+    rank = int(os.environ["RANK"])
+    trainer = trainer_of("gpt2", os.path.join(out_dir, "out"), batch=4, accumulation=16)
+    budget = budget0 if rank == 0 else budget1
+    with saturate.cpu_memory_budget(budget):
+        found = find_batch_size(trainer)
+        trainer.train()
+    own = found.train.data.get("ranks") or []
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump({"micro": found.per_device_train_batch_size, "accumulation": found.gradient_accumulation_steps,
+                   "max": found.train.max_batch, "ranks": own, "steps": trainer.state.global_step}, f)
+    os._exit(0)  # past Gloo's teardown (the other rank scripts do the same)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "fresh":
+        print(fresh(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1] == "ranks":
+        ranks(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

@@ -97,3 +97,20 @@ def test_the_drop_in_starts_fewer_training_steps_than_auto_find_batch_size_and_k
     assert found.per_device_train_batch_size * found.gradient_accumulation_steps == 64
     # theirs trains at a smaller batch than it was given, with no accumulation to make up for it
     assert their_batch <= found.train.max_batch and theirs.args.gradient_accumulation_steps == 1
+
+
+def test_under_torchrun_every_rank_gets_the_same_batch_from_unequal_budgets_and_trains_at_it(tmp_path):
+    import json
+
+    import ranks_util
+
+    out = ranks_util.torchrun("hf_trainer.py", "ranks", tmp_path, 64 * MiB, 48 * MiB, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert (r0["micro"], r0["accumulation"], r0["max"]) == (r1["micro"], r1["accumulation"], r1["max"])
+    assert r0["micro"] * r0["accumulation"] == 64 and r0["micro"] <= r0["max"]
+    budgets = {r["rank"]: r["budget_bytes"] for r in r0["ranks"]}
+    assert budgets == {0: 64 * MiB, 1: 48 * MiB}
+    # the smaller budget's exact max is every rank's
+    assert r0["max"] == next(r["max_batch"] for r in r0["ranks"] if r["rank"] == 1)
+    assert r0["steps"] == r1["steps"] == 1  # and DDP trained a step at it on both
