@@ -132,6 +132,13 @@ def test_bad_arguments_name_the_value_and_what_is_allowed():
             saturate.search(step, device="cuda")
 
 
+def test_torchs_spelling_of_the_cpu_device_is_the_cpu():
+    # str(TrainingArguments.device) under torchrun is "cpu:0": it was an unknown device
+    model, opt, step = LOOPS["mlp"]()
+    r = saturate.search(step, device="cpu:0", memory_budget=48 * MiB, max_batch=64)
+    assert not r.error and r.max_batch == 64, str(r)
+
+
 def test_min_batch_that_does_not_fit_is_reported():
     r = search_loop("mlp", 48 * MiB, max_batch=None, min_batch=100000, strategy="power")
     assert r.max_batch < 100000

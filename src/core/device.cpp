@@ -20,7 +20,8 @@ c10::Device resolve_device(const std::string& spec) {
     return UsageError("device", fmt::format("unknown value '{}' (expected auto, cpu, cuda or cuda:N)", spec));
   };
   if (spec == "auto") return cuda_available() ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device(c10::DeviceType::CPU);
-  if (spec == "cpu") return c10::Device(c10::DeviceType::CPU);
+  // torch spells the process's one CPU device "cpu:0" too (str(torch.device) under torchrun)
+  if (spec == "cpu" || spec == "cpu:0") return c10::Device(c10::DeviceType::CPU);
   if (spec.rfind("cuda", 0) != 0) throw usage();
   int index = 0;
   if (spec.size() > 4) {
