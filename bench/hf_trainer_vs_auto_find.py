@@ -22,7 +22,7 @@ import saturate  # noqa: E402
 from saturate.transformers import find_batch_size  # noqa: E402
 
 BUDGET = 64 << 20
-GIVEN = 64
+GIVEN = {"gpt2": 64, "bert": 128}  # per device, x 1: above each model's max, so that both finders search
 
 
 def fresh(name, batch):
@@ -38,14 +38,15 @@ class Steps:
 
 
 def one(name, tmp):
-    ours = hf_trainer.trainer_of(name, os.path.join(tmp, "ours"), batch=GIVEN)
+    given = GIVEN[name]
+    ours = hf_trainer.trainer_of(name, os.path.join(tmp, "ours"), batch=given)
     steps = Steps(ours.model)
     t = time.perf_counter()
     found = find_batch_size(ours, memory_budget=BUDGET)
     our_s, our_steps = time.perf_counter() - t, steps.n
     m = found.train.max_batch
     our_exact = fresh(name, m) == "ok" and fresh(name, m + 1) == "oom"
-    theirs = hf_trainer.trainer_of(name, os.path.join(tmp, "theirs"), batch=GIVEN, auto_find=True)
+    theirs = hf_trainer.trainer_of(name, os.path.join(tmp, "theirs"), batch=given, auto_find=True)
     steps = Steps(theirs.model)
     t = time.perf_counter()
     with saturate.cpu_memory_budget(BUDGET):
@@ -59,7 +60,7 @@ def one(name, tmp):
         f"{found.per_device_train_batch_size * found.gradient_accumulation_steps} (kept) |",
         f"| {name} | Trainer(auto_find_batch_size=True) | {b} x {theirs.args.gradient_accumulation_steps} | "
         f"{'yes' if their_exact else f'no (max {m})'} | {their_steps} | {their_s:.1f} (training included) | "
-        f"{b * theirs.args.gradient_accumulation_steps}{' (kept)' if b * theirs.args.gradient_accumulation_steps == GIVEN else ' (changed)'} |"]
+        f"{b * theirs.args.gradient_accumulation_steps}{' (kept)' if b * theirs.args.gradient_accumulation_steps == given else ' (changed)'} |"]
 
 
 def main():
@@ -73,7 +74,7 @@ def main():
     lines = [f"# The Hugging Face Trainer drop-in against auto_find_batch_size (bench/hf_trainer_vs_auto_find.py, "
              f"{time.strftime('%Y-%m-%d')})", "",
              f"GPT-2 and BERT (2 layers, width 64, sequences of 64 tokens) from configs, CPU budget {BUDGET >> 20} MiB, "
-             f"per_device_train_batch_size {GIVEN} x 1 given, {os.cpu_count()} cores. Exact: the trainer's own "
+             f"per_device_train_batch_size (GPT-2 {GIVEN['gpt2']}, BERT {GIVEN['bert']}) x 1 given, {os.cpu_count()} cores. Exact: the trainer's own "
              "train() in a fresh process fits at the answer and runs out of memory one above. Steps: training "
              "steps started before the answer.", "",
              "| model | finder | answer (batch x accumulation) | exact | steps | seconds | effective batch |",

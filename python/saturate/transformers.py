@@ -175,7 +175,9 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
 
     try:
         _prime(model, optimizer)
-        train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target_memory,
+        # with use="max" no trials are spent on the target's boundary (the recommended batch)
+        target = target_memory if use == "recommended" else 1.0
+        train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target,
                        model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
                        max_batch=min(65536, len(trainer.train_dataset)))  # no batch holds more than the data
         if train.error and not train.max_batch:
@@ -186,7 +188,7 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
         evaluated = None
         eval_size = None
         if trainer.eval_dataset is not None:
-            evaluated = _search_eval(trainer, model, optimizer, device, memory_budget, target_memory, ranks, autocast)
+            evaluated = _search_eval(trainer, model, optimizer, device, memory_budget, target, ranks, autocast)
             eval_size = evaluated.recommended_batch if use == "recommended" else evaluated.max_batch
     finally:
         del ddp_buckets

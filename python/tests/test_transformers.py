@@ -83,6 +83,7 @@ def test_the_drop_in_starts_fewer_training_steps_than_auto_find_batch_size_and_k
     import saturate
 
     gc.collect()
+    # given 64 a device, above the max (32 on GPT-2 under 64 MiB): both finders search
     ours = hf_trainer.trainer_of("gpt2", str(tmp_path / "ours"), batch=64)
     counted = StepCounter(ours.model)
     found = find_batch_size(ours, memory_budget=BUDGET)
