@@ -208,6 +208,10 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
         args.per_device_eval_batch_size = max(1, eval_size)
         reason += (f"; per_device_eval_batch_size {args.per_device_eval_batch_size} (searched on its own: max "
                    f"{evaluated.max_batch}, {len(evaluated.trials)} trials)")
+        if eval_size < 1:  # said, not a silent 1: the evaluation will run out of memory as it is
+            reason += (f"; WARNING: no evaluation batch fits ({evaluated.error or 'batch 1 does not fit'}): "
+                       "evaluate with more memory, or without eval_dataset")
+            log.warning(reason)
     log.info(reason)
     return TrainerBatchSizes(micro, accumulation, eval_size if evaluated is not None else None, effective, train,
                              evaluated, reason)
