@@ -19,7 +19,7 @@ const std::vector<OptionDoc> kDocs = {
     {"model", "mlp | convnet | resnet18 | resnet50 | gpt | FILE.pt (TorchScript)"},
     {"device", "auto | cpu | cuda | cuda:N (auto: cuda:0 when present, else cpu)"},
     {"memory_budget", "memory the run may use: 512MiB, 2GiB, 1.5GB, bytes, or a fraction of the device (0.9); "
-                      "default 4GiB on CPU, the whole GPU on CUDA"},
+                      "default 4GiB on CPU, the whole GPU on CUDA; several ranks: A,B,... gives rank r the r-th"},
     {"input", "one sample's shape, e.g. 3x224x224 (default 1x28x28; 3x224x224 for resnets)"},
     {"classes", "output classes (default 10; 1000 for resnets)", 2, 1e7, "output classes"},
     {"layers", "gpt: transformer blocks (4); mlp: hidden layers (3)", 1, 10000, "layers"},

@@ -13,6 +13,7 @@
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/session/workload_session.h"
 #include "saturate/core/units.h"
 #include "saturate/core/option_doc.h"
 #include "saturate/train/text_data.h"
@@ -97,7 +98,7 @@ OpenedData open_data(const DataOptions& f, WorkloadOptions& workload) {
   o.val_fraction = opened.val_fraction;  // the train split: without the held-out samples
   // on a CPU run the budget bounds what the dataset holds too (its tables, shards read whole)
   if (workload.device == "cpu" || (workload.device == "auto" && !cuda_available())) {
-    const MemorySize b = parse_memory_size(workload.memory_budget.empty() ? "4GiB" : workload.memory_budget,
+    const MemorySize b = parse_memory_size(workload.memory_budget.empty() ? "4GiB" : rank_budget(workload.memory_budget),
                                            "`memory_budget`");
     o.held_budget_bytes = b.is_fraction() ? 0 : b.bytes;
   }

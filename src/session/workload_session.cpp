@@ -58,6 +58,26 @@ RuntimeFailure does_not_fit_one_device(Workload& workload, OptimizerKind optimiz
 
 }  // namespace
 
+std::string rank_budget(const std::string& budgets, const DistEnv& env) {
+  if (budgets.find(',') == std::string::npos) return budgets;  // one value: every rank's
+  std::vector<std::string> each;
+  size_t start = 0;
+  for (size_t comma; (comma = budgets.find(',', start)) != std::string::npos; start = comma + 1)
+    each.push_back(budgets.substr(start, comma - start));
+  each.push_back(budgets.substr(start));
+  if (static_cast<int>(each.size()) != env.world_size)
+    throw UsageError("memory_budget",
+                     fmt::format("{} gives {} budgets, one a rank, but the run has {} rank(s){}; give one value for "
+                                 "every rank, or as many as WORLD_SIZE",
+                                 budgets, each.size(), env.world_size,
+                                 env.world_size == 1 ? " (no RANK/WORLD_SIZE: saturate launch or torchrun set them)"
+                                                     : ""));
+  for (size_t r = 0; r < each.size(); ++r)
+    if (each[r].empty())
+      throw UsageError("memory_budget", fmt::format("{}: rank {}'s budget is empty; give a size for every rank", budgets, r));
+  return each[static_cast<size_t>(env.rank)];
+}
+
 std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
   auto s = std::make_unique<WorkloadSession>();
   s->context = run_context_here();
@@ -67,7 +87,7 @@ std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
   if (o.lr < 0) throw UsageError("lr", fmt::format("{} is negative; give a positive learning rate", o.lr));
   const ModelSpec spec = resolve_model_spec(o.model);  // usage errors before any device work
   std::optional<MemorySize> budget;
-  if (!o.memory_budget.empty()) budget = parse_memory_size(o.memory_budget, "`memory_budget`");
+  if (!o.memory_budget.empty()) budget = parse_memory_size(rank_budget(o.memory_budget), "`memory_budget`");
 
   s->device = resolve_device(o.device);
   s->meter = make_memory_meter(s->device);

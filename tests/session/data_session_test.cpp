@@ -87,3 +87,36 @@ TEST(DataSessionTest, ATokenCorpusHoldsOutItsLastTenthByDefault) {
   EXPECT_NEAR(share, 0.1, 0.02);
   EXPECT_EQ(t.eval_split(), "val");
 }
+
+namespace saturate {
+namespace {
+
+DistEnv rank_of(int rank, int world) {
+  DistEnv e;
+  e.rank = rank;
+  e.world_size = world;
+  return e;
+}
+
+// issue 28: unequal GPUs, each rank its own budget: "48MiB,32MiB" gives rank r the r-th value
+TEST(RankBudgetTest, AListGivesEachRankItsOwnBudgetAndOneValueIsEveryRanks) {
+  EXPECT_EQ(rank_budget("48MiB,32MiB", rank_of(0, 2)), "48MiB");
+  EXPECT_EQ(rank_budget("48MiB,32MiB", rank_of(1, 2)), "32MiB");
+  EXPECT_EQ(rank_budget("64MiB", rank_of(1, 2)), "64MiB");
+  EXPECT_EQ(rank_budget("0.5", rank_of(0, 1)), "0.5");
+}
+
+TEST(RankBudgetTest, AListOfAnotherLengthThanTheRanksOrWithAnEmptyValueIsAUsageErrorNamingIt) {
+  try {
+    rank_budget("48MiB,32MiB", rank_of(0, 1));
+    FAIL() << "a list on one process was taken";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("48MiB,32MiB gives 2 budgets, one a rank, but the run has 1 rank(s)"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW(rank_budget("48MiB,,32MiB", rank_of(1, 3)), UsageError);
+  EXPECT_THROW(rank_budget("48MiB,32MiB,16MiB", rank_of(0, 2)), UsageError);
+}
+
+}  // namespace
+}  // namespace saturate

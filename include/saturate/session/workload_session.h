@@ -8,6 +8,7 @@
 #include <string>
 
 #include "saturate/core/memory_meter.h"
+#include "saturate/dist/env.h"
 #include "saturate/models/zoo.h"
 #include "saturate/report/run_context.h"
 #include "saturate/step/workload.h"
@@ -40,5 +41,9 @@ struct WorkloadSession {
 /// Opens the workload. UsageError for bad options (naming them), RuntimeFailure when the model's
 /// parameters alone exceed the budget.
 std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& options);
+
+/// `memory_budget` as this rank reads it: "48MiB,32MiB" gives rank r the r-th value (as many
+/// values as WORLD_SIZE, a UsageError otherwise: unequal GPUs, issue 28); one value is every rank's.
+std::string rank_budget(const std::string& budgets, const DistEnv& env = read_dist_env());
 
 }  // namespace saturate
