@@ -131,10 +131,13 @@ TEST(VerdictStabilityTest, DataWaitAtItsThresholdIsBorderlineWithEveryShareThree
     EXPECT_TRUE(b["evidence"]["shares"].contains(cause)) << cause;
 }
 
-TEST(VerdictStabilityTest, DataWaitOfHalfTheStepIsDataBoundThreeTimesInARow) {
-  // the same construction clear of the threshold: data = the rest, a share of 0.5
+TEST(VerdictStabilityTest, DataWaitOfTwoThirdsOfTheStepIsDataBoundThreeTimesInARow) {
+  // the same construction clear of the threshold: data = twice the rest, a share of 2/3. (At a share
+  // of 1/2 a fresh-clone CI read "borderline" once in three: each data phase matches the previous
+  // step's rest, so one compute step stretched by the load, unmatched, pulled the run's share under
+  // the band's 0.375; a construction's wobble, not the verdict's.)
   Rig rig(512, 3, {1, 32, 32});
-  ProportionalSource source(*rig.workload, 1.0);
+  ProportionalSource source(*rig.workload, 2.0);
   rig.probe->set_batch_source(&source);
   nlohmann::json j;
   EXPECT_EQ(three_verdicts(rig, 1024, 11, &j), Verdicts(3, "data-bound")) << j.dump(1);
