@@ -4,6 +4,8 @@
 #include <chrono>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <torch/cuda.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <ATen/CPUGeneratorImpl.h>
@@ -48,6 +50,13 @@ double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets) const {
          1000.0 * static_cast<double>(b) / algbw_bytes_per_s;
 }
 
+double NetworkMeasure::predicted_ddp_ms(int64_t gradient_bytes, int64_t bucket_bytes, int64_t first_bucket_bytes) const {
+  const int64_t bucket = std::max<int64_t>(1, bucket_bytes);
+  const int64_t first = std::min(std::max<int64_t>(1, first_bucket_bytes), bucket);
+  const int64_t buckets = 1 + std::max<int64_t>(0, gradient_bytes - first + bucket - 1) / bucket;
+  return predicted_ms(gradient_bytes, buckets);
+}
+
 /// The relative error of a bf16 all-reduce of normal random values (a seed per rank) against the
 /// float32 one of the same values.
 double compression_error(DistGroup& group, const c10::Device& device, int64_t elements) {
@@ -75,6 +84,11 @@ NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int6
     m.compression_error = compression_error(group, device, std::min<int64_t>(m.bytes / 4, int64_t{1} << 18));
   }
   return m;
+}
+
+std::string network_summary(const NetworkMeasure& m) {
+  return fmt::format("the network measured between the ranks: bus bandwidth {:.3g} MB/s, latency {:.2f} ms",
+                     m.busbw_bytes_per_s / 1e6, m.latency_ms);
 }
 
 nlohmann::json to_json(const NetworkMeasure& m) {

@@ -134,6 +134,59 @@ void add_rank_json(nlohmann::json& j, int world_size, const std::vector<RankMax>
   j["ranks"] = a;
 }
 
+ThroughputCurve slowest_curve_across_ranks(const ThroughputCurve& mine, const std::vector<int64_t>& planned,
+                                           Collectives& comm) {
+  // per planned point, as maxima: -samples/s (in milli-samples/s), not ok, not settled, -rounds,
+  // the relative standard error (in 1e-9), the stddev (milli-samples/s); then the seconds (ns)
+  constexpr size_t kFields = 6;
+  const size_t n = planned.size();
+  std::vector<int64_t> v(kFields * n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const ThroughputPoint* p = nullptr;
+    for (const ThroughputPoint& q : mine.points)
+      if (q.batch == planned[i]) p = &q;
+    const bool ok = p && p->ok && p->samples_per_s > 0;
+    int64_t* f = &v[kFields * i];
+    f[0] = ok ? -std::llround(p->samples_per_s * 1e3) : 0;
+    f[1] = ok ? 0 : 1;
+    f[2] = ok && p->settled ? 0 : 1;
+    f[3] = ok ? -p->rounds : 0;
+    f[4] = ok ? std::llround(p->rel_std_error * 1e9) : 0;
+    f[5] = ok ? std::llround(p->stddev * 1e3) : 0;
+  }
+  v[kFields * n] = std::llround(mine.seconds * 1e9);
+  const std::vector<int64_t> all = comm.all_reduce_max(v);
+  ThroughputCurve out;
+  out.knee_fraction = mine.knee_fraction;
+  out.trial_steps = mine.trial_steps;
+  out.seconds = static_cast<double>(all[kFields * n]) / 1e9;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t* f = &all[kFields * i];
+    ThroughputPoint p;
+    p.batch = planned[i];
+    p.ok = f[1] == 0;
+    if (!p.ok) {
+      p.error = "did not run on every rank";
+      for (const ThroughputPoint& q : mine.points)
+        if (q.batch == p.batch && !q.ok && !q.error.empty()) p.error = q.error;
+      out.points.push_back(p);
+      // past a point that ran, a failure ends the curve (as measure_throughput_curve's); at the
+      // bottom (BatchNorm refuses a batch of 1) the next batch may run
+      const bool ran_below = std::any_of(out.points.begin(), out.points.end(), [](const ThroughputPoint& q) { return q.ok; });
+      if (ran_below) break;
+      continue;
+    }
+    p.samples_per_s = static_cast<double>(-f[0]) / 1e3;
+    p.settled = f[2] == 0;
+    p.rounds = static_cast<int>(-f[3]);
+    p.rel_std_error = static_cast<double>(f[4]) / 1e9;
+    p.stddev = static_cast<double>(f[5]) / 1e3;
+    out.points.push_back(p);
+  }
+  summarize_curve(out);
+  return out;
+}
+
 DistSearchResult search_across_ranks(TrialRunner& runner, const SearchOptions& options, Collectives* comm,
                                      bool exact_ranks) {
   DistSearchResult out;

@@ -31,8 +31,10 @@ ThroughputCurveOptions curve_options(const ObjectiveOptions& options, int64_t ma
 
 ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& options, int64_t max_batch,
                                    const NoiseMeasure& noise, const std::string& noise_data,
-                                   const ObjectiveProgress& progress) {
+                                   const ObjectiveProgress& progress, const ObjectiveRanks& ranks) {
   options.check();
+  if (ranks.world_size > 1 && options.objective == Objective::kGoodput)
+    throw InternalError("pick_by_objective: goodput across ranks (the callers refuse it)");
   ObjectiveOutcome out;
   out.objective = options.objective;
   out.requested = options.objective;
@@ -42,6 +44,10 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
   co.on_point = progress.on_point;
   if (progress.on_curve_start) progress.on_curve_start(out.objective, max_batch);
   out.curve = measure_throughput_curve(runner, co);
+  if (ranks.world_size > 1) {
+    if (ranks.combine) out.curve = ranks.combine(*out.curve);
+    out.curve = with_allreduce(*out.curve, ranks.world_size, ranks.allreduce_ms);
+  }
   if (out.curve->knee_batch <= 0) {  // no point ran: say why, never a silent batch 0
     const std::string why = out.curve->points.empty() ? std::string("no batch to time") : out.curve->points.front().error;
     throw RuntimeFailure(fmt::format("the throughput curve up to batch {} has no batch that ran (batch {}: {}); the "
@@ -55,6 +61,11 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
                              "samples/s; best {:.0f} at batch {}); a larger one adds memory, not speed",
                              out.batch, 100 * options.knee_fraction, out.curve->plateau_samples_per_s,
                              out.curve->best_samples_per_s, out.curve->best_batch);
+    if (ranks.world_size > 1)
+      out.reason += fmt::format("; samples/s of {} ranks, each step with the gradients' all-reduce ({:.3g} ms "
+                                "predicted{}{})",
+                                ranks.world_size, ranks.allreduce_ms, ranks.network.empty() ? "" : " from ",
+                                ranks.network);
   };
   if (out.requested == Objective::kThroughput) {
     knee();
@@ -95,10 +106,13 @@ nlohmann::json to_json(const ThroughputCurve& c) {
                       {"settled", p.settled},
                       {"dip", p.dip},
                       {"error", p.error}});
+  for (size_t i = 0; i < c.points.size() && c.world_size > 1; ++i)
+    points[i]["compute_samples_per_s"] = c.points[i].compute_samples_per_s;
   return {{"points", points},       {"knee_batch", c.knee_batch}, {"knee_fraction", c.knee_fraction},
           {"best_batch", c.best_batch}, {"best_samples_per_s", c.best_samples_per_s},
           {"plateau_samples_per_s", c.plateau_samples_per_s},
-          {"trial_steps", c.trial_steps}, {"seconds", c.seconds}};
+          {"trial_steps", c.trial_steps}, {"seconds", c.seconds},
+          {"world_size", c.world_size}, {"allreduce_ms_per_step", c.allreduce_ms_per_step}};
 }
 
 nlohmann::json to_json(const ObjectiveOutcome& o) {

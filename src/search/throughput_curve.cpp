@@ -159,17 +159,50 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
     }
     if (!timed) break;
   }
-  for (const ThroughputPoint& p : curve.points) {
+  for (const ThroughputPoint& p : curve.points)
     if (o.on_point) o.on_point(p);
+  summarize_curve(curve);
+  curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return curve;
+}
+
+void summarize_curve(ThroughputCurve& curve) {
+  curve.best_samples_per_s = 0;
+  curve.best_batch = 0;
+  for (const ThroughputPoint& p : curve.points)
     if (p.ok && p.samples_per_s > curve.best_samples_per_s) {
       curve.best_samples_per_s = p.samples_per_s;
       curve.best_batch = p.batch;
     }
-  }
   mark_dips(curve.points);
-  curve.knee_batch = knee_batch(curve.points, o.knee_fraction);
-  curve.plateau_samples_per_s = plateau_samples_per_s(curve.points, o.knee_fraction);
-  curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  curve.knee_batch = knee_batch(curve.points, curve.knee_fraction);
+  curve.plateau_samples_per_s = plateau_samples_per_s(curve.points, curve.knee_fraction);
+}
+
+ThroughputCurve with_allreduce(ThroughputCurve curve, int world_size, double allreduce_ms) {
+  if (world_size < 1 || !(allreduce_ms >= 0))
+    throw InternalError(fmt::format("with_allreduce: {} ranks, {} ms a step", world_size, allreduce_ms));
+  const double world = world_size;
+  const double comm_s = allreduce_ms / 1e3;
+  for (ThroughputPoint& p : curve.points) {
+    if (!p.ok || !(p.samples_per_s > 0)) continue;
+    const double batch = static_cast<double>(p.batch);
+    const auto job = [&](double rank_samples_per_s) {
+      return rank_samples_per_s > 0 ? world * batch / (batch / rank_samples_per_s + comm_s) : 0.0;
+    };
+    // the spread: d(job)/d(rate) = world x share^2, share = the step's compute time over compute
+    // + all-reduce; so the relative spread shrinks by `share`
+    const double compute_s = batch / p.samples_per_s;
+    const double share = compute_s / (compute_s + comm_s);
+    p.compute_samples_per_s = p.samples_per_s;
+    p.samples_per_s = job(p.samples_per_s);
+    p.stddev *= world * share * share;
+    p.rel_std_error *= share;
+    for (double& r : p.round_samples_per_s) r = job(r);
+  }
+  curve.world_size = world_size;
+  curve.allreduce_ms_per_step = allreduce_ms;
+  summarize_curve(curve);
   return curve;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "saturate/dist/process_group.h"
+#include "saturate/dist/rank_synced.h"
 #include "saturate/step/training_step.h"
 
 namespace saturate {
@@ -26,55 +27,29 @@ NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> 
 
 ObjectiveOutcome pick_by_objective(Probe& probe, ObjectiveOptions options, int64_t max_batch,
                                    const std::function<Batch(int64_t)>& next_batch, const std::string& data,
-                                   const ObjectiveProgress& progress, ModelSnapshot* initial) {
+                                   const ObjectiveProgress& progress, ModelSnapshot* initial,
+                                   const ObjectiveRanks& ranks) {
   options.lr_rule = lr_rule_for(probe.workload());
   return pick_by_objective(static_cast<TrialRunner&>(probe), options, max_batch,
-                           workload_noise_measure(probe, next_batch, initial), data, progress);
+                           workload_noise_measure(probe, next_batch, initial), data, progress, ranks);
 }
 
-ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,
-                                        DistGroup* group) {
+ThroughputCurve curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options, DistGroup* group) {
   if (!group || group->world_size() <= 1) return curve;
-  const std::vector<int64_t> planned = curve_batches(options.min_batch, options.max_batch, options.points_per_doubling);
-  const size_t n = planned.size();
-  std::vector<double> v(2 * n, 0.0);
-  for (const auto& p : curve.points)
-    for (size_t i = 0; i < n; ++i)
-      if (planned[i] == p.batch && p.ok) {
-        v[i] = p.samples_per_s;
-        v[n + i] = 1;
-      }
-  const std::vector<double> sums = group->all_reduce_sum(v);
-  const double world = group->world_size();
-  ThroughputCurve out = curve;
-  out.points.clear();
-  out.best_samples_per_s = 0;
-  out.best_batch = 0;
-  for (size_t i = 0; i < n; ++i) {
-    ThroughputPoint p;
-    p.batch = planned[i];
-    p.ok = sums[n + i] == world;
-    if (!p.ok) {
-      p.error = "failed on a rank (or not timed)";
-      out.points.push_back(p);
-      break;
-    }
-    p.samples_per_s = sums[i] / world;
-    for (const auto& mine : curve.points)
-      if (mine.batch == p.batch) {
-        p.rounds = mine.rounds;
-        p.rel_std_error = mine.rel_std_error;
-        p.stddev = mine.stddev;
-        p.settled = mine.settled;
-      }
-    if (p.samples_per_s > out.best_samples_per_s) {
-      out.best_samples_per_s = p.samples_per_s;
-      out.best_batch = p.batch;
-    }
-    out.points.push_back(p);
-  }
-  out.knee_batch = knee_batch(out.points, out.knee_fraction);
-  return out;
+  return slowest_curve_across_ranks(curve, curve_batches(options.min_batch, options.max_batch,
+                                                         options.points_per_doubling), *group);
+}
+
+ObjectiveRanks objective_ranks(DistGroup& group, const ObjectiveOptions& options, int64_t max_batch,
+                               double allreduce_ms, const std::string& network) {
+  ObjectiveRanks r;
+  r.world_size = group.world_size();
+  r.allreduce_ms = allreduce_ms;
+  r.network = network;
+  const ThroughputCurveOptions co = curve_options(options, max_batch);
+  DistGroup* g = &group;
+  r.combine = [g, co](const ThroughputCurve& mine) { return curve_across_ranks(mine, co, g); };
+  return r;
 }
 
 }  // namespace saturate

@@ -81,9 +81,8 @@ double TrainRanks::step_allreduce_ms(Workload& workload, bool compression_named)
   // DDP's buckets: a first one of 1 MiB, then bucket_mb each; bf16 halves the bytes
   const int64_t bytes = trainable_bytes(workload.model()) / (compress_bf16_ ? 2 : 1);
   const auto bucket = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
-  const int64_t buckets = 1 + std::max<int64_t>(0, bytes - (int64_t{1} << 20) + bucket - 1) / bucket;
   // every rank's decisions must agree (the adaptive batch's goodput): the ranks' mean prediction
-  return group_->all_reduce_sum({network_->predicted_ms(bytes, buckets)})[0] / world_size();
+  return group_->all_reduce_sum({network_->predicted_ddp_ms(bytes, bucket)})[0] / world_size();
 }
 
 void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& train) {

@@ -258,15 +258,22 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
   const int64_t base_batch = base_batch_of(o);
   const int world = ranks.world_size();
   if (o.objective.objective != Objective::kMemory) {
-    if (world > 1)
-      throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; choose the batch "
-                                                "with one process, or use `adaptive` across ranks",
-                                                to_string(o.objective.objective)));
+    if (world > 1 && o.objective.objective == Objective::kGoodput)
+      throw UsageError("objective", "goodput across ranks: use `adaptive`, which chooses the global batch by goodput "
+                                    "on every rank and counts the gradients' all-reduce, or `objective` throughput");
     ObjectiveOptions oo = o.objective;
     oo.base_batch = base_batch;
     const NoiseBatches source = noise_batches(data, workload, o.seed, meter.device());
+    // several ranks: the job's curve, the slowest rank's steps each with the gradients' all-reduce
+    // predicted from the network measured between the ranks
+    ObjectiveRanks across;
+    if (world > 1) {
+      const double allreduce_ms = ranks.step_allreduce_ms(workload, footprint.fast_paths.compress_bf16);
+      across = objective_ranks(*ranks.group(), oo, micro, allreduce_ms, ranks.network_text());
+    }
     choice.objective = pick_by_objective(probe, oo, micro, source.next, source.name,
-                                         events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial);
+                                         events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial,
+                                         across);
     choice.request.micro_batch = choice.objective.batch;
     if (choice.objective.goodput) {  // goodput chose (not when its noise scale was not measurable)
       choice.request.accumulation = 1;
@@ -282,7 +289,7 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
   co.max_batch = micro;
   if (events.on_adaptive_curve) events.on_adaptive_curve(micro);
   ThroughputCurve curve = measure_throughput_curve(probe, co);
-  curve = mean_curve_across_ranks(std::move(curve), co, ranks.group());
+  curve = curve_across_ranks(std::move(curve), co, ranks.group());
   AdaptiveBatchOptions ad;
   ad.unit = base_batch / world;
   ad.world_size = world;

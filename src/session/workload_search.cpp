@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/dist/network_measure.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/models/flops.h"
 #include "saturate/report/checkpointing_report.h"
@@ -23,10 +24,10 @@ void WorkloadSearchOptions::check(int world_size) const {
     throw UsageError(fmt::format("`required_batch` {}: give a positive batch, together with `compare_checkpointing` "
                                  "(the comparison it decides)",
                                  required_batch));
-  if (objective.objective != Objective::kMemory && world_size > 1)
-    throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; search with one "
-                                              "rank (the batch per GPU), then start the ranks",
-                                              to_string(objective.objective)));
+  if (objective.objective == Objective::kGoodput && world_size > 1)
+    throw UsageError("objective", "goodput across ranks: search with `objective` throughput (the ranks' curve with "
+                                  "the gradients' all-reduce counted), or train with `adaptive`, which chooses the "
+                                  "global batch by goodput on every rank");
 }
 
 GemmPeak gemm_peak_outside_budget(MemoryMeter& meter, const c10::Device& device, Precision precision,
@@ -100,7 +101,18 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
   out.requested_objective = o.objective.objective;
   if (o.objective.objective != Objective::kMemory && result.error.empty() && result.max_batch > 0) {
     const int64_t top = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
-    out.objective = pick_by_objective(probe_, o.objective, top, next_batch, data, progress.objective, initial_.get());
+    // several ranks: the job's curve (the slowest rank's steps, each with the gradients' all-reduce
+    // as DDP would send them, predicted from the network measured now between the ranks)
+    ObjectiveRanks across;
+    if (dist && dist->world_size() > 1) {
+      Workload& w = probe_.workload();
+      out.network = measure_network(*dist, w.device(), w.parameter_bytes());
+      const double mine = out.network->predicted_ddp_ms(w.parameter_bytes());
+      out.allreduce_ms = dist->all_reduce_sum({mine})[0] / dist->world_size();  // every rank the same number
+      across = objective_ranks(*dist, o.objective, top, out.allreduce_ms, network_summary(*out.network));
+    }
+    out.objective = pick_by_objective(probe_, o.objective, top, next_batch, data, progress.objective, initial_.get(),
+                                      across);
   }
   out.fast_paths_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
   out.fast_paths_json = {{"policy", o.fast_paths_policy}, {"chosen", o.footprint.fast_paths.to_string()}};
@@ -136,6 +148,10 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   j["decision"] = saturate::to_json(
       decide_batch(search(), requested_objective != Objective::kMemory ? &objective : nullptr));
   if (world_size > 1) add_rank_json(j, world_size, run.chosen.ranks);
+  if (network) {
+    j["network"] = saturate::to_json(*network);
+    j["network"]["predicted_allreduce_ms"] = allreduce_ms;
+  }
   return j;
 }
 

@@ -152,4 +152,52 @@ TEST(RankSyncedTest, OneProcessIsTheLocalSearch) {
 }
 
 }  // namespace
+
+static ThroughputPoint point(int64_t batch, double samples_per_s, bool settled, int rounds = 3) {
+  ThroughputPoint p;
+  p.batch = batch;
+  p.ok = true;
+  p.samples_per_s = samples_per_s;
+  p.settled = settled;
+  p.rounds = rounds;
+  p.rel_std_error = settled ? 0.01 : 0.05;
+  return p;
+}
+
+TEST(RankSyncedTest, TheRanksCurveIsTheSlowestRanksAtEachBatchEndingWhereAnyRankFailed) {
+  // rank 0 is faster at 1 and 4, rank 1 at 2; rank 1 ran out of memory at 8; batch 4 settled on
+  // rank 0 only
+  ThroughputCurve a, b;
+  a.points = {point(1, 100, true), point(2, 150, true), point(4, 400, true), point(8, 700, true)};
+  b.points = {point(1, 90, true), point(2, 180, true), point(4, 300, false, 8)};
+  ThroughputPoint oom;
+  oom.batch = 8;
+  oom.error = "oom";
+  b.points.push_back(oom);
+  const std::vector<int64_t> planned = {1, 2, 4, 8, 16};
+  ThreadWorld world(2);
+  std::vector<ThroughputCurve> out(2);
+  std::thread t1([&] {
+    ThreadCollectives c(world, 1, 2);
+    out[1] = slowest_curve_across_ranks(b, planned, c);
+  });
+  ThreadCollectives c0(world, 0, 2);
+  out[0] = slowest_curve_across_ranks(a, planned, c0);
+  t1.join();
+  for (const ThroughputCurve& c : out) {
+    ASSERT_EQ(c.points.size(), 4u);  // 1, 2, 4 and the failure at 8; 16 was never reached
+    EXPECT_DOUBLE_EQ(c.points[0].samples_per_s, 90);
+    EXPECT_DOUBLE_EQ(c.points[1].samples_per_s, 150);
+    EXPECT_DOUBLE_EQ(c.points[2].samples_per_s, 300);
+    EXPECT_TRUE(c.points[0].settled && c.points[1].settled);
+    EXPECT_FALSE(c.points[2].settled);
+    EXPECT_EQ(c.points[2].rounds, 3);
+    EXPECT_DOUBLE_EQ(c.points[2].rel_std_error, 0.05);
+    EXPECT_FALSE(c.points[3].ok);
+    EXPECT_EQ(c.best_batch, 4);
+  }
+  EXPECT_EQ(out[1].points[3].error, "oom");  // the rank that failed says why
+  EXPECT_EQ(out[0].knee_batch, out[1].knee_batch);
+}
+
 }  // namespace saturate

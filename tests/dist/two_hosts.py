@@ -214,6 +214,53 @@ def compression_is_kept_on_a_slow_link_and_doubles_the_samples_per_second():
           f"({speed:.2f}x); losses within {worst:.1e}")
 
 
+def the_objective_counts_the_all_reduce_on_a_slow_link_and_trains_at_the_samples_per_s_it_predicts():
+    # 100 Mbit/s between the hosts, 2.7 MiB of gradients (~230 ms a step): `search --objective
+    # throughput` and `train --batch auto --objective throughput` time each rank's step, count the
+    # all-reduce predicted from the network, and choose the knee of the job's curve; training at
+    # it must then run at the samples/s the curve gave that batch, which the step alone (what one
+    # process's curve says) overstates
+    model = ["--model", "mlp", "--layers", "2", "--width", "512", "--device", "cpu", "--threads", "1"]
+    with hosts(2, rate="100mbit") as (names, addrs):
+        searched = launch_nodes(names, addrs, ["search"] + model + [
+            "--memory-budget", "48MiB", "--timed-steps", "1", "--objective", "throughput",
+            "--json", os.path.join(DIR, "search{node}.json")])
+        for r, (status, text) in enumerate(searched):
+            if status != 0:
+                fail(f"search: node {r} exited with {status}", text)
+        trained = launch_nodes(names, addrs, ["train"] + model[:6] + TRAIN[7:-5] + [
+            "--memory-budget", "48MiB", "--batch", "auto", "--objective", "throughput", "--steps", "8",
+            "--json", os.path.join(DIR, "train{node}.json")])
+        for r, (status, text) in enumerate(trained):
+            if status != 0:
+                fail(f"train: node {r} exited with {status}", text)
+    s0 = json.load(open("search0.json"))  # rank 0 writes it
+    curve = s0["objective"]["throughput_curve"]
+    if curve["world_size"] != 2 or not curve["allreduce_ms_per_step"] > 50 or "network" not in s0:
+        fail(f"the search's curve does not count the all-reduce on a 100 Mbit/s link: world {curve['world_size']}, "
+             f"{curve['allreduce_ms_per_step']} ms a step", searched[0][1])
+    if "each step with the gradients' all-reduce" not in searched[0][1]:
+        fail("the search's reason does not say that the all-reduce is counted", searched[0][1])
+    t = json.load(open("train0.json"))
+    o = t["objective"]
+    knee, tc = o["batch"], o["throughput_curve"]
+    if t["micro_batch"] != knee or t["global_batch"] != 2 * knee:
+        fail(f"trained at micro-batch {t['micro_batch']} x global {t['global_batch']}, the knee {knee}", trained[0][1])
+    point = next(p for p in tc["points"] if p["batch"] == knee)
+    predicted, step_alone = point["samples_per_s"], 2 * point["compute_samples_per_s"]
+    measured = t["samples_per_s"]
+    if not 0.65 * measured <= predicted <= 1.35 * measured:
+        fail(f"at the knee {knee} the curve predicted {predicted:.0f} samples/s, training measured {measured:.0f}",
+             trained[0][1])
+    if not step_alone > 1.5 * measured:
+        fail(f"the step alone ({step_alone:.0f} samples/s) is not far from what trained ({measured:.0f}): the link "
+             "does not make the all-reduce matter, so this test proves nothing", trained[0][1])
+    print(f"100 Mbit/s: search knee {s0['objective']['batch']}, train knee {knee} (all-reduce "
+          f"{tc['allreduce_ms_per_step']:.0f} ms a step predicted); at it the curve said {predicted:.0f} samples/s, "
+          f"training ran {measured:.0f} ({100 * (predicted / measured - 1):+.0f} %); the steps alone would say "
+          f"{step_alone:.0f}")
+
+
 def sigterm_to_one_node_stops_every_rank_at_the_same_step_and_the_resume_continues_the_curve():
     # what a scheduler sends one host before preempting it: node 1's launch alone gets SIGTERM;
     # the ranks agree on the stop where they read their losses, every rank leaves after the same
@@ -266,6 +313,7 @@ CASES = {f.__name__: f for f in [the_network_is_measured_and_predicts_the_all_re
                                   a_loopback_interface_fails_at_once_naming_the_variable,
                                   ddp_train_across_three_hosts_equals_one_process,
                                   rank_synced_search_across_two_hosts,
+                                  the_objective_counts_the_all_reduce_on_a_slow_link_and_trains_at_the_samples_per_s_it_predicts,
                                   a_killed_node_is_named_by_the_other_within_the_timeout]}
 if CASE not in CASES:
     fail(f"unknown case; one of {', '.join(CASES)}")

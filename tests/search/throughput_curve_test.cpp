@@ -70,6 +70,38 @@ TEST(ThroughputCurve, FindsTheKneeWhereTheStepTimeLawPutsIt) {
   EXPECT_EQ(c.trial_steps, 13 * o.min_rounds * (o.warmup_steps + o.measure_steps));
 }
 
+TEST(ThroughputCurve, ASlowAllReduceEveryStepMovesTheKneeOfADataParallelJobToALargerBatch) {
+  FakeLaw law;  // 5 ms launch + 0.05 ms per sample a rank; one process's knee is 1024 (above)
+  law.per_sample_bytes = 1 << 10;
+  FakeRunner runner(law);
+  ThroughputCurveOptions o;
+  o.max_batch = 4096;
+  o.min_round_ms = 0;
+  const ThroughputCurve one = measure_throughput_curve(runner, o);
+  ASSERT_EQ(one.knee_batch, 1024);
+  // 4 ranks whose gradients take 100 ms a step to all-reduce: a step of b a rank moves 4 b samples
+  // in 5 + 0.05 b + 100 ms, so samples/s keep rising with b and only 4096 is within 90 % of it
+  const ThroughputCurve job = with_allreduce(one, 4, 100.0);
+  EXPECT_EQ(job.world_size, 4);
+  EXPECT_DOUBLE_EQ(job.allreduce_ms_per_step, 100.0);
+  ASSERT_EQ(job.points.size(), one.points.size());
+  for (size_t i = 0; i < job.points.size(); ++i) {
+    const double b = static_cast<double>(job.points[i].batch);
+    EXPECT_NEAR(job.points[i].samples_per_s, 4 * b * 1000 / (law.launch_ms + law.per_sample_ms * b + 100), 1e-6 * b)
+        << b;
+    EXPECT_DOUBLE_EQ(job.points[i].compute_samples_per_s, one.points[i].samples_per_s);
+  }
+  EXPECT_EQ(job.knee_batch, 4096);
+  EXPECT_EQ(job.best_batch, 4096);
+  // a fast network (0.1 ms a step) leaves the knee where one process's is
+  EXPECT_EQ(with_allreduce(one, 4, 0.1).knee_batch, 1024);
+  // no all-reduce, one rank: the curve as measured
+  const ThroughputCurve same = with_allreduce(one, 1, 0.0);
+  for (size_t i = 0; i < same.points.size(); ++i)
+    EXPECT_DOUBLE_EQ(same.points[i].samples_per_s, one.points[i].samples_per_s);
+  EXPECT_EQ(same.knee_batch, one.knee_batch);
+}
+
 TEST(ThroughputCurve, NoisyTimingsTakeMoreRoundsAndTwoRunsPickTheSameKneeOrANeighbour) {
   FakeLaw law;
   law.per_sample_bytes = 1 << 10;

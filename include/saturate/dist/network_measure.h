@@ -4,6 +4,7 @@
 // carries in a ring all-reduce). From them, the time the gradients' all-reduce should take.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ struct NetworkMeasure {
   }
   /// `bytes` all-reduced in `buckets` all-reduces one after another (DDP's buckets).
   double predicted_ms(int64_t bytes, int64_t buckets) const;
+  /// `gradient_bytes` all-reduced as DDP sends them: a first bucket of `first_bucket_bytes`, then
+  /// buckets of `bucket_bytes` (PyTorch's 1 MiB and 25 MiB by default).
+  double predicted_ddp_ms(int64_t gradient_bytes, int64_t bucket_bytes = int64_t{25} << 20,
+                          int64_t first_bucket_bytes = int64_t{1} << 20) const;
 };
 
 /// A collective: every rank calls it. All-reduces float tensors on `device` (the group's: the
@@ -39,5 +44,8 @@ NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int6
                                int repeats = 5);
 
 nlohmann::json to_json(const NetworkMeasure& m);
+
+/// "the network measured between the ranks: bus bandwidth 11.4 MB/s, latency 0.31 ms".
+std::string network_summary(const NetworkMeasure& m);
 
 }  // namespace saturate

@@ -14,6 +14,7 @@
 
 #include "saturate/dist/collectives.h"
 #include "saturate/search/search.h"
+#include "saturate/search/throughput_curve.h"
 #include "saturate/probe/trial.h"
 
 namespace saturate {
@@ -62,6 +63,14 @@ struct DistSearchResult {
 /// each rank's own maximum (refined exactly with `exact_ranks`). nullptr: a plain search.
 DistSearchResult search_across_ranks(TrialRunner& runner, const SearchOptions& options, Collectives* comm,
                                      bool exact_ranks);
+
+/// Every rank's throughput curve (each timed alone, no collectives in its steps) made one: at each
+/// of the `planned` batches the slowest rank's samples/s (a data-parallel step waits for it), ok
+/// only when it ran on every rank (the curve ends at the first that did not), settled only when
+/// settled on every rank; best, plateau, dips and knee again. A collective: every rank calls it
+/// and gets the same curve, so decisions taken from it agree.
+ThroughputCurve slowest_curve_across_ranks(const ThroughputCurve& mine, const std::vector<int64_t>& planned,
+                                           Collectives& comm);
 
 /// `world_size` and `ranks` [{rank, budget_bytes, max_batch, max_batch_exact}] for search JSON.
 void add_rank_json(nlohmann::json& j, int world_size, const std::vector<RankMax>& ranks);

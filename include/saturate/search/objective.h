@@ -52,6 +52,19 @@ struct ObjectiveProgress {
   std::function<void(int64_t batch, int steps)> on_noise_start;      ///< before the noise scale
 };
 
+/// Several data-parallel ranks: how each rank's curve becomes the job's (seed M8, issue 45: a slow
+/// network makes a larger batch per all-reduce faster). Default: one process.
+struct ObjectiveRanks {
+  int world_size = 1;
+  /// The gradients' all-reduce a step, predicted from the network measured between the ranks
+  /// (the same number on every rank).
+  double allreduce_ms = 0;
+  /// Every rank's curve into one (the slowest rank's; a collective, every rank calls it).
+  std::function<ThroughputCurve(const ThroughputCurve&)> combine;
+  /// The network, for the reason ("bus bandwidth 11.4 MB/s, latency 0.31 ms").
+  std::string network;
+};
+
 struct ObjectiveOutcome {
   /// The objective that chose `batch`: the requested one, or the one it fell back to (goodput
   /// falls back to throughput when the noise scale cannot be measured).
@@ -78,9 +91,11 @@ int64_t noise_batch_for(const ObjectiveOptions& options, int64_t max_batch);
 /// Goodput with a noise scale that is not measurable (the gradient is all noise after the
 /// steps) picks nothing from it: the knee of the curve chooses (objective throughput, the
 /// fallback named), and no learning-rate gain is given. Checks `options` first.
+/// With several `ranks` (throughput only), the knee is the job's: the ranks' curves combined and
+/// the all-reduce counted in every point (with_allreduce); samples/s are then the job's.
 ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& options, int64_t max_batch,
                                    const NoiseMeasure& noise, const std::string& noise_data,
-                                   const ObjectiveProgress& progress = {});
+                                   const ObjectiveProgress& progress = {}, const ObjectiveRanks& ranks = {});
 
 /// The curve options the objective times with (one place for the knee and the range).
 ThroughputCurveOptions curve_options(const ObjectiveOptions& options, int64_t max_batch);

@@ -29,6 +29,9 @@ struct ThroughputPoint {
   bool dip = false;
   std::vector<double> round_samples_per_s;
   std::string error;
+  /// Several ranks (with_allreduce): one rank's samples/s before the gradients' all-reduce (the
+  /// slowest rank's step); 0 for one process, whose samples_per_s is the step's alone.
+  double compute_samples_per_s = 0;
 };
 
 struct ThroughputCurveOptions {
@@ -64,6 +67,10 @@ struct ThroughputCurve {
   double knee_fraction = 0.9;
   int64_t trial_steps = 0;  ///< training steps run to measure the curve
   double seconds = 0;
+  /// Several data-parallel ranks (with_allreduce): the ranks the samples/s count, and the
+  /// gradients' all-reduce a step that each point's time includes. 1 and 0: one process.
+  int world_size = 1;
+  double allreduce_ms_per_step = 0;
 };
 
 /// The batches timed: log-spaced from min_batch to max_batch, max_batch included, no repeats.
@@ -82,6 +89,18 @@ double plateau_samples_per_s(const std::vector<ThroughputPoint>& points, double 
 
 /// Sets each point's `dip`.
 void mark_dips(std::vector<ThroughputPoint>& points);
+
+/// The curve of a data-parallel job: `curve` is one rank's (the slowest's) steps, and each step
+/// of `world_size` ranks also all-reduces the gradients, `allreduce_ms` a step, after the
+/// backward (the bound a slow network sets: DDP overlaps what it can with the backward). Each
+/// point's samples/s become world_size x batch / (batch / samples_per_s + allreduce_ms), its
+/// rounds and spread alike (compute_samples_per_s keeps the step's own); then the best, the
+/// plateau, the dips and the knee at `curve.knee_fraction` again. A constant time a step makes a
+/// larger batch per all-reduce faster: on a slow link the knee moves up.
+ThroughputCurve with_allreduce(ThroughputCurve curve, int world_size, double allreduce_ms);
+
+/// Sets the curve's best, plateau, dips and knee from its points.
+void summarize_curve(ThroughputCurve& curve);
 
 /// The smallest ok point whose samples/s reaches `fraction` of the plateau (0 when none is ok),
 /// a dip counting as its neighbours' geometric mean.

@@ -27,12 +27,18 @@ NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> 
 /// `next_batch`'s batches (`data` names them) at the weights `initial` holds.
 ObjectiveOutcome pick_by_objective(Probe& probe, ObjectiveOptions options, int64_t max_batch,
                                    const std::function<Batch(int64_t)>& next_batch, const std::string& data,
-                                   const ObjectiveProgress& progress = {}, ModelSnapshot* initial = nullptr);
+                                   const ObjectiveProgress& progress = {}, ModelSnapshot* initial = nullptr,
+                                   const ObjectiveRanks& ranks = {});
 
-/// Several ranks: each point's samples/s becomes the ranks' mean, and a point that failed on any
-/// rank failed (every rank then decides on the same curve). No group, or one rank: `curve`
-/// unchanged. A collective: every rank calls it with the same options.
-ThroughputCurve mean_curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options,
-                                        DistGroup* group);
+/// Several ranks: each point's samples/s becomes the slowest rank's (a data-parallel step waits
+/// for it), and a point that failed on any rank failed (every rank then decides on the same
+/// curve: slowest_curve_across_ranks). No group, or one rank: `curve` unchanged. A collective:
+/// every rank calls it with the same options.
+ThroughputCurve curve_across_ranks(ThroughputCurve curve, const ThroughputCurveOptions& options, DistGroup* group);
+
+/// The objective's ranks on `group`: the slowest rank's curve, each step with `allreduce_ms` of
+/// the gradients' all-reduce (predicted from `network`, which the reason names).
+ObjectiveRanks objective_ranks(DistGroup& group, const ObjectiveOptions& options, int64_t max_batch,
+                               double allreduce_ms, const std::string& network);
 
 }  // namespace saturate

@@ -90,6 +90,8 @@ class TrainRanks {
   /// measured now (once: setup reuses it, and decides compression there from the same numbers),
   /// the ranks' mean (a collective: every rank calls it); 0 for one process.
   double step_allreduce_ms(Workload& workload, bool compression_named);
+  /// The network as measured (network_summary), "" before it is or with one process.
+  std::string network_text() const { return network_ ? network_summary(*network_) : ""; }
 
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/dist/network_measure.h"
 #include "saturate/dist/search_run.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/monitor/gemm_peak.h"
@@ -70,6 +71,10 @@ struct WorkloadSearchResult {
   std::string checkpointing_text;  ///< the comparison, for people ("" when not compared)
   int world_size = 1;
   std::string backend;  ///< several ranks: the process group's backend
+  /// Several ranks with objective throughput: the network measured between them, and the
+  /// gradients' all-reduce a step predicted from it (the ranks' mean) that the curve counts.
+  std::optional<NetworkMeasure> network;
+  double allreduce_ms = 0;
   TrainingFootprint footprint;
 
   const SearchResult& search() const { return run.chosen.result; }
