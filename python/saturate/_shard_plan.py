@@ -34,7 +34,8 @@ import torch
 from . import _saturate as _C
 from ._budget import Size, current_cpu_budget, to_bytes
 from ._memory import cpu_memory_budget, memory_breakdown
-from ._step import local_tensor
+from ._shard_sync import ShardSync, fsdp_modules
+from ._step import StepRunner, local_tensor
 
 STRATEGIES = ("ddp", "fsdp_no_reshard", "fsdp")
 OBJECTIVES = ("throughput", "memory")
@@ -678,14 +679,96 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
         _free()
         return
     c.fits = True
+    guard = _AfterSearch(model, group, replicated)
+    try:
+        _measure_candidate(c, model, opt, step, unit_names, device, budget, timed_steps, group, guard)
+    except _Stopped as stopped:
+        c.fits = False
+        c.reason = str(stopped)
+    finally:
+        guard.remove()
+    if guard.interrupt is not None:
+        raise guard.interrupt
+    del model, opt, guard
+    _free()
+
+
+class _Stopped(Exception):
+    """A step after the search did not run on some rank; every rank raises it (the same words)."""
+
+
+class _AfterSearch:
+    """The steps a candidate runs after its search (the warm-up before timing, the segments' and
+    the breakdown's steps) are at batches the search saw fit on every rank, but a rank may have
+    less memory by then (another process on a shared device, a cache that grew). Each runs so that
+    a rank that cannot finish it is known to every rank at once: on a sharded model through
+    ShardSync's agreement points (the search's), on a replicated one without its gradients'
+    all-reduce and an all-gather after it. So no rank waits in a collective that another never
+    enters; the candidate is then out, with the rank named. The timed steps after the warm-up run
+    plain (their time is the step's own): the same batch has just run on every rank."""
+
+    def __init__(self, model: torch.nn.Module, group, replicated: bool):
+        self.model, self.group, self.replicated = model, group, replicated
+        units = fsdp_modules([model]) if group.world_size > 1 else []
+        self.sync = ShardSync(group, units) if units else None
+        self.interrupt: Optional[BaseException] = None
+
+    def run(self, batch: int, fn: Callable[[], None], *, without_allreduce: bool = True) -> None:
+        """fn() once, agreed; raises _Stopped on every rank when it failed on any."""
+        def once(_):
+            if self.replicated and without_allreduce:
+                with self.model.no_sync():
+                    fn()
+            else:
+                fn()
+
+        runner = StepRunner(once, self.sync)
+        before = len(self.sync.own_oom_batches) if self.sync is not None else 0
+        got = runner(batch)
+        if runner.interrupt is not None:
+            self.interrupt = runner.interrupt
+        # 1: this rank's own failure; 2: it stopped because another rank failed (ShardSync's points)
+        heard = got is not None and self.sync is not None and len(self.sync.own_oom_batches) == before and \
+            "another rank" in got[1]
+        mine = 0 if got is None else 2 if heard else 1
+        every = self.group.all_gather([mine])
+        if not any(every):
+            return
+        ranks = ",".join(str(r) for r, f in enumerate(every) if f == 1) or "?"
+        raise _Stopped(f"does not fit now: its search found batch {batch} fits every rank, but rank {ranks} could "
+                       f"not run it afterwards (less free memory than during the search: another process on the "
+                       f"device?); every rank stopped it")
+
+    def remove(self) -> None:
+        if self.sync is not None:
+            self.sync.remove()
+
+
+def _measure_candidate(c: Candidate, model, opt, step, unit_names, device, budget, timed_steps, group,
+                       guard: _AfterSearch) -> None:
+    # a sharded model's every step from here on is agreed (_AfterSearch): the same batch's peak
+    # moves from step to step (Gloo frees its copies on its own threads), so a warm-up that fit
+    # proves nothing about the next step on a rank at its limit (seen: the warm-up fit, the first
+    # timed step ran out). A replicated model's warm-up runs without its all-reduce, agreed; its
+    # timed steps, which must all-reduce, run plain (the gradients' buckets were held in its trials)
+    agreed = guard.sync is not None
+
+    def agreed_step(b: int) -> None:
+        if agreed:
+            guard.run(b, lambda: step(model, opt, b))
+        else:
+            step(model, opt, b)
+
     # timed at the micro-batch, every rank, with the real collectives; the slowest rank's time
+    # (a sharded step's agreement points included: one all-reduce of a flag before each unit's
+    # collectives)
     budget_block = _budget_block(device, budget)
     with budget_block:
-        step(model, opt, c.micro_batch)  # warm
+        guard.run(c.micro_batch, lambda: step(model, opt, c.micro_batch))  # warm
         _peak_reset(device)
         started = time.perf_counter()
         for _ in range(timed_steps):
-            step(model, opt, c.micro_batch)
+            agreed_step(c.micro_batch)
         if torch.device(device).type == "cuda":
             torch.cuda.synchronize()
         mine_us = int((time.perf_counter() - started) / timed_steps * 1e6)
@@ -694,6 +777,7 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.step_ms = slowest_us / 1e3
     c.samples_per_s = c.micro_batch * group.world_size / (slowest_us / 1e6) if slowest_us else 0.0
     c.peak_bytes = group.all_gather([peak])
+
     # each segment's law, from the micro-batch and a third of it: the smallest of three steps' peaks
     # at each (Gloo frees its copy of a gathered unit on its own threads: a late free adds up to a
     # unit's size to a backward segment, 6 MiB on GPT-2 in 1 step of 5, never less); every rank's
@@ -703,8 +787,8 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
         with _budget_block(device, budget):
             measured, sharded = {}, []
             for b in (low, high):
-                step(model, opt, b)
-                runs = [_segment_peaks(model, opt, unit_names, lambda: step(model, opt, b), device) for _ in range(3)]
+                agreed_step(b)
+                runs = [_segment_peaks(model, opt, unit_names, lambda: agreed_step(b), device) for _ in range(3)]
                 same = len({len(peaks) for peaks, _ in runs}) == 1
                 measured[b] = [min(p) for p in zip(*(peaks for peaks, _ in runs))] if same else runs[-1][0]
                 sharded = runs[-1][1]
@@ -720,14 +804,27 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     c.rank_bytes = group.all_gather([budget, _local_bytes(params), _local_bytes(p for p in params if p.requires_grad),
                                      state])
     del params
-    # the peak split into its parts, one step at the micro-batch (phases from hooks)
-    parts = memory_breakdown(lambda n: step(model, opt, n), c.micro_batch, model=model, optimizer=opt, device=device,
-                             memory_budget=budget, restore=False).data["breakdown"]
+    # the peak split into its parts, one step at the micro-batch (phases from hooks); a failure
+    # that every rank heard of comes out of memory_breakdown as its error: _Stopped again
+    stopped: List[_Stopped] = []
+
+    def breakdown_step(n: int) -> None:
+        try:
+            agreed_step(n)
+        except _Stopped as e:
+            stopped.append(e)
+            raise
+
+    try:
+        parts = memory_breakdown(breakdown_step, c.micro_batch, model=model, optimizer=opt, device=device,
+                                 memory_budget=budget, restore=False).data["breakdown"]
+    except (RuntimeError, torch.OutOfMemoryError):
+        if stopped:
+            raise stopped[0] from None
+        raise
     every = group.all_gather([int(parts.get(k, 0)) for k in _BREAKDOWN_PARTS])
     n = len(_BREAKDOWN_PARTS)
     c.breakdown = [dict(zip(_BREAKDOWN_PARTS, every[r * n:(r + 1) * n])) for r in range(group.world_size)]
-    del model, opt
-    _free()
 
 
 def _trials_to_max(trials, max_batch: int, capped: bool) -> int:

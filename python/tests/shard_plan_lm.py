@@ -92,6 +92,32 @@ if __name__ == "__main__":
         # now and then with "terminate called without an active exception" (a C++ thread object
         # destroyed unjoined at exit; not understood, seen in a fresh-clone CI run)
         os._exit(0)
+    elif mode == "shrink":
+        # rank 1 loses memory right after the first candidate's search, until the next search starts
+        # (another process on a shared device, come and gone): enough that the candidate's
+        # micro-batch no longer fits there. The plan's steps after the search must not leave rank 0
+        # waiting in FSDP's collectives for it
+        import saturate._search as searching
+
+        real_search, blocker, lost = searching.search, [], []
+
+        def search_then_lose_memory(*args, **kwargs):
+            blocker.clear()
+            r = real_search(*args, **kwargs)
+            if rank == 1 and not lost:
+                lost.append(1)
+                peak = max(t.peak_bytes for t in r.trials if t.status == "ok" and t.batch == r.recommended_batch)
+                blocker.append(torch.empty(budget - peak + (2 << 20), dtype=torch.uint8))
+            return r
+
+        searching.search = search_then_lose_memory
+        plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget,
+                                   strategies=["fsdp", "fsdp_no_reshard"], checkpointing=False, device="cpu")
+        with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
+            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan), "lost": len(lost)}, f)
+        dist.barrier()
+        dist.destroy_process_group()
+        os._exit(0)
     elif mode == "plan":
         global_batch = int(sys.argv[6]) or None
         strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None

@@ -123,6 +123,30 @@ def test_the_planned_micro_batch_is_exact_on_unequal_ranks(tmp_path):
         assert "oom" in fresh(tmp_path, "fsdp", False, m + 2)
 
 
+def test_a_rank_that_loses_memory_after_a_candidates_search_stops_it_on_every_rank_without_a_hang(tmp_path):
+    # rank 1's free memory shrinks right after fsdp's search (a blocker of its micro-batch's headroom
+    # + 2 MiB, held until the next search starts): fsdp's warm-up step before timing runs out of memory there, every
+    # rank learns of it at the agreement points and drops the candidate, and fsdp_no_reshard is then
+    # searched with the memory back. Without the agreement, rank 1 raised out of memory out of
+    # shard_plan in its first timed step (the warm-up had fit) and rank 0, inside FSDP's all-gather,
+    # lost its peer: had rank 1's process lived on, rank 0 would have waited out the collective
+    # timeout
+    out = torchrun("shrink", tmp_path, B0, B1, TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-4000:]
+    p0, p1 = [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]
+    assert p1["lost"] == 1 and p0["lost"] == 0
+    for key in ("strategy", "micro_batch", "max_batch", "global_batch"):
+        assert p0["plan"][key] == p1["plan"][key], key
+    same = ("strategy", "fits", "reason", "max_batch", "micro_batch")
+    assert [[c[k] for k in same] for c in p0["plan"]["candidates"]] == \
+        [[c[k] for k in same] for c in p1["plan"]["candidates"]]
+    fsdp, no_reshard = p0["plan"]["candidates"]
+    assert fsdp["strategy"] == "fsdp" and fsdp["searched"] and not fsdp["fits"], fsdp
+    assert "rank 1 could not run it afterwards" in fsdp["reason"], fsdp["reason"]
+    assert no_reshard["fits"] and p0["plan"]["strategy"] == "fsdp_no_reshard", no_reshard
+    assert "rank 1 could not run it afterwards" in p0["text"]
+
+
 def test_bf16_mixed_precision_is_planned_exactly_and_fits_more_than_float32(tmp_path, monkeypatch):
     # FSDP2's MixedPrecisionPolicy (bf16 weights gathered and computed, float32 gradients reduced)
     # when the step asks for bf16: the plan wraps with it, its search is exact in fresh processes
