@@ -120,6 +120,7 @@ struct DistributedDataParallel::Impl {
     account(start, end);
     stats.allreduce_ms += total;
     stats.overlapped_ms += overlapped;
+    stats.step_allreduce_ms.push_back(total);
     stats.buckets = static_cast<int64_t>(iv.size());
     stats.gradient_bytes = log->bytes;
     log->bytes = 0;

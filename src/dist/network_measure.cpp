@@ -26,18 +26,29 @@ void allreduce(DistGroup& group, at::Tensor& values, bool compressed) {
   if (compressed) values.copy_(wire[0]);
 }
 
-/// The median milliseconds of `repeats` all-reduces of `elements` floats (after 2 warm-ups).
+/// The median milliseconds of `repeats` all-reduces of `elements` floats (after 2 warm-ups), each
+/// as the last rank to start it saw it: the least time of any rank. The ranks leave the barrier
+/// before each at slightly different times (on shared cores by up to a scheduler slice), and a
+/// rank that starts early waits inside the all-reduce for the others; the last one does not.
+/// Every rank gets the same number.
 double time_allreduce(DistGroup& group, const c10::Device& device, int64_t elements, int repeats,
                       bool compressed = false) {
   at::Tensor t = torch::ones({std::max<int64_t>(1, elements)}, torch::TensorOptions().device(device));
-  std::vector<double> ms;
+  std::vector<int64_t> ns;
   for (int i = 0; i < repeats + 2; ++i) {
     group.barrier();  // every rank starts together: the time is the collective's, not a late rank's
     const auto start = std::chrono::steady_clock::now();
     allreduce(group, t, compressed);
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
-    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= 2) ms.push_back(elapsed);
+    const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    if (i >= 2) ns.push_back(elapsed.count());
+  }
+  const std::vector<int64_t> every = group.all_gather(ns);
+  std::vector<double> ms;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    int64_t least = every[i];
+    for (int r = 1; r < group.world_size(); ++r) least = std::min(least, every[static_cast<size_t>(r) * ns.size() + i]);
+    ms.push_back(static_cast<double>(least) / 1e6);
   }
   return median(ms);
 }

@@ -1,6 +1,8 @@
 #include "saturate/session/train_ranks.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 #include <torch/cuda.h>
@@ -127,6 +129,27 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
   train.sync = dp_sync_.get();
 }
 
+void TrainRanks::finish_training() {
+  if (!ddp_ || !group_) return;
+  const std::vector<double> mine = ddp_->stats().step_allreduce_ms;
+  // every rank synced the same steps; a shorter list (never expected) is padded with "not seen"
+  const int64_t steps = group_->all_reduce_max({static_cast<int64_t>(mine.size())})[0];
+  if (steps == 0) return;
+  std::vector<int64_t> ns(static_cast<size_t>(steps), std::numeric_limits<int64_t>::max());
+  for (size_t i = 0; i < mine.size(); ++i) ns[i] = static_cast<int64_t>(std::llround(mine[i] * 1e6));
+  const std::vector<int64_t> every = group_->all_gather(ns);
+  double sum = 0;
+  int64_t counted = 0;
+  for (size_t i = 0; i < static_cast<size_t>(steps); ++i) {
+    int64_t least = std::numeric_limits<int64_t>::max();
+    for (int r = 0; r < world_size(); ++r) least = std::min(least, every[static_cast<size_t>(r) * ns.size() + i]);
+    if (least == std::numeric_limits<int64_t>::max()) continue;
+    sum += static_cast<double>(least) / 1e6;
+    ++counted;
+  }
+  last_rank_allreduce_ms_ = counted > 0 ? sum / static_cast<double>(counted) : 0.0;
+}
+
 TrainRanksSummary TrainRanks::summary() const {
   TrainRanksSummary r;
   r.world_size = world_size();
@@ -141,6 +164,7 @@ TrainRanksSummary TrainRanks::summary() const {
   r.gradient_bytes = s.gradient_bytes;
   r.network = network_;
   if (network_) r.predicted_allreduce_ms = network_->predicted_ms(s.gradient_bytes, s.buckets);
+  r.last_rank_allreduce_ms = last_rank_allreduce_ms_;
   r.compress_bf16 = compress_bf16_;
   r.compression_by = compression_by_;
   r.compression_speedup = compression_speedup_;
@@ -162,6 +186,8 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     nlohmann::json n = to_json(*network);
     n["predicted_allreduce_ms"] = predicted_allreduce_ms;  // per synced step, for these buckets
     n["measured_allreduce_ms"] = allreduce_ms;
+    // the same, as the last rank to arrive saw it (no wait for a peer in it): the wire's time
+    n["measured_last_rank_allreduce_ms"] = last_rank_allreduce_ms;
     j["network"] = n;
   }
   if (!compression_by.empty()) {

@@ -666,6 +666,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   s.workers = data.workers;
   s.workers_auto = workers_tuning;
   out.json = s.to_json();
+  ranks.finish_training();
   out.ranks = ranks.summary();
   out.ranks.add_to_json(out.json);
   return out;

@@ -171,6 +171,11 @@ def the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link():
     predicted, measured = n["predicted_allreduce_ms"], n["measured_allreduce_ms"]
     if not (measured > 0 and 0.65 * measured <= predicted <= 1.35 * measured):
         fail(f"predicted all-reduce {predicted:.1f} ms per step, measured {measured:.1f} ms", json.dumps(n))
+    # the last rank to arrive waits for nobody: its time is at most any rank's, and on this link
+    # (the wire decides) close to it
+    last = n["measured_last_rank_allreduce_ms"]
+    if not 0.5 * measured <= last <= measured * 1.001:
+        fail(f"the last rank's all-reduce {last:.1f} ms a step against this rank's {measured:.1f} ms", json.dumps(n))
     if "network     all-reduce bus bandwidth" not in runs[0][1]:
         fail("no network line in node 0's summary", runs[0][1])
     print(f"100 Mbit/s link: bus bandwidth {busbw / 1e6:.2f} MB/s (link {rate / 1e6:.2f}), latency "

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
@@ -36,6 +37,8 @@ struct DdpStats {
   int64_t gradient_bytes = 0;  ///< bytes all-reduced per synced backward (as sent: bf16 when compressed)
   double allreduce_ms = 0;     ///< wall time with a bucket in flight, summed over synced steps
   double overlapped_ms = 0;    ///< of which while backward was still computing gradients
+  /// Each synced backward's wall time with a bucket in flight, in order (allreduce_ms's parts).
+  std::vector<double> step_allreduce_ms;
   double overlap_fraction() const { return allreduce_ms > 0 ? overlapped_ms / allreduce_ms : 0; }
 };
 

@@ -56,6 +56,11 @@ struct TrainRanksSummary {
   /// step it predicts for these buckets (issue 45).
   std::optional<NetworkMeasure> network;
   double predicted_allreduce_ms = 0;
+  /// The all-reduce per synced step as the last rank to reach it saw it: at each step the least
+  /// in-flight time of any rank (a rank that arrived early waits for the others inside its
+  /// all-reduce; the last one does not), then their mean. What the wire takes, which the
+  /// prediction is about; allreduce_ms (this rank's) includes the wait. 0 when not gathered.
+  double last_rank_allreduce_ms = 0;
   /// Whether the gradients were all-reduced in bf16, and why: "named" (compress_bf16 given),
   /// "measured" (auto/try, kept or not by network->compression_speedup()), "" (not considered).
   bool compress_bf16 = false;
@@ -101,6 +106,10 @@ class TrainRanks {
   const std::vector<c10::Device>& data_parallel_devices() const { return dp_devices_; }
   DistGroup* group() const { return group_.get(); }
 
+  /// After training, on every rank (a collective with DDP): each step's all-reduce gathered, for
+  /// the summary's last_rank_allreduce_ms.
+  void finish_training();
+
   /// How the ranks trained (the train JSON's world_size, parallel, backend, all-reduce keys).
   TrainRanksSummary summary() const;
 
@@ -118,6 +127,7 @@ class TrainRanks {
   bool compress_bf16_ = false;
   std::string compression_by_;
   double compression_speedup_ = 0;
+  double last_rank_allreduce_ms_ = 0;
 };
 
 }  // namespace saturate
