@@ -16,7 +16,7 @@ TIMING = re.compile(r"(_ms$|_s$|per_s|seconds|utilization|phases|rss|mfu|^eta|wa
                     r"rounds|rel_std|stddev|samples_per|throughput|settled|verdict|achieved|peak_flops|gemm|"
                     r"git_commit|sampler_cpu_share|monitor|^points$|^curve$|load|"
                     # the GEMM peak's load while measured (and the words that name it), MFU's note, HFU
-                    r"peak_method|peak_others|peak_first|mfu_note|hfu)")
+                    r"peak_method|peak_others|peak_first|mfu_note|hfu|others_busy)")
 
 
 def strip(x, path=""):

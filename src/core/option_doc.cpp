@@ -32,7 +32,8 @@ const std::vector<OptionDoc> kDocs = {
     {"lr", "learning rate (default 0.01 for sgd, 1e-3 for adam/adamw)", 0, 1e6,
            "a learning rate; 0: the optimizer's default"},
     {"seed", "seed for weights and synthetic data", 0, 18446744073709551615.0, "a whole number below 2^64"},
-    {"threads", "CPU threads for LibTorch (default: LibTorch's choice)"},
+    {"threads", "CPU threads for LibTorch (default: auto: LibTorch's count on a quiet machine, the CPUs other "
+                "processes leave free on a busy one; OMP_NUM_THREADS when set)"},
     // the step (step/step_footprint.h, step/fast_paths.h)
     {"precision", "fp32 | tf32 | bf16 | fp16: the step's precision (bf16/fp16 autocast; fp16 with loss scaling, CUDA "
                   "only); trials measure the step training will run"},

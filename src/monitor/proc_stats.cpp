@@ -6,7 +6,12 @@
 
 #include <time.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +19,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 namespace saturate {
 namespace {
@@ -135,6 +142,40 @@ OthersCpuMeter::OthersCpuMeter()
     : machine_busy_s_(machine_busy_seconds()),
       own_s_(clock_seconds(CLOCK_PROCESS_CPUTIME_ID)),
       wall_s_(clock_seconds(CLOCK_MONOTONIC)) {}
+
+double OthersCpuMeter::elapsed_s() const { return clock_seconds(CLOCK_MONOTONIC) - wall_s_; }
+
+int allowed_cpus(int pid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+CpuThreads choose_cpu_threads(const OthersCpuMeter& others, int most, double min_sample_s) {
+  CpuThreads c;
+  most = std::max(1, most);
+  const double left = min_sample_s - others.elapsed_s();
+  if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+  c.sample_s = others.elapsed_s();
+  c.others_busy_cpus = others.busy_cpus();
+  c.allowed_cpus = allowed_cpus(0);
+  const int cpus = c.allowed_cpus > 0 ? c.allowed_cpus : most;
+  if (c.others_busy_cpus < 0) {
+    c.threads = most;
+    c.reason = fmt::format("LibTorch's {} (the machine's load could not be read)", most);
+    return c;
+  }
+  const int free_cpus = static_cast<int>(std::lround(static_cast<double>(cpus) - c.others_busy_cpus));
+  c.threads = c.others_busy_cpus < 0.5 ? most : std::clamp(free_cpus, 1, most);
+  c.reason = c.threads == most
+                 ? fmt::format("LibTorch's {}: {:.1f} of {} CPUs busy with other processes (over {:.2f} s)", most,
+                               c.others_busy_cpus, cpus, c.sample_s)
+                 : fmt::format("{} of {} CPUs: {:.1f} busy with other processes (over {:.2f} s); all {} would "
+                               "compete with them",
+                               c.threads, cpus, c.others_busy_cpus, c.sample_s, most);
+  return c;
+}
 
 double OthersCpuMeter::busy_cpus() const {
   const double busy = machine_busy_seconds(), wall = clock_seconds(CLOCK_MONOTONIC) - wall_s_;

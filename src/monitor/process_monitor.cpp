@@ -20,14 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// How many CPUs `pid` may run on (its affinity mask); 0 when it cannot be read (it has ended).
-int allowed_cpus(int pid) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return 0;
-  return CPU_COUNT(&set);
-}
-
 }  // namespace
 
 WatchResult watch_process(const WatchOptions& o) {

@@ -181,10 +181,18 @@ void write_stopped_json(const std::string& command, const std::string& path, con
 }
 
 nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample,
-                            const std::string& mfu_note) {
+                            const std::string& mfu_note, double trials_others_busy_cpus) {
   nlohmann::json j = {{"peak_flops_per_s", peak.flops_per_s}, {"peak_method", peak.method()}, {"flops_method", "counted"},
                       {"peak_threads", peak.threads}};
   if (peak.others_busy_cpus >= 0) j["peak_others_busy_cpus"] = peak.others_busy_cpus;
+  if (trials_others_busy_cpus >= 0) j["trials_others_busy_cpus"] = trials_others_busy_cpus;
+  // the load moved between the peak's measurement and the trials: the MFU compares rates taken
+  // under different conditions (issue 27: flagged, as google/benchmark warns of CPU scaling)
+  if (trials_others_busy_cpus >= 0 && peak.others_busy_cpus >= 0 &&
+      std::abs(trials_others_busy_cpus - peak.others_busy_cpus) >= 0.5)
+    j["load_note"] = fmt::format("the load moved: {:.1f} other CPUs busy while the peak was measured, {:.1f} over "
+                                 "the trials; the MFU compares rates taken under different loads",
+                                 peak.others_busy_cpus, trials_others_busy_cpus);
   if (peak.first_flops_per_s > 0) j["peak_first_flops_per_s"] = peak.first_flops_per_s;
   if (analytic_flops_per_sample) j["analytic_flops_per_sample"] = *analytic_flops_per_sample;
   const Trial* at = nullptr;
@@ -236,6 +244,7 @@ std::string compute_text(const nlohmann::json& c) {
   else if (c.contains("achieved_flops_per_s"))
     rate = fmt::format("; {}/s at batch {}; {}", format_flops(c["achieved_flops_per_s"].get<double>()),
                        c["batch"].get<int64_t>(), c.value("mfu_note", std::string("no MFU")));
+  if (c.contains("load_note")) rate += "; " + c["load_note"].get<std::string>();
   return fmt::format("compute            {}/sample (counted{}){}\n", format_flops(c["flops_per_sample"].get<double>()),
                      analytic, rate);
 }

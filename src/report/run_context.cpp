@@ -26,6 +26,7 @@ RunContext run_context_here() {
 nlohmann::json context_json(const RunContext& c) {
   nlohmann::json j = {{"device", c.device},
                       {"device_info", c.device_info},
+                      {"threads_reason", c.threads_reason},
                       {"model", {{"name", c.model_name}, {"parameters", c.model_parameters}, {"input", c.input}}},
                       {"optimizer", c.optimizer},
                       {"budget_bytes", c.budget_bytes},

@@ -39,7 +39,7 @@ int64_t UserSearchResult::batch() const { return decision().batch; }
 
 nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search);
-  j["compute"] = compute_json(search, peak, std::nullopt, mfu_note);
+  j["compute"] = compute_json(search, peak, std::nullopt, mfu_note, trials_others_busy_cpus);
   if (objective.requested != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, ranks);
@@ -138,6 +138,7 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
   }
   out.peak = compute.peak();
   out.mfu_note = compute.mfu_note();
+  out.trials_others_busy_cpus = compute.trials_others_busy_cpus();
   return out;
 }
 

@@ -130,6 +130,7 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
   }
   out.peak = compute_->peak();  // measured again when a trial outran the first
   out.mfu_note = compute_->mfu_note();
+  out.trials_others_busy_cpus = compute_->trials_others_busy_cpus();
   return out;
 }
 
@@ -142,7 +143,7 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
   j["checkpointing"] = checkpointing_json;
   j["precision"] = to_string(footprint.precision);
-  j["compute"] = compute_json(search(), peak, analytic_flops_per_sample, mfu_note);
+  j["compute"] = compute_json(search(), peak, analytic_flops_per_sample, mfu_note, trials_others_busy_cpus);
   j["fast_paths"] = fast_paths_json;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(

@@ -3,9 +3,13 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <optional>
+
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
+#include "saturate/monitor/proc_stats.h"
 #include "saturate/models/model.h"
 #include "saturate/search/fixed_cost.h"
 
@@ -79,6 +83,7 @@ std::string rank_budget(const std::string& budgets, const DistEnv& env) {
 }
 
 std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
+  const OthersCpuMeter load;  // the machine's load while the workload is made: the threads' default
   auto s = std::make_unique<WorkloadSession>();
   s->context = run_context_here();
   if (o.threads < 0) throw UsageError("threads", fmt::format("{} is negative; give a positive count", o.threads));
@@ -107,7 +112,29 @@ std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
   // the budget starts after the model is on the device: parameters count against it too.
   s->meter->set_budget_bytes(budget_bytes);
   s->context.device = s->device.str();
-  s->context.device_info = describe_device(s->device);
+  if (s->device.is_cpu()) {
+    // the threads: given, or OMP_NUM_THREADS (a launcher's share of the cores), or chosen from the
+    // load now: all of LibTorch's on a quiet machine, the CPUs others leave free on a busy one
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    std::optional<CpuThreads> fewer;
+    if (o.threads > 0) {
+      s->context.threads_reason = "given";
+    } else if (omp && *omp) {
+      s->context.threads_reason = fmt::format("OMP_NUM_THREADS={}", omp);
+    } else {
+      const int most = at::get_num_threads();
+      const CpuThreads t = choose_cpu_threads(load, most);
+      at::set_num_threads(t.threads);
+      s->context.threads_reason = "auto: " + t.reason;
+      if (t.threads < most) fewer = t;
+    }
+    s->context.device_info =
+        fewer ? fmt::format("cpu ({} threads of {} CPUs: {:.1f} busy with other processes)", fewer->threads,
+                            fewer->allowed_cpus, fewer->others_busy_cpus)
+              : describe_device(s->device);
+  } else {
+    s->context.device_info = describe_device(s->device);
+  }
   s->context.optimizer = to_string(optimizer);
   s->context.budget_bytes = s->meter->budget_bytes();
   s->context.gpu_name = device_name(s->device);

@@ -29,7 +29,7 @@ void add_workload_flags(CLI::App& app, WorkloadFlags& f) {
   add_option_flag(app, "optimizer", f.o.optimizer);
   add_option_flag(app, "lr", f.o.lr);
   add_option_flag(app, "seed", m.seed);
-  add_option_flag(app, "threads", f.o.threads)->check(thread_count("CPU threads; 0: LibTorch's choice"));
+  add_option_flag(app, "threads", f.o.threads)->check(thread_count("CPU threads; 0: auto"));
   add_option_flag(app, "json", f.json);
 }
 

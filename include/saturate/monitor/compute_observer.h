@@ -13,6 +13,7 @@
 
 #include "saturate/monitor/flop_counter.h"
 #include "saturate/monitor/gemm_peak.h"
+#include "saturate/monitor/proc_stats.h"
 #include "saturate/probe/probe_hooks.h"
 
 namespace saturate {
@@ -32,6 +33,9 @@ class ComputeObserver final : public ProbeObserver {
   const GemmPeak& peak() const { return peak_; }
   /// Why a trial has FLOPs and a rate but no MFU (empty: none lacks it).
   const std::string& mfu_note() const { return mfu_note_; }
+  /// Other processes' busy CPUs since this observer was made (the trials' load; -1: not read),
+  /// to set beside the load the peak was measured under.
+  double trials_others_busy_cpus() const { return trials_load_.busy_cpus(); }
 
   void trial_begin(int64_t batch) override;
   void step_begin(int step, bool measured) override;
@@ -50,6 +54,7 @@ class ComputeObserver final : public ProbeObserver {
   double flops_per_step_ = 0;
   double recompute_flops_per_step_ = 0;
   std::unique_ptr<FlopCounter> counter_;
+  OthersCpuMeter trials_load_;
 };
 
 }  // namespace saturate

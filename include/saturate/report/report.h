@@ -39,8 +39,11 @@ void print_trial(std::ostream& out, const RunContext& c, const Trial& t);
 /// FLOPs and MFU of a search (search JSON "compute"): the counted FLOPs per sample of the trial at
 /// the throughput batch (else the recommended, else the largest; monitor/compute_observer.h), the
 /// rate it ran at, the measured GEMM peak and their ratio (mfu); the analytic figure when known.
+/// `trials_others_busy_cpus` (>= 0: read): the other processes' load over the trials; where it is
+/// half a CPU or more away from the load the peak was measured under, `load_note` says so (the MFU
+/// is against a peak measured under other conditions).
 nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample,
-                            const std::string& mfu_note = {});
+                            const std::string& mfu_note = {}, double trials_others_busy_cpus = -1);
 /// One line for the search table ("" without FLOPs).
 std::string compute_text(const nlohmann::json& compute);
 

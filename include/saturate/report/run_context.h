@@ -13,6 +13,8 @@ struct RunContext {
   std::string command;      ///< "search", "memory", "train", ... ("" when not a command)
   std::string device;       ///< "cpu" or "cuda:0"
   std::string device_info;  ///< one line: threads / GPU name and memory
+  /// On the CPU: how the thread count was set ("given", "OMP_NUM_THREADS=1", "auto: ...").
+  std::string threads_reason;
   std::string gpu_name;     ///< "NVIDIA H200"; "" on the CPU
   std::string model_name;
   int64_t model_parameters = 0;

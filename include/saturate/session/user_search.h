@@ -47,6 +47,7 @@ struct UserSearchResult {
   SearchResult search;
   GemmPeak peak;  ///< the device's measured GEMM rate (MFU's denominator; measured again if outrun)
   std::string mfu_note;  ///< why the answer has no MFU (its rate outran the peak measured twice)
+  double trials_others_busy_cpus = -1;  ///< other processes' busy CPUs over the trials (-1: not read)
   ObjectiveOutcome objective;  ///< memory: the recommended batch, nothing timed
   int world_size = 1;
   std::vector<RankMax> ranks;  ///< each rank's own budget and maximum (several ranks)

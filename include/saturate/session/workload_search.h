@@ -61,6 +61,7 @@ struct WorkloadSearchResult {
   SearchRun run;  ///< run.chosen.result is the answer
   GemmPeak peak;
   std::string mfu_note;  ///< why a trial has no MFU (its rate outran the peak measured twice)
+  double trials_others_busy_cpus = -1;  ///< other processes' busy CPUs over the trials (-1: not read)
   std::optional<double> analytic_flops_per_sample;
   Objective requested_objective = Objective::kMemory;
   ObjectiveOutcome objective;  ///< memory (nothing timed) unless the requested objective ran
