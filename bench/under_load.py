@@ -2,7 +2,8 @@
 """The knee and the MFU on a quiet and on a loaded machine, side by side (issue 27).
 
 For each condition (quiet; two CPU hogs, busy Python loops, running throughout), --runs runs of
-`saturate search --objective throughput` on the mlp (fresh processes, default threads: all cores),
+`saturate search --objective throughput` on the mlp (fresh processes, default threads: chosen from
+the load, all cores on a quiet machine),
 and from each: the knee, the curve's points, the largest MFU any trial reports, the GEMM peak and
 the other processes' busy CPUs while it was measured, and whether it was measured again.
 
@@ -28,7 +29,8 @@ def search(args, out):
     return {"knee": curve["knee_batch"], "points": points, "settled": sum(pt["settled"] for pt in curve["points"]),
             "n_points": len(curve["points"]), "max_mfu": max(mfus) if mfus else None, "mfu": c.get("mfu"),
             "peak": c["peak_flops_per_s"], "others": c.get("peak_others_busy_cpus"),
-            "again": c.get("peak_first_flops_per_s"), "seconds": time.monotonic() - t0}
+            "again": c.get("peak_first_flops_per_s"), "seconds": time.monotonic() - t0,
+            "threads": j.get("device_info", "?")}
 
 
 def main():
@@ -53,11 +55,12 @@ def main():
                 h.wait()
     lines = ["# The knee and the MFU, quiet and loaded (issue 27)", "",
              f"`bench/under_load.py`, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs; `saturate search --model mlp "
-             "--width 256 --memory-budget 48MiB --objective throughput` (default threads), fresh processes; loaded: "
+             "--width 256 --memory-budget 48MiB --objective throughput` (default threads: from the load), fresh "
+             "processes; loaded: "
              "two busy Python loops beside it.", "",
-             "| condition | run | knee | knee's point | points settled | largest trial MFU | answer's MFU | GEMM peak "
-             "| other CPUs busy while measured | measured again | seconds |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "| condition | run | device (threads) | knee | knee's point | points settled | largest trial MFU | "
+             "answer's MFU | GEMM peak | other CPUs busy while measured | measured again | seconds |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     def pct(v):
         return "-" if v is None else f"{100 * v:.1f} %"
 
@@ -65,7 +68,7 @@ def main():
         at = r["points"].index(r["knee"]) if r["knee"] in r["points"] else -1
         others = "-" if r["others"] is None else f"{r['others']:.2f}"
         again = "no" if not r["again"] else f"yes (first {r['again'] / 1e9:.1f} GFLOP/s)"
-        lines.append(f"| {r['condition']} | {i % args.runs + 1} | {r['knee']} | {at} of {len(r['points'])} | "
+        lines.append(f"| {r['condition']} | {i % args.runs + 1} | {r['threads']} | {r['knee']} | {at} of {len(r['points'])} | "
                      f"{r['settled']}/{r['n_points']} | {pct(r['max_mfu'])} | {pct(r['mfu'])} | "
                      f"{r['peak'] / 1e9:.1f} GFLOP/s | {others} | {again} | {r['seconds']:.0f} |")
     for condition in ("quiet", "two hogs"):

@@ -167,7 +167,9 @@ CpuThreads choose_cpu_threads(const OthersCpuMeter& others, int most, double min
     return c;
   }
   const int free_cpus = static_cast<int>(std::lround(static_cast<double>(cpus) - c.others_busy_cpus));
-  c.threads = c.others_busy_cpus < 0.5 ? most : std::clamp(free_cpus, 1, most);
+  // under three quarters of a CPU is a blip (a process starting or ending: 0.7 was read once on
+  // a quiet machine over 0.1 s), not a load to give cores up for
+  c.threads = c.others_busy_cpus < 0.75 ? most : std::clamp(free_cpus, 1, most);
   c.reason = c.threads == most
                  ? fmt::format("LibTorch's {}: {:.1f} of {} CPUs busy with other processes (over {:.2f} s)", most,
                                c.others_busy_cpus, cpus, c.sample_s)

@@ -53,7 +53,7 @@ struct CpuThreads {
 
 /// From `others` (started before; at least `min_sample_s` are waited for): the CPUs this process
 /// may use that others do not keep busy, rounded, at least 1 and at most `most` (LibTorch's own
-/// count). Where others use under half a CPU, `most`.
+/// count). Where others use under three quarters of a CPU, `most`.
 CpuThreads choose_cpu_threads(const OthersCpuMeter& others, int most, double min_sample_s = 0.1);
 
 }  // namespace saturate
