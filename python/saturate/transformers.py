@@ -206,7 +206,10 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
               f"{effective} within the {use} batch {fits} (max {train.max_batch}, {exact}; {len(train.trials)} trials)")
     if evaluated is not None:
         args.per_device_eval_batch_size = max(1, eval_size)
-        reason += (f"; per_device_eval_batch_size {args.per_device_eval_batch_size} (searched on its own: max "
+        kept = evaluated.data.get("kept_for_metrics")
+        held = (f", beside the predictions kept for compute_metrics: {kept['samples']} samples x "
+                f"{kept['bytes_per_sample']} bytes, twice" if kept else "")
+        reason += (f"; per_device_eval_batch_size {args.per_device_eval_batch_size} (searched on its own{held}: max "
                    f"{evaluated.max_batch}, {len(evaluated.trials)} trials)")
         if eval_size < 1:  # said, not a silent 1: the evaluation will run out of memory as it is
             reason += (f"; WARNING: no evaluation batch fits ({evaluated.error or 'batch 1 does not fit'}): "
@@ -217,26 +220,102 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
                              evaluated, reason)
 
 
+def _keeps_predictions(trainer: Any) -> bool:
+    """Whether trainer.evaluate() keeps every batch's predictions for compute_metrics: it does
+    when compute_metrics is set (evaluate() then asks for more than the loss), unless
+    prediction_loss_only or batch_eval_metrics says otherwise."""
+    args = trainer.args
+    return (trainer.compute_metrics is not None and not getattr(args, "prediction_loss_only", False)
+            and not getattr(args, "batch_eval_metrics", False))
+
+
+def _nbytes(value: Any) -> int:
+    if torch.is_tensor(value):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    return 0
+
+
+def _kept_bytes_per_sample(trainer: Any, model: torch.nn.Module, eval_batch: Callable[[int], Any],
+                           autocast: Callable) -> int:
+    """What evaluate() keeps a sample for compute_metrics: its logits (after
+    preprocess_logits_for_metrics), its labels, its loss, and its inputs when include_for_metrics
+    names them; from one step of 2 of the longest samples."""
+    inputs = trainer._prepare_inputs(eval_batch(2))
+    with torch.no_grad(), autocast():
+        loss, logits, labels = trainer.prediction_step(model, inputs, prediction_loss_only=False)
+    if trainer.preprocess_logits_for_metrics is not None and logits is not None:
+        logits = trainer.preprocess_logits_for_metrics(logits, labels)
+    kept = _nbytes(logits) + _nbytes(labels) + (_nbytes(loss.repeat(2)) if loss is not None else 0)
+    if "inputs" in (getattr(trainer.args, "include_for_metrics", None) or []):
+        kept += _nbytes(inputs.get(getattr(model, "main_input_name", "input_ids"))) if isinstance(inputs, dict) else 0
+    del inputs, loss, logits, labels
+    return -(-kept // 2)
+
+
 def _search_eval(trainer: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str,
                  memory_budget: Size, target_memory: float, ranks: Any, autocast: Callable) -> SearchResult:
     """The evaluation batch: the trainer's prediction_step beside the optimizer's state, gradients
-    released as after a training step."""
+    released as after a training step. With compute_metrics, evaluate() keeps every batch's
+    predictions (logits, labels, losses) on the device and concatenates them batch after batch
+    (without eval_accumulation_steps, the whole evaluation set's; gathered from every rank): each
+    trial holds that much twice (the kept and the concatenation's new copy), a bound from above."""
     eval_batch = _batches(trainer.eval_dataset,
                           trainer._get_collator_with_removed_columns(trainer.data_collator, description="evaluation"),
                           "eval")
+    keeps = _keeps_predictions(trainer)
+    samples = len(trainer.eval_dataset)
+    every = trainer.args.eval_accumulation_steps
+    was_training = model.training
+    model.eval()
+    per_sample = _kept_bytes_per_sample(trainer, model, eval_batch, autocast) if keeps else 0
+
+    hold = False  # the kept predictions held beside the step (below)
+
+    def held_bytes(batch_size: int) -> int:
+        if not hold or batch_size >= samples:  # one batch: nothing kept before it, nothing concatenated
+            return 0
+        rows = samples if not every else min(samples, 2 * int(every) * batch_size)
+        return 2 * rows * per_sample
 
     def eval_step(batch_size: int) -> None:
+        kept = torch.empty(held_bytes(batch_size), dtype=torch.uint8, device=device)  # the predictions so far
         inputs = eval_batch(batch_size)
         ahead = trainer._prepare_inputs(eval_batch(batch_size))  # the loader's next batch
         with autocast():
-            trainer.prediction_step(model, inputs, prediction_loss_only=True)
-        del inputs, ahead
+            trainer.prediction_step(model, inputs, prediction_loss_only=not keeps)
+        del inputs, ahead, kept
     eval_step.__qualname__ = f"{type(trainer).__name__}.prediction_step ({type(model).__name__})"
-    was_training = model.training
-    model.eval()
-    try:
+
+    def searched(cap: int, held: bool) -> SearchResult:
+        nonlocal hold
+        hold = held
         return search(eval_step, device=device, memory_budget=memory_budget, target_memory=target_memory,
                       model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
-                      max_batch=min(65536, len(trainer.eval_dataset)))
+                      max_batch=cap)
+
+    try:
+        # the whole evaluation set in one batch keeps nothing before it: where that fits, it is the
+        # answer; otherwise every batch below it holds the kept predictions (memory is not monotonic
+        # in the batch there: the search runs below it)
+        r = searched(min(65536, samples), held=False)
+        if keeps and r.max_batch < samples and samples > 1:
+            r = searched(min(65536, samples - 1), held=True)
     finally:
         model.train(was_training)
+    if keeps:
+        held = held_bytes(1)
+        r.data["kept_for_metrics"] = {"bytes_per_sample": per_sample, "samples": samples,
+                                      "eval_accumulation_steps": every, "held_bytes_at_batch_1": held}
+        if r.max_batch < 1:
+            from . import _saturate as _C
+            r.error = (f"evaluate() keeps every batch's predictions for compute_metrics: {samples} samples x "
+                       f"{_C.format_bytes(per_sample)} (logits, labels, loss), held twice while concatenated = "
+                       f"{_C.format_bytes(held)} on the device"
+                       + ("" if every else " (no eval_accumulation_steps)")
+                       + "; set eval_accumulation_steps (moves them off the device every N steps) or "
+                         "preprocess_logits_for_metrics (keeps less a sample: e.g. the argmax)")
+    return r

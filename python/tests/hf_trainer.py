@@ -43,15 +43,23 @@ def collate(items: list) -> dict:
     return {"input_ids": ids, "labels": ids.clone()}
 
 
+def count_predictions(prediction) -> dict:
+    """A compute_metrics: evaluate() then keeps every batch's logits and labels for it."""
+    return {"predictions": len(prediction.predictions)}
+
+
 def trainer_of(name: str, out_dir: str, batch: int, accumulation: int = 1, eval_batch: int = 8, evaluate=False,
-               auto_find: bool = False, max_steps: int = 1):
+               auto_find: bool = False, max_steps: int = 1, eval_samples: int = 1024, metrics: bool = False,
+               eval_accumulation_steps=None):
     from transformers import Trainer, TrainingArguments
     args = TrainingArguments(output_dir=out_dir, per_device_train_batch_size=batch,
                              gradient_accumulation_steps=accumulation, per_device_eval_batch_size=eval_batch,
                              use_cpu=True, report_to=[], max_steps=max_steps, save_strategy="no",
-                             logging_strategy="no", disable_tqdm=True, auto_find_batch_size=auto_find)
+                             logging_strategy="no", disable_tqdm=True, auto_find_batch_size=auto_find,
+                             eval_accumulation_steps=eval_accumulation_steps)
     return Trainer(model=model_of(name), args=args, train_dataset=data_of(name, 512),
-                   eval_dataset=data_of(name, 1024, seed=1) if evaluate else None, data_collator=collate)
+                   eval_dataset=data_of(name, eval_samples, seed=1) if evaluate else None, data_collator=collate,
+                   compute_metrics=count_predictions if metrics else None)
 
 
 def fresh(name: str, batch: int, budget: int) -> str:
@@ -66,6 +74,19 @@ def fresh(name: str, batch: int, budget: int) -> str:
         return "oom"
 
 
+
+
+def fresh_eval(name: str, eval_batch: int, budget: int, samples: int, accumulation=None) -> str:
+    """trainer.evaluate() with compute_metrics over `samples` at `eval_batch` under `budget` bytes."""
+    import saturate
+    trainer = trainer_of(name, "/tmp/saturate_hf_fresh", 4, eval_batch=eval_batch, evaluate=True,
+                         eval_samples=samples, metrics=True, eval_accumulation_steps=accumulation)
+    try:
+        with saturate.cpu_memory_budget(budget):
+            assert trainer.evaluate()["eval_predictions"] == samples
+        return "ok"
+    except torch.OutOfMemoryError:
+        return "oom"
 
 
 def ranks(out_dir: str, budget0: int, budget1: int) -> None:
@@ -92,5 +113,8 @@ def ranks(out_dir: str, budget0: int, budget1: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "fresh":
         print(fresh(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1] == "fresh_eval":
+        print(fresh_eval(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
+                         int(sys.argv[6]) if len(sys.argv) > 6 else None))
     elif sys.argv[1] == "ranks":
         ranks(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

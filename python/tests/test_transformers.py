@@ -79,6 +79,53 @@ def test_an_evaluation_that_does_not_fit_never_lowers_the_training_batch(tmp_pat
     trainer.evaluate()  # runs at the answer
 
 
+def fresh_eval(batch, samples, accumulation=None):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "hf_trainer.py"), "fresh_eval", "gpt2", str(batch),
+                          str(BUDGET), str(samples)] + ([str(accumulation)] if accumulation else []),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_an_evaluation_with_compute_metrics_counts_the_predictions_it_keeps(tmp_path):
+    # with compute_metrics, evaluate() keeps every batch's logits (64 tokens x 1000 a sample: 250 KiB)
+    # and labels on the device and concatenates them batch after batch. 200 samples: the loss-only
+    # step's batch (what the drop-in set before) is under 200, and the trainer's own evaluate() runs
+    # out of memory there, fresh; now no batch is said to fit, with the settings that make one fit
+    gc.collect()
+    samples = 200
+    loss_only = find_batch_size(hf_trainer.trainer_of("gpt2", str(tmp_path / "a"), batch=4, evaluate=True,
+                                                      eval_samples=samples), memory_budget=BUDGET)
+    assert 1 < loss_only.per_device_eval_batch_size < samples
+    assert fresh_eval(loss_only.per_device_eval_batch_size, samples) == "oom"
+    trainer = hf_trainer.trainer_of("gpt2", str(tmp_path / "b"), batch=4, evaluate=True, eval_samples=samples,
+                                    metrics=True)
+    found = find_batch_size(trainer, memory_budget=BUDGET)
+    kept = found.eval.data["kept_for_metrics"]
+    assert kept["bytes_per_sample"] >= 64 * 1000 * 4 and kept["samples"] == samples, kept
+    assert found.per_device_eval_batch_size == 0 and trainer.args.per_device_train_batch_size >= 1
+    for words in ("keeps every batch's predictions for compute_metrics", "eval_accumulation_steps",
+                  "preprocess_logits_for_metrics", "WARNING"):
+        assert words in found.reason, found.reason
+    # with eval_accumulation_steps 1 the predictions leave the device every step: a batch fits,
+    # and the trainer's own evaluate() runs at it
+    trainer = hf_trainer.trainer_of("gpt2", str(tmp_path / "c"), batch=4, evaluate=True, eval_samples=samples,
+                                    metrics=True, eval_accumulation_steps=1)
+    found = find_batch_size(trainer, memory_budget=BUDGET)
+    assert found.per_device_eval_batch_size >= 1 and "kept for compute_metrics" in found.reason, found.reason
+    assert fresh_eval(found.per_device_eval_batch_size, samples, accumulation=1) == "ok"
+
+
+def test_an_evaluation_set_that_fits_in_one_batch_is_evaluated_in_one(tmp_path):
+    # one batch keeps nothing before it: 64 samples fit at once beside the model
+    gc.collect()
+    trainer = hf_trainer.trainer_of("gpt2", str(tmp_path / "d"), batch=4, evaluate=True, eval_samples=64,
+                                    metrics=True)
+    found = find_batch_size(trainer, memory_budget=BUDGET)
+    assert found.per_device_eval_batch_size == 64, found.reason
+    assert fresh_eval(64, 64) == "ok"
+
+
 def test_the_drop_in_starts_fewer_training_steps_than_auto_find_batch_size_and_keeps_the_effective_batch(tmp_path):
     import saturate
 
