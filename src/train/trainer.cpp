@@ -132,17 +132,50 @@ std::vector<std::pair<std::string, std::string>> Trainer::exact_resume_settings(
   return s;
 }
 
+namespace {
+
+// The checkpoint's format (issue 46): version 1 had no version key and kept each setting under its
+// display words ("setting.`optimizer`", "setting.global batch"); version 2 names the format,
+// its version, and keys every setting by an identifier ("setting.optimizer", "setting.global_batch").
+constexpr const char* kCheckpointFormat = "saturate training checkpoint";
+constexpr int64_t kCheckpointVersion = 2;
+
+/// "`optimizer`" -> "optimizer", "global batch" -> "global_batch".
+std::string setting_key(const std::string& flag) {
+  std::string key;
+  for (const char c : flag)
+    if (c != '`') key += c == ' ' ? '_' : c;
+  return "setting." + key;
+}
+
+/// Whether `key` is one a version-2 checkpoint writes (the model's tensors, the CUDA generators
+/// and the settings by prefix).
+bool known_checkpoint_key(const std::string& key) {
+  for (const char* k : {"format", "format_version", "signature_hash", "steps_done", "units_done", "adaptive",
+                        "configured_micro_batch", "micro_batch", "accumulation", "world_size", "checkpoints_written",
+                        "skipped_steps", "losses", "oom_backoffs", "noise_scale", "optimizer", "scaler.scale",
+                        "scaler.growth", "rng.cpu"})
+    if (key == k) return true;
+  for (const char* prefix : {"model.", "rng.cuda.", "setting."})
+    if (key.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer,
                               GradScaler& scaler, const TrainResult& result) {
   // a replayed CUDA graph advanced the step counts on the device only
   if (auto* capturable = dynamic_cast<CapturableOptimizer*>(&optimizer); capturable && capturable->capturable())
     capturable->sync_host_state();
   torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  archive.write("format_version", torch::tensor(kCheckpointVersion));
   archive.write("signature_hash", torch::tensor(static_cast<int64_t>(fnv1a64(model_signature()) >> 1)));
   archive.write("steps_done", torch::tensor(steps_done));
   archive.write("units_done", torch::tensor(units_done));
   if (opt_.adaptive) archive.write("adaptive", torch::tensor(opt_.adaptive->state(), torch::kDouble));
-  for (const auto& [flag, value] : exact_resume_settings()) archive.write("setting." + flag, c10::IValue(value));
+  for (const auto& [flag, value] : exact_resume_settings()) archive.write(setting_key(flag), c10::IValue(value));
   archive.write("configured_micro_batch", torch::tensor(opt_.micro_batch));
   archive.write("micro_batch", torch::tensor(micro_));
   archive.write("accumulation", torch::tensor(accumulation_));
@@ -214,6 +247,21 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
     archive.read(key, fresh);
     return fresh;
   };
+  // the format: version 1 (no key: every checkpoint before versions) or 2; a later one is a newer
+  // saturate's, whose keys this one may read wrongly
+  torch::Tensor version_tensor;
+  const int64_t version = archive.try_read("format_version", version_tensor) ? version_tensor.item<int64_t>() : 1;
+  if (version < 1 || version > kCheckpointVersion)
+    throw UsageError(fmt::format("`resume` {}: the checkpoint is format version {}, and this saturate reads versions 1 "
+                                 "to {}: resume with the saturate that wrote it, or start a new `checkpoint_dir`",
+                                 opt_.checkpoint_dir, version, kCheckpointVersion));
+  if (version >= 2)
+    for (const std::string& key : archive.keys())
+      if (!known_checkpoint_key(key))
+        throw UsageError(fmt::format("`resume` {}: the checkpoint (format version {}) has a key this saturate does not "
+                                     "know, '{}': it was written by another version or edited; resume with the "
+                                     "saturate that wrote it, or start a new `checkpoint_dir`",
+                                     opt_.checkpoint_dir, version, key));
   torch::Tensor t = read("signature_hash");
   if (t.item<int64_t>() != static_cast<int64_t>(fnv1a64(model_signature()) >> 1))
     throw UsageError(fmt::format("`resume` {}: the checkpoint was written for another model or model settings; "
@@ -239,10 +287,18 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
                                  opt_.checkpoint_dir, has_adaptive ? "with" : "without", has_adaptive ? "with" : "without"));
   if (opt_.adaptive)
     opt_.adaptive->load_state(std::vector<double>(adaptive.data_ptr<double>(), adaptive.data_ptr<double>() + adaptive.numel()));
-  // what an exact resume needs unchanged (checkpoints from before these were kept: not checked)
+  // what an exact resume needs unchanged: keyed by identifiers from version 2 on, where a missing
+  // one is an error; version 1 kept them under their display words, and those from before a
+  // setting was kept are not checked
   for (const auto& [flag, value] : exact_resume_settings()) {
     c10::IValue saved;
-    if (!archive.try_read("setting." + flag, saved) || !saved.isString()) continue;
+    const std::string key = version >= 2 ? setting_key(flag) : "setting." + flag;
+    const bool found = archive.try_read(key, saved) && saved.isString();
+    if (!found && version >= 2)
+      throw UsageError(fmt::format("`resume` {}: the checkpoint (format version {}) has no '{}' ({}): it was written by "
+                                   "another version of saturate or edited; restore it, or start a new `checkpoint_dir`",
+                                   opt_.checkpoint_dir, version, key, flag));
+    if (!found) continue;
     if (saved.toStringRef() != value)
       throw UsageError(fmt::format("`resume` {}: the checkpoint was written with {} {} and this run has {} {}; an exact "
                                    "resume needs the same: give {} {}{} as the checkpointed run did, or start a new "

@@ -27,6 +27,7 @@ import time
 import zlib
 
 BIN, WORK, CASE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
+HERE = os.path.dirname(os.path.abspath(__file__))
 DIR = os.path.join(WORK, "hardening_" + CASE)
 shutil.rmtree(DIR, ignore_errors=True)
 os.makedirs(DIR)
@@ -415,6 +416,27 @@ def resume_with_what_may_change_goes_on():
     r = json.load(open("r.json"))
     if r["resumed_from"] != 2 or r["steps"] != 4:
         fail(f"resumed from {r['resumed_from']} to {r['steps']}")
+
+
+def resume_from_a_version_1_checkpoint_goes_on():
+    # tests/cli/data/checkpoint_v1: written before checkpoints had a format version (saturate at
+    # 2f54f95, `train --model mlp --width 4 --data synthetic --device cpu --batch 8 --threads 1
+    # --steps 2 --checkpoint-dir ...`): it keeps loading, its settings under their old keys, and the
+    # resumed run continues the uninterrupted one's losses exactly
+    small = ["train", "--model", "mlp", "--width", "4", "--data", "synthetic", "--device", "cpu", "--batch", "8",
+             "--threads", "1", "-q"]
+    shutil.copytree(os.path.join(HERE, "data", "checkpoint_v1"), "ck1")
+    run(small + ["--steps", "4", "--resume", "ck1", "--json", "resumed.json"], 0)
+    run(small + ["--steps", "4", "--json", "whole.json"], 0)
+    import json
+    resumed, whole = json.load(open("resumed.json")), json.load(open("whole.json"))
+    if resumed["resumed_from"] != 2 or resumed["steps"] != 4:
+        fail(f"resumed from {resumed['resumed_from']} to {resumed['steps']}")
+    if resumed["losses"] != whole["losses"]:
+        fail(f"the resumed losses {resumed['losses']} are not the uninterrupted run's {whole['losses']}")
+    # a setting changed against the old keys is still refused, naming it
+    shutil.copytree(os.path.join(HERE, "data", "checkpoint_v1"), "ck2")
+    run(small + ["--steps", "4", "--resume", "ck2", "--lr", "0.5"], 2, r"written with --lr 0.001 and this run has --lr 0.5")
 
 
 # ---- 6: ranks compare their settings at the start ----

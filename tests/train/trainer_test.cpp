@@ -3,6 +3,8 @@
 #include "saturate/train/trainer.h"
 
 #include <fstream>
+#include <functional>
+#include <sstream>
 
 #include <torch/torch.h>
 
@@ -238,6 +240,36 @@ TEST(TrainerTest, ResumeRejectsAnotherModelsCheckpointAndCorruptFiles) {
   ASSERT_THROWS_WITH(b.train(o), UsageError, "corrupt (checksum mismatch)");
   std::ifstream again(path, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), bytes);
+}
+
+TEST(TrainerTest, ResumeRefusesANewerFormatVersionAndAKeyItDoesNotKnowNamingThem) {
+  const std::string dir = saturate::testing::temp_dir("resume_format");
+  TrainOptions o;
+  o.micro_batch = 64;
+  o.max_steps = 1;
+  o.checkpoint_dir = dir;
+  Rig a("mlp", 16);
+  a.train(o);  // a version-2 checkpoint, then replaced by hand-made ones below
+  o.resume = true;
+  const auto write = [&](const std::function<void(torch::serialize::OutputArchive&)>& fill) {
+    torch::serialize::OutputArchive archive;
+    fill(archive);
+    std::ostringstream out;
+    archive.save_to(out);
+    write_checkpoint_file(dir, out.str());
+  };
+  write([](torch::serialize::OutputArchive& archive) {
+    archive.write("format", c10::IValue(std::string("saturate training checkpoint")));
+    archive.write("format_version", torch::tensor(int64_t{3}));
+  });
+  Rig b("mlp", 16);
+  ASSERT_THROWS_WITH(b.train(o), UsageError, "the checkpoint is format version 3, and this saturate reads versions 1 to 2");
+  write([](torch::serialize::OutputArchive& archive) {
+    archive.write("format_version", torch::tensor(int64_t{2}));
+    archive.write("signature_hash", torch::tensor(int64_t{0}));
+    archive.write("learning_rate_v3", torch::tensor(1.0));
+  });
+  ASSERT_THROWS_WITH(b.train(o), UsageError, "has a key this saturate does not know, 'learning_rate_v3'");
 }
 
 TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValue) {
