@@ -4,6 +4,7 @@
 #include "data/data_fixtures.h"
 #include "data/formats.h"
 #include "saturate/data/dataset.h"
+#include "support/fashion.h"
 #include "support/support.h"
 
 using namespace saturate;
@@ -136,8 +137,8 @@ TEST(IdxTest, HeaderParserRejectsImplausibleDimensions) {
 // The real data, read independently with Python's gzip module: the first ten labels of each
 // split and the pixel sum of the first image.
 TEST(FashionMnistTest, RealTrainAndTestSetsHaveTheirKnownSizesAndFirstSamples) {
-  const std::string dir = "/usr/share/datasets/fashion-mnist";
-  if (!data::is_directory(dir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string dir = saturate::testing::kFashionMnistDir;
+  saturate::testing::require_fashion_mnist();
   struct Split {
     std::string name;
     int64_t size;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saturate/train/checkpoint_file.h"
+#include "support/fashion.h"
 #include "support/support.h"
 
 namespace {
@@ -37,12 +38,11 @@ std::vector<double> losses_of(const std::string& json_path) {
   return nlohmann::json::parse(in).at("losses").get<std::vector<double>>();
 }
 
-bool have_fashion_mnist() { return std::ifstream("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz").good(); }
 
 }  // namespace
 
 TEST(ResumeKillTest, KilledRunsResumeFromACompleteCheckpointWithAnIdenticalLossCurve) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  saturate::testing::require_fashion_mnist();
   const std::string dir = saturate::testing::temp_dir("kill");
   ASSERT_EQ(wait_exit(spawn(train_args({"--json", dir + "/whole.json"}))), 0);
   const std::vector<double> whole = losses_of(dir + "/whole.json");

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saturate/train/checkpoint_file.h"
+#include "support/fashion.h"
 #include "support/support.h"
 
 namespace {
@@ -55,10 +56,9 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-bool have_fashion_mnist() { return std::ifstream("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz").good(); }
 
 TEST(SignalStopTest, SignalsAtRandomMomentsCheckpointAndTheResumedLossCurveEqualsAnUninterruptedRun) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  saturate::testing::require_fashion_mnist();
   const std::string dir = saturate::testing::temp_dir("signal_stop");
   ASSERT_EQ(wait_exit(spawn(train_args({"--json", dir + "/whole.json", "-q"}), dir + "/whole.err")), 0);
   const std::vector<double> whole = read_json(dir + "/whole.json").at("losses").get<std::vector<double>>();
@@ -104,7 +104,7 @@ TEST(SignalStopTest, SignalsAtRandomMomentsCheckpointAndTheResumedLossCurveEqual
 }
 
 TEST(SignalStopTest, ASecondSignalStopsTheRunAtOnce) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  saturate::testing::require_fashion_mnist();
   const std::string dir = saturate::testing::temp_dir("signal_twice");
   // steps of about a second (a wide mlp at a large batch): the first signal waits for the step
   // in progress to end, the second must not
