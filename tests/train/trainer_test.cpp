@@ -351,6 +351,14 @@ TEST(TrainerTest, Bf16AutocastTrainsOnCpu) {
   EXPECT_EQ(r.steps, 8);
   for (double l : r.losses) EXPECT_TRUE(std::isfinite(l));
   for (auto& p : rig.workload->model().parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);  // fp32 master weights
+  // the same steps in fp32 from the same weights and batches: under bf16 the products round, so
+  // the first loss differs (a run that ignored the precision would match it exactly), by little
+  Rig fp32("convnet");
+  o.precision = Precision::kFp32;
+  const TrainResult f = fp32.train(o, 32);
+  ASSERT_EQ(f.losses.size(), r.losses.size());
+  EXPECT_NE(r.losses[0], f.losses[0]);
+  EXPECT_NEAR(r.losses[0], f.losses[0], 0.02 * std::abs(f.losses[0]));
 }
 
 TEST(TrainerTest, ReadingTheLossEveryFewStepsKeepsEveryStepsLossInOrder) {
