@@ -144,8 +144,12 @@ TEST(UserStepTest, PhasesTheUserMarksGiveTheMemoryBreakdownItsParts) {
   int64_t params = 0;
   for (const auto& p : rig.loop.net->parameters()) params += p.numel() * 4;
   EXPECT_EQ(m.breakdown.parameters_bytes, params);
-  EXPECT_EQ(m.breakdown.parts_sum_bytes(), m.breakdown.peak_allocated_bytes);
-  EXPECT_GT(m.breakdown.activations_bytes + m.breakdown.gradients_bytes + m.breakdown.optimizer_state_bytes, 0);
+  // the log's peak is the trial's, and the parts the marked phases name are each there (the
+  // parts add up by construction: "other" takes the rest, so it is the check)
+  EXPECT_EQ(m.breakdown.peak_allocated_bytes, m.trial.peak_allocated_bytes);
+  EXPECT_GT(m.breakdown.activations_bytes, 0) << m.breakdown.peak_phase;
+  EXPECT_LE(m.breakdown.gradients_bytes, params);
+  EXPECT_LE(m.breakdown.other_bytes, m.breakdown.peak_allocated_bytes / 10);
 }
 
 TEST(UserStepTest, TheMonitorTimesThePhasesAUserMarksAndGivesAVerdict) {
