@@ -82,6 +82,10 @@ std::string rank_budget(const std::string& budgets, const DistEnv& env) {
   return each[static_cast<size_t>(env.rank)];
 }
 
+WorkloadSession::~WorkloadSession() {
+  if (threads_before > 0) at::set_num_threads(threads_before);
+}
+
 std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
   const OthersCpuMeter load;  // the machine's load while the workload is made: the threads' default
   auto s = std::make_unique<WorkloadSession>();
@@ -121,10 +125,15 @@ std::unique_ptr<WorkloadSession> open_workload(const WorkloadOptions& o) {
       s->context.threads_reason = "given";
     } else if (omp && *omp) {
       s->context.threads_reason = fmt::format("OMP_NUM_THREADS={}", omp);
+    } else if (!o.threads_from_load) {
+      s->context.threads_reason = "LibTorch's default (a training run keeps it: the same bits run to run)";
     } else {
       const int most = at::get_num_threads();
       const CpuThreads t = choose_cpu_threads(load, most);
-      at::set_num_threads(t.threads);
+      if (t.threads != most) {
+        s->threads_before = most;
+        at::set_num_threads(t.threads);
+      }
       s->context.threads_reason = "auto: " + t.reason;
       if (t.threads < most) fewer = t;
     }

@@ -152,6 +152,7 @@ void add_train_command(CLI::App& app, Action& action) {
                                           "activation checkpointing, OOM back-off, exact resume)");
   auto c = std::make_shared<TrainCommand>();
   add_workload_flags(*cmd, c->flags);
+  c->flags.o.threads_from_load = false;  // training keeps LibTorch's threads: one command, the same bits
   c->data.data = "fashion-mnist";  // before the flags: --help shows these defaults
   c->data.workers = "2";
   add_data_flags(*cmd, c->data);

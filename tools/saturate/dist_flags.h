@@ -31,7 +31,6 @@ DistEnv prepare_dist(const DistFlags& f, WorkloadFlags& w);
 /// Joins the process group (nullptr for one process).
 std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, const c10::Device& device);
 
-
 // ---- train ----------------------------------------------------------------------------------
 
 /// Before open_session: reads the rendezvous, checks --backend, --dist-timeout, --bucket-mb and

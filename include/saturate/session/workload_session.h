@@ -27,8 +27,13 @@ struct WorkloadOptions {
   /// optimizer: sgd | adam | adamw; lr >= 0 (0: the optimizer's default).
   std::string optimizer = "adam";
   double lr = 0;
-  /// threads >= 0: LibTorch's CPU threads (0: as they are).
+  /// threads >= 0: LibTorch's CPU threads (0: as they are, or from the load, below).
   int threads = 0;
+  /// With threads 0 and no OMP_NUM_THREADS, on the CPU: the threads others leave free now
+  /// (choose_cpu_threads; a measurement's timings then hold on a busy machine). Training keeps
+  /// LibTorch's count (false): on the CPU another thread count is other bits, and two runs of one
+  /// command, or a run and its resume, must give the same ones.
+  bool threads_from_load = true;
 };
 
 struct WorkloadSession {
@@ -36,6 +41,15 @@ struct WorkloadSession {
   std::unique_ptr<MemoryMeter> meter;
   std::unique_ptr<Workload> workload;
   RunContext context;
+  /// LibTorch's thread count before the session chose one from the load (0: it chose none), put
+  /// back when the session ends: a library call (the Python zoo functions) leaves the process's
+  /// threads as it found them.
+  int threads_before = 0;
+
+  WorkloadSession() = default;
+  WorkloadSession(const WorkloadSession&) = delete;
+  WorkloadSession& operator=(const WorkloadSession&) = delete;
+  ~WorkloadSession();
 };
 
 /// Opens the workload. UsageError for bad options (naming them), RuntimeFailure when the model's
