@@ -223,8 +223,8 @@ def the_objective_counts_the_all_reduce_on_a_slow_link_and_trains_at_the_samples
     # 100 Mbit/s between the hosts, 2.7 MiB of gradients (~230 ms a step): `search --objective
     # throughput` and `train --batch auto --objective throughput` time each rank's step, count the
     # all-reduce predicted from the network, and choose the knee of the job's curve; training at
-    # it must then run at the samples/s the curve gave that batch, which the step alone (what one
-    # process's curve says) overstates
+    # it must then run at the samples/s the curve gave that batch (within half either way), which
+    # the step alone (what one process's curve says) overstates 2x or more
     model = ["--model", "mlp", "--layers", "2", "--width", "512", "--device", "cpu", "--threads", "1"]
     with hosts(2, rate="100mbit") as (names, addrs):
         searched = launch_nodes(names, addrs, ["search"] + model + [
@@ -233,7 +233,10 @@ def the_objective_counts_the_all_reduce_on_a_slow_link_and_trains_at_the_samples
         for r, (status, text) in enumerate(searched):
             if status != 0:
                 fail(f"search: node {r} exited with {status}", text)
-        trained = launch_nodes(names, addrs, ["train"] + model[:6] + TRAIN[7:-5] + [
+        # synthetic batches, as the curve's trials use: a step of the loader (workers 0, 3492 images a
+        # rank) is not what the curve times, and under a loaded CI it took a third of the step
+        trained = launch_nodes(names, addrs, ["train"] + model[:6] + [
+            "--data", "synthetic", "--device", "cpu", "--threads", "1", "--optimizer", "sgd", "--lr", "0.05",
             "--memory-budget", "48MiB", "--batch", "auto", "--objective", "throughput", "--steps", "8",
             "--json", os.path.join(DIR, "train{node}.json")])
         for r, (status, text) in enumerate(trained):
@@ -254,10 +257,12 @@ def the_objective_counts_the_all_reduce_on_a_slow_link_and_trains_at_the_samples
     point = next(p for p in tc["points"] if p["batch"] == knee)
     predicted, step_alone = point["samples_per_s"], 2 * point["compute_samples_per_s"]
     measured = t["samples_per_s"]
-    if not 0.65 * measured <= predicted <= 1.35 * measured:
+    # within half either way (the curve and the training are timed at different moments of a loaded
+    # machine), where the step alone is off by 2x or more
+    if not 0.5 * measured <= predicted <= 1.5 * measured:
         fail(f"at the knee {knee} the curve predicted {predicted:.0f} samples/s, training measured {measured:.0f}",
              trained[0][1])
-    if not step_alone > 1.5 * measured:
+    if not step_alone > 2 * measured:
         fail(f"the step alone ({step_alone:.0f} samples/s) is not far from what trained ({measured:.0f}): the link "
              "does not make the all-reduce matter, so this test proves nothing", trained[0][1])
     print(f"100 Mbit/s: search knee {s0['objective']['batch']}, train knee {knee} (all-reduce "
