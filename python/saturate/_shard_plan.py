@@ -723,14 +723,11 @@ class _AfterSearch:
                 fn()
 
         runner = StepRunner(once, self.sync)
-        before = len(self.sync.own_oom_batches) if self.sync is not None else 0
         got = runner(batch)
         if runner.interrupt is not None:
             self.interrupt = runner.interrupt
         # 1: this rank's own failure; 2: it stopped because another rank failed (ShardSync's points)
-        heard = got is not None and self.sync is not None and len(self.sync.own_oom_batches) == before and \
-            "another rank" in got[1]
-        mine = 0 if got is None else 2 if heard else 1
+        mine = 0 if got is None else 2 if runner.from_another_rank else 1
         every = self.group.all_gather([mine])
         if not any(every):
             return

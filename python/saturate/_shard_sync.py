@@ -42,6 +42,8 @@ class PeerOutOfMemory(torch.OutOfMemoryError):
 class PeerFailed(RuntimeError):
     """Another rank failed in this sharded step with an error that is not out-of-memory."""
 
+    from_another_rank = True
+
 
 def fsdp_modules(modules: List[torch.nn.Module]) -> List[torch.nn.Module]:
     """The FSDP2 units (`fully_shard`ed modules) inside `modules`, each once, in module order."""

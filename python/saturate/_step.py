@@ -69,10 +69,12 @@ class StepRunner:
         self.interrupt: Optional[BaseException] = None
         self.error_traceback: Optional[str] = None
         self.oom_count = 0
+        self.from_another_rank = False  # the last failure was another rank's (ShardSync's Peer* errors)
 
     def __call__(self, batch_size: int):
         if self.interrupt is not None:  # stop the search: every later trial fails at once
             return ("interrupt", "interrupted")
+        self.from_another_rank = False
         try:
             if self.sync is not None:
                 self.sync.begin()
@@ -85,6 +87,7 @@ class StepRunner:
             oom = oom_error is not None
             message = _first_line(oom_error if oom else error)
             own = not getattr(oom_error, "from_another_rank", False)
+            self.from_another_rank = getattr(oom_error or error, "from_another_rank", False)
             oom_error = None
             if not oom:
                 self.error_traceback = "".join(traceback.format_exception(error))
