@@ -166,6 +166,9 @@ const std::vector<OptionDoc> kDocs = {
                 "on CUDA, gloo on CPU) | nccl | gloo"},
     {"dist_timeout", "seconds a rendezvous or collective waits for the other ranks before failing", 0.1, 604800,
                      "seconds"},
+    {"shares", "each rank's samples of every global batch, one per rank (e.g. 48,16: rank 0 trains on 48, rank 1 "
+               "on 16 of every 64; gradients are averaged weighted by them, so the step is the one-process step "
+               "of the whole batch): for ranks of unequal speed or memory. Default: equal shares"},
     {"bucket_mb", "DDP gradient bucket size in MiB (several ranks)", 0.001, 1048576, "MiB"},
     {"parallel", "ddp: several ranks (saturate launch, torchrun) train with DistributedDataParallel | dp: "
                  "DataParallel in one process over the visible GPUs"},
@@ -219,7 +222,7 @@ std::string_view option_group(std::string_view key) {
                     "eval_batch", "checkpoint_dir", "checkpoint_every", "resume", "save", "loss_every", "log_every",
                     "profile_ops"}},
       {"Monitor", {"sample_hz", "trace", "no_monitor", "watch.sample_hz", "interval", "log", "pid", "gpu"}},
-      {"Ranks", {"backend", "dist_timeout", "bucket_mb", "parallel", "nproc_per_node", "nnodes", "node_rank",
+      {"Ranks", {"backend", "dist_timeout", "shares", "bucket_mb", "parallel", "nproc_per_node", "nnodes", "node_rank",
                  "master_addr", "master_port", "kill_grace"}},
       {"Output", {"json", "html"}},
   };

@@ -31,12 +31,14 @@ struct CommLog {
 /// the gradients the optimizer sees (and their accumulation) stay float32.
 class TimedAllReduceHook final : public c10d::CommHookInterface {
  public:
-  TimedAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::shared_ptr<CommLog> log, bool compress_bf16)
-      : group_(std::move(group)), log_(std::move(log)), compress_bf16_(compress_bf16) {}
+  TimedAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::shared_ptr<CommLog> log, bool compress_bf16,
+                     double weight)
+      : group_(std::move(group)), log_(std::move(log)), compress_bf16_(compress_bf16), weight_(weight) {}
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     at::Tensor& buffer = bucket.getBufferRef();
-    buffer.div_(group_->getSize());
+    if (weight_ > 0) buffer.mul_(weight_);  // unequal shares: this rank's share of the batch
+    else buffer.div_(group_->getSize());
     const bool compress = compress_bf16_ && buffer.scalar_type() == at::kFloat;
     at::Tensor wire = compress ? buffer.to(at::kBFloat16) : buffer;
     const auto launched = Clock::now();
@@ -73,6 +75,7 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::shared_ptr<CommLog> log_;
   bool compress_bf16_;
+  double weight_;
 };
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -87,6 +90,8 @@ struct DistributedDataParallel::Impl {
   std::shared_ptr<CommLog> log = std::make_shared<CommLog>();
   DdpStats stats;
   bool step_open = false;  // a synced backward whose intervals are not yet counted
+  double weight = 0;       // this rank's share of every global batch
+  bool weighted = false;   // given (unequal shares), not 1 / world size
 
   explicit Impl(DistGroup& g) : group(g) {}
 
@@ -164,7 +169,10 @@ DistributedDataParallel::DistributedDataParallel(std::vector<torch::Tensor> para
       impl_->params, std::move(buckets), pg, sparse, options.bucket_bytes, /*find_unused_parameters=*/false,
       /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{}, options.first_bucket_bytes,
       /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::move(caps));
-  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log, options.compress_bf16));
+  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log, options.compress_bf16,
+                                                                          options.gradient_weight));
+  impl_->weighted = options.gradient_weight > 0;
+  impl_->weight = options.gradient_weight > 0 ? options.gradient_weight : 1.0 / group.world_size();
 }
 
 DistributedDataParallel::~DistributedDataParallel() = default;
@@ -208,6 +216,10 @@ RuntimeFailure DistributedDataParallel::failure(const std::exception& e) const {
 }
 
 int DistributedDataParallel::world_size() const { return impl_->group.world_size(); }
+
+double DistributedDataParallel::gradient_weight() const { return impl_->weight; }
+
+bool DistributedDataParallel::weighted() const { return impl_->weighted; }
 DistGroup& DistributedDataParallel::group() { return impl_->group; }
 
 DdpStats DistributedDataParallel::stats() {

@@ -69,8 +69,26 @@ std::string context_table(const Run& run) {
     rows.push_back({"fast paths", esc(opt_string(*fj, "chosen")) + " (policy " + esc(opt_string(*fj, "policy")) + ")"});
   else if (!opt_string(j, "fast_paths").empty())
     rows.push_back({"fast paths", esc(opt_string(j, "fast_paths"))});
-  if (const auto w = opt_number(j, "world_size", ""); w && *w > 1)
-    rows.push_back({"ranks", number_text(*w) + " (" + esc(opt_string(j, "backend")) + ")"});
+  if (const auto w = opt_number(j, "world_size", ""); w && *w > 1) {
+    std::string s = number_text(*w) + " (" + esc(opt_string(j, "backend")) + ")";
+    // each rank: a training's share, split, speed and wait; a search's budget and max
+    if (const auto it = j.find("ranks"); it != j.end() && it->is_array())
+      for (const json& r : *it) {
+        if (!r.is_object()) continue;
+        const auto budget = opt_number(r, "budget_bytes", "ranks");
+        const std::string of = budget && *budget > 0 ? " of " + bytes(*budget) : "";
+        if (const auto share = opt_number(r, "share", "ranks"))
+          s += fmt::format("<br>rank {}: share {} = micro {} x {}{}, {:.0f} samples/s, waits {:.2f} ms a step",
+                           number_text(opt_number(r, "rank", "ranks").value_or(0)), number_text(*share),
+                           number_text(opt_number(r, "micro_batch", "ranks").value_or(0)),
+                           number_text(opt_number(r, "accumulation", "ranks").value_or(0)), of,
+                           opt_number(r, "samples_per_s", "ranks").value_or(0), opt_number(r, "wait_ms", "ranks").value_or(0));
+        else if (const auto max = opt_number(r, "max_batch", "ranks"))
+          s += fmt::format("<br>rank {}: max {}{}", number_text(opt_number(r, "rank", "ranks").value_or(0)),
+                           number_text(*max), of);
+      }
+    rows.push_back({"ranks", s});
+  }
   if (const json* h = opt_object(j, "host")) {
     std::string s = esc(opt_string(*h, "name"));
     std::vector<std::string> what;

@@ -28,6 +28,14 @@ void TrainRanksOptions::check() const {
 TrainRanks::TrainRanks(const TrainRanksOptions& options, DistEnv env, const std::string& device)
     : options_(options), env_(std::move(env)) {
   options_.check();
+  shares_ = options_.shares.counts;
+  if (!shares_.empty() && static_cast<int>(shares_.size()) != std::max(1, env_.world_size))
+    throw UsageError("shares", fmt::format("{} values for {} rank(s); give one share per rank (each rank's samples of "
+                                           "every global batch), or leave `shares` out for equal shares",
+                                           shares_.size(), std::max(1, env_.world_size)));
+  if (options_.shares.given() && options_.parallel == "dp")
+    throw UsageError("shares", "`parallel` dp splits each batch over the GPUs in one process; `shares` are for DDP "
+                               "ranks (saturate launch, torchrun)");
   if (options_.parallel != "dp") return;
   const int gpus = cuda_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
   if (env_.distributed())
@@ -42,6 +50,13 @@ TrainRanks::TrainRanks(const TrainRanksOptions& options, DistEnv env, const std:
   if (device == "cpu")
     throw UsageError("`parallel` dp with `device` cpu: DataParallel replicates over GPUs; use `device` cuda");
   for (int i = 0; i < gpus; ++i) dp_devices_.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+}
+
+void TrainRanks::set_shares(std::vector<int64_t> shares, std::vector<double> measured_samples_per_s) {
+  if (static_cast<int>(shares.size()) != world_size())
+    throw InternalError(fmt::format("{} shares for {} ranks", shares.size(), world_size()));
+  shares_ = std::move(shares);
+  measured_samples_per_s_ = std::move(measured_samples_per_s);
 }
 
 void TrainRanks::connect(const c10::Device& device) {
@@ -99,6 +114,7 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
     loader.shard.rank = rank();
     loader.shard.world_size = world_size();
     loader.shard.pad = true;
+    loader.shard.shares = shares_;  // unequal shares: each rank its part of every global batch
     Model& model = workload.model();
     std::vector<torch::Tensor> states;
     for (auto& [name, t] : model.named_tensors()) states.push_back(t);
@@ -108,6 +124,11 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
     d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
     d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
     d.compress_bf16 = compress_bf16_;
+    if (!shares_.empty()) {  // each rank's mean gradient weighted by its share of the batch
+      int64_t global = 0;
+      for (int64_t s : shares_) global += s;
+      d.gradient_weight = static_cast<double>(shares_[static_cast<size_t>(rank())]) / static_cast<double>(global);
+    }
     ddp_ = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *group_, d);
     sync_ = std::make_unique<DdpStepSync>(*ddp_);
     train.sync = sync_.get();
@@ -129,25 +150,44 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
   train.sync = dp_sync_.get();
 }
 
-void TrainRanks::finish_training() {
+void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
   if (!ddp_ || !group_) return;
   const std::vector<double> mine = ddp_->stats().step_allreduce_ms;
   // every rank synced the same steps; a shorter list (never expected) is padded with "not seen"
   const int64_t steps = group_->all_reduce_max({static_cast<int64_t>(mine.size())})[0];
-  if (steps == 0) return;
   std::vector<int64_t> ns(static_cast<size_t>(steps), std::numeric_limits<int64_t>::max());
   for (size_t i = 0; i < mine.size(); ++i) ns[i] = static_cast<int64_t>(std::llround(mine[i] * 1e6));
-  const std::vector<int64_t> every = group_->all_gather(ns);
+  const std::vector<int64_t> every = steps > 0 ? group_->all_gather(ns) : std::vector<int64_t>{};  // every rank's steps
   double sum = 0;
   int64_t counted = 0;
+  std::vector<double> waited(static_cast<size_t>(world_size()), 0.0);  // each rank's, summed over steps
   for (size_t i = 0; i < static_cast<size_t>(steps); ++i) {
     int64_t least = std::numeric_limits<int64_t>::max();
     for (int r = 0; r < world_size(); ++r) least = std::min(least, every[static_cast<size_t>(r) * ns.size() + i]);
     if (least == std::numeric_limits<int64_t>::max()) continue;
     sum += static_cast<double>(least) / 1e6;
     ++counted;
+    for (int r = 0; r < world_size(); ++r) {
+      const int64_t own = every[static_cast<size_t>(r) * ns.size() + i];
+      if (own != std::numeric_limits<int64_t>::max()) waited[static_cast<size_t>(r)] += static_cast<double>(own - least) / 1e6;
+    }
   }
   last_rank_allreduce_ms_ = counted > 0 ? sum / static_cast<double>(counted) : 0.0;
+  // the ranks' table: budget, micro-batch, accumulation, share and step time of each
+  const std::vector<int64_t> rows = group_->all_gather({mine_row.budget_bytes, mine_row.micro_batch,
+                                                        mine_row.accumulation, mine_row.share,
+                                                        static_cast<int64_t>(std::llround(step_ms * 1e6))});
+  rank_rows_.clear();
+  for (int r = 0; r < world_size(); ++r) {
+    const size_t at = static_cast<size_t>(r) * 5;
+    RankTraining row{r, rows[at], rows[at + 1], rows[at + 2], rows[at + 3]};
+    row.wait_ms = counted > 0 ? waited[static_cast<size_t>(r)] / static_cast<double>(counted) : 0.0;
+    const double busy_s = (static_cast<double>(rows[at + 4]) / 1e6 - row.wait_ms) / 1e3;
+    row.samples_per_s = busy_s > 0 ? static_cast<double>(row.share) / busy_s : 0.0;
+    if (static_cast<size_t>(r) < measured_samples_per_s_.size())
+      row.measured_samples_per_s = measured_samples_per_s_[static_cast<size_t>(r)];
+    rank_rows_.push_back(row);
+  }
 }
 
 TrainRanksSummary TrainRanks::summary() const {
@@ -169,6 +209,8 @@ TrainRanksSummary TrainRanks::summary() const {
   r.compression_by = compression_by_;
   r.compression_speedup = compression_speedup_;
   r.min_compression_speedup = options_.min_compression_speedup;
+  r.ranks = rank_rows_;
+  r.shares_by = options_.shares.by_speed ? "speed" : shares_.empty() ? "equal" : "given";
   return r;
 }
 
@@ -189,6 +231,17 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     // the same, as the last rank to arrive saw it (no wait for a peer in it): the wire's time
     n["measured_last_rank_allreduce_ms"] = last_rank_allreduce_ms;
     j["network"] = n;
+  }
+  if (!ranks.empty()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const RankTraining& r : ranks) {
+      a.push_back({{"rank", r.rank}, {"budget_bytes", r.budget_bytes}, {"micro_batch", r.micro_batch},
+                   {"accumulation", r.accumulation}, {"share", r.share}, {"samples_per_s", r.samples_per_s},
+                   {"wait_ms", r.wait_ms}});
+      if (shares_by == "speed") a.back()["measured_samples_per_s"] = r.measured_samples_per_s;
+    }
+    j["ranks"] = a;
+    j["shares_by"] = shares_by;
   }
   if (!compression_by.empty()) {
     nlohmann::json c = {{"chosen", compress_bf16 ? "bf16" : "none"}, {"by", compression_by}};

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "saturate/core/errors.h"
 #include "saturate/core/option_doc.h"
@@ -153,6 +155,19 @@ int64_t eval_data_size(const TrainSessionData& data, int64_t seq_len) {
   return data.held_out ? data.held_out->size() : 0;
 }
 
+/// The search of a batch on the ranks, synced (every rank the same trials). With unequal shares
+/// each rank then uses its own largest batch (found exactly on each by a local search above the
+/// common one, no collective inside it); with equal shares every rank the smallest rank's.
+std::function<SearchResult(TrialRunner&, const SearchOptions&)> search_on_ranks(TrainRanks& ranks) {
+  const bool own_max = ranks.group() && (ranks.shares_by_speed() || !ranks.shares().empty());
+  return [&ranks, own_max](TrialRunner& runner, const SearchOptions& so) {
+    DistSearchResult d = search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/own_max);
+    const auto mine = static_cast<size_t>(ranks.rank());
+    if (own_max && mine < d.ranks.size() && d.ranks[mine].max_batch > 0) d.result.max_batch = d.ranks[mine].max_batch;
+    return d.result;
+  };
+}
+
 /// eval_batch auto: the evaluation's own batch beside training's state at the chosen split.
 AutoEvalBatch search_eval_batch(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
                                 const BatchPlan& plan, const TrainSessionData& data, const TrainSessionOptions& o,
@@ -164,9 +179,7 @@ AutoEvalBatch search_eval_batch(Workload& workload, MemoryMeter& meter, const Tr
   ao.max_eval_batch = eval_data_size(data, workload.built().spec.seq_len);
   ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
   ao.search.on_trial = events.on_trial;
-  ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
-    return search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/false).result;
-  };
+  ao.run_search = search_on_ranks(ranks);
   // one sample length for the trial: training's global batch and the evaluation's batches alike,
   // the longer of the two data's longest documents
   const int64_t seq_len = workload.built().spec.seq_len;
@@ -211,9 +224,7 @@ AutoBatch search_micro_batch(Workload& workload, MemoryMeter& meter, const Train
   ao.search.max_batch = data_samples;  // a larger batch never comes from the data
   ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
   ao.search.on_trial = events.on_trial;
-  ao.run_search = [&ranks](TrialRunner& runner, const SearchOptions& so) {
-    return search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/false).result;
-  };
+  ao.run_search = search_on_ranks(ranks);
   SampleTokens at(workload, tokens);
   AutoBatch chosen = choose_micro_batch(workload, meter, ao);
   if (tokens > 0)
@@ -305,6 +316,50 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
   choice.request.micro_batch = choice.adaptive->micro_batch();
   choice.request.global_batch = base_batch;
   if (events.on_adaptive_start) events.on_adaptive_start(base_batch, choice.adaptive->micro_batch());
+}
+
+/// `shares` auto: each rank times its own step at its micro-batch (no collective inside it, so an
+/// OOM cannot hang a peer), the ranks gather the speeds, and `global_batch` is split in proportion
+/// (train/batch_plan.h shares_by_speed): a rank twice as fast takes twice the samples, and no rank
+/// waits for another at the all-reduce. The trials take optimizer steps: the caller restores the
+/// weights.
+void choose_shares_by_speed(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+                            int64_t micro_batch, int64_t global_batch, TrainRanks& ranks) {
+  Probe probe(workload, meter);
+  TrainingFootprint f = footprint;
+  f.global_batch = 0;  // each trial's batch is its own global batch
+  probe.set_footprint(f);
+  TrialRequest request;
+  request.warmup_steps = 1;
+  request.measure_steps = 3;
+  const Trial t = probe.run(std::min(micro_batch, global_batch), request);
+  const double mine = t.ok() ? t.samples_per_s : 0.0;
+  std::vector<double> speeds{mine};
+  if (ranks.group()) {
+    speeds.clear();
+    for (int64_t v : ranks.group()->all_gather({static_cast<int64_t>(std::llround(mine * 1e3))}))
+      speeds.push_back(static_cast<double>(v) / 1e3);
+  }
+  for (size_t r = 0; r < speeds.size(); ++r)
+    if (!(speeds[r] > 0))
+      throw RuntimeFailure(fmt::format("shares auto: rank {} could not time its step at micro-batch {} ({}); give "
+                                       "`shares` by hand",
+                                       r, std::min(micro_batch, global_batch),
+                                       static_cast<int>(r) == ranks.rank() ? t.error : std::string("on that rank")));
+  ranks.set_shares(shares_by_speed(global_batch, speeds), speeds);
+}
+
+/// Unequal shares (`shares`) need data the sampler splits by sample and a fixed global batch.
+void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData& data) {
+  const char* what = o.adaptive                                    ? "`adaptive` (it changes the global batch)"
+                     : o.objective.objective != Objective::kMemory ? "an `objective` other than memory"
+                     : data.tokens || data.text_documents()        ? "token and text data (split by stream position)"
+                     : o.noise_scale                               ? "`noise_scale`"
+                                                                   : nullptr;
+  if (what)
+    throw UsageError("shares", fmt::format("unequal shares are not supported with {} yet; train with equal shares "
+                                           "(leave `shares` out), or without it",
+                                           what));
 }
 
 /// The trainer's data and evaluation: tokens (each rank its share of the stream) or the loader.
@@ -504,7 +559,12 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (data.tokens) data.workers = 0;
   if (data.text_documents()) check_text_vocab(data.text.name, workload.built().classes);
   // before any work: every rank runs the same settings; one writer per checkpoint folder
-  const std::vector<RunSetting> settings = train_run_settings(workload, options, data);
+  std::vector<RunSetting> settings = train_run_settings(workload, options, data);
+  if (ranks.shares_by_speed() || !ranks.shares().empty()) {
+    check_shares_supported(options, data);
+    settings.push_back(
+        {"shares", ranks.shares_by_speed() ? "auto" : fmt::format("{}", fmt::join(ranks.shares(), ",")), true});
+  }
   if (ranks.group()) check_ranks_agree(settings, *ranks.group());
   CheckpointLock checkpoint_lock;
   if (!options.checkpoint_dir.empty() && ranks.writer() &&
@@ -517,6 +577,13 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   choice.request.accumulation = options.accumulation;
   choice.request.global_batch = options.global_batch;
   choice.request.world_size = world;
+  choice.request.shares = ranks.shares();
+  choice.request.rank = ranks.rank();
+  if (ranks.shares_by_speed()) {
+    if (options.global_batch == 0)
+      throw UsageError("shares", "auto splits a global batch by each rank's speed: give `global_batch`");
+    choice.request.global_batch = 0;  // split once the micro-batch is known and timed
+  }
   check_batch_request(choice.request);
   // the evaluation's own batch is searched when asked (auto), and by default when the micro-batch is
   // searched; not with a token budget (its batches are not a count of documents)
@@ -537,7 +604,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   std::optional<ModelSnapshot> before_probing;
   const bool tunes_workers = data.workers_auto && data.train && !data.tokens;
   if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive ||
-      eval_searched || tunes_workers)
+      eval_searched || tunes_workers || ranks.shares_by_speed())
     before_probing.emplace(workload.model(), meter.device());
   // text:FILE: the searches size for the longest document, which every batch is padded to at most
   const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
@@ -546,6 +613,11 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     auto_batch = search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens,
                                     train_data_size(data, workload.built().spec.seq_len, ranks.world_size()));
     choice.request.micro_batch = auto_batch->micro_batch;
+  }
+  if (ranks.shares_by_speed()) {
+    choose_shares_by_speed(workload, meter, footprint, choice.request.micro_batch, options.global_batch, ranks);
+    choice.request.global_batch = options.global_batch;
+    choice.request.shares = ranks.shares();
   }
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
@@ -569,6 +641,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.count_flops = true;
   t.micro_batch = plan.micro_batch;
   t.accumulation = plan.accumulation;
+  if (!ranks.shares().empty()) t.global_batch = plan.global_batch;
   t.epochs = options.epochs;
   t.max_steps = options.max_steps;
   t.clip_grad_norm = options.clip_grad_norm;
@@ -599,7 +672,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   RunData run_data = open_run_data(data, workload, lo, eval_batch, options.seed, ranks, max_tokens, options.global_batch);
   const std::string data_name = run_data.train->name();
   const LrScaling scaling = options.lr_scaling.value_or(LrScaling::kNone);
-  t.schedule.peak_lr = scale_learning_rate(workload.learning_rate(), rank_batch * world, options.base_batch, scaling) *
+  t.schedule.peak_lr = scale_learning_rate(workload.learning_rate(), plan.global_batch, options.base_batch, scaling) *
                        choice.lr_gain;
   t.schedule.warmup_steps = options.warmup_steps;
   t.schedule.decay = options.lr_decay;
@@ -624,7 +697,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.eval_every_samples = options.eval_every_samples;
   t.stop_at_accuracy = options.stop_at_accuracy;
   if (events.on_start)
-    events.on_start(TrainStart{data_name, plan.micro_batch, plan.accumulation, world, rank_batch * world, total,
+    events.on_start(TrainStart{data_name, plan.micro_batch, plan.accumulation, world, plan.global_batch, total,
                                per_epoch, t.schedule.peak_lr});
   LeakWatch leak_watch(meter);
   wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
@@ -666,7 +739,11 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   s.workers = data.workers;
   s.workers_auto = workers_tuning;
   out.json = s.to_json();
-  ranks.finish_training();
+  // each rank's row of the ranks' table (its step time from the global samples/s: every rank
+  // steps together)
+  const double step_ms = r.samples_per_s > 0 ? 1e3 * static_cast<double>(r.global_batch) / r.samples_per_s : 0.0;
+  ranks.finish_training(RankTraining{ranks.rank(), meter.budget_bytes(), r.micro_batch, r.accumulation, rank_batch},
+                        step_ms);
   out.ranks = ranks.summary();
   out.ranks.add_to_json(out.json);
   return out;

@@ -13,8 +13,8 @@ namespace saturate {
 AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoBatchOptions& o) {
   check_batch_request(o.request);
   TrainingFootprint footprint = o.footprint;
-  footprint.global_batch = o.request.global_batch > 0 ? rank_share(o.request.global_batch, o.request.world_size) : 0;
-  footprint.accumulation = o.request.global_batch > 0 ? 0 : o.request.accumulation;  // global = micro x accumulation
+  footprint.global_batch = global_batch_of(o.request) > 0 ? rank_share(o.request) : 0;
+  footprint.accumulation = global_batch_of(o.request) > 0 ? 0 : o.request.accumulation;  // global = micro x accumulation
   Probe probe(workload, meter);
   probe.set_footprint(footprint);
   for (ProbeObserver* obs : o.observers) probe.add_observer(obs);

@@ -1,6 +1,8 @@
 #include "saturate/train/batch_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -44,6 +46,98 @@ int64_t rank_share(int64_t global_batch, int world_size) {
                                below > 0 ? fmt::format("{} or ", below) : "", above, fewer));
 }
 
+int64_t global_batch_of(const BatchRequest& r) {
+  if (r.global_batch > 0 || r.shares.empty()) return r.global_batch;
+  int64_t sum = 0;
+  for (int64_t s : r.shares) sum += s;
+  return sum;
+}
+
+int64_t rank_share(const BatchRequest& r) {
+  if (r.shares.empty()) return rank_share(r.global_batch, r.world_size);
+  if (static_cast<int64_t>(r.shares.size()) != r.world_size)
+    throw UsageError("shares", fmt::format("{} values for {} ranks; give one share per rank (each rank's samples of "
+                                           "every global batch)",
+                                           r.shares.size(), r.world_size));
+  int64_t sum = 0;
+  for (size_t i = 0; i < r.shares.size(); ++i) {
+    if (r.shares[i] < 1)
+      throw UsageError("shares", fmt::format("rank {}'s share is {}; every rank needs 1 or more samples", i, r.shares[i]));
+    sum += r.shares[i];
+  }
+  if (r.global_batch > 0 && r.global_batch != sum)
+    throw UsageError("shares", fmt::format("they add up to {}, not the global batch {}; give shares that sum to it, "
+                                           "or leave `global_batch` out (the shares' sum is the global batch)",
+                                           sum, r.global_batch));
+  if (r.accumulation > 0)
+    throw UsageError("accumulation", fmt::format("{}: with `shares` each rank's accumulation follows from its share "
+                                                 "and micro-batch; leave `accumulation` out",
+                                                 r.accumulation));
+  if (r.rank < 0 || r.rank >= r.world_size)
+    throw UsageError("shares", fmt::format("rank {} of {} ranks has no share", r.rank, r.world_size));
+  return r.shares[static_cast<size_t>(r.rank)];
+}
+
+SharesOption parse_shares(const std::string& text) {
+  SharesOption o;
+  if (text == "auto") {
+    o.by_speed = true;
+    return o;
+  }
+  std::vector<int64_t>& shares = o.counts;
+  if (text.empty()) return o;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1 || v > (int64_t{1} << 40))
+      throw UsageError("shares", fmt::format("'{}' in '{}' is not a positive whole number of samples; give one per "
+                                             "rank, e.g. 48,16 (or auto: by each rank's speed)",
+                                             item, text));
+    shares.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return o;
+}
+
+std::vector<int64_t> shares_by_speed(int64_t global_batch, const std::vector<double>& samples_per_s) {
+  const auto ranks = static_cast<int64_t>(samples_per_s.size());
+  if (ranks == 0 || global_batch < ranks)
+    throw UsageError("shares", fmt::format("auto splits the global batch {} over {} ranks by speed; every rank needs "
+                                           "at least one sample: give `global_batch` {} or more",
+                                           global_batch, ranks, ranks));
+  double total = 0;
+  for (size_t r = 0; r < samples_per_s.size(); ++r) {
+    if (!(samples_per_s[r] > 0) || !std::isfinite(samples_per_s[r]))
+      throw RuntimeFailure(fmt::format("shares auto: rank {}'s speed measured {} samples/s; give `shares` by hand", r,
+                                       samples_per_s[r]));
+    total += samples_per_s[r];
+  }
+  // the floors of the exact split, then the largest remainders; a rank whose floor is 0 gets 1,
+  // taken back from the largest share
+  std::vector<int64_t> shares(samples_per_s.size(), 0);
+  std::vector<std::pair<double, size_t>> remainders;
+  int64_t given = 0;
+  for (size_t r = 0; r < samples_per_s.size(); ++r) {
+    const double exact = static_cast<double>(global_batch) * samples_per_s[r] / total;
+    shares[r] = std::max<int64_t>(1, static_cast<int64_t>(std::floor(exact)));
+    given += shares[r];
+    remainders.push_back({exact - static_cast<double>(shares[r]), r});  // below 0 where raised to 1
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < global_batch; ++i, ++given) ++shares[remainders[i % remainders.size()].second];
+  for (; given > global_batch; --given) --*std::max_element(shares.begin(), shares.end());
+  return shares;
+}
+
 void check_batch_request(const BatchRequest& r) {
   if (r.world_size < 1)
     throw UsageError("world_size", fmt::format("{} is not a positive number of ranks", r.world_size));
@@ -53,6 +147,10 @@ void check_batch_request(const BatchRequest& r) {
     throw UsageError("accumulation", fmt::format("{} is negative; give 1 or more micro-batches per step", r.accumulation));
   if (r.global_batch < 0)
     throw UsageError("global_batch", fmt::format("{} is negative; give the samples per optimizer step", r.global_batch));
+  if (!r.shares.empty()) {
+    rank_share(r);  // one positive share per rank, their sum the global batch, no accumulation
+    return;
+  }
   if (r.global_batch == 0) return;
   const int64_t share = rank_share(r.global_batch, r.world_size);
   const std::string of_ranks =
@@ -67,6 +165,12 @@ void check_batch_request(const BatchRequest& r) {
 }
 
 int64_t micro_batch_limit(const BatchRequest& r) {
+  if (!r.shares.empty()) {  // the largest share: every rank's search caps at the same batch (they run in step)
+    rank_share(r);
+    int64_t largest = 0;
+    for (int64_t s : r.shares) largest = std::max(largest, s);
+    return largest;
+  }
   if (r.global_batch == 0) return 0;
   const int64_t share = rank_share(r.global_batch, r.world_size);
   return r.accumulation > 0 ? share / r.accumulation : share;
@@ -78,6 +182,13 @@ BatchPlan plan_batches(const BatchRequest& r, int64_t micro_batch) {
   BatchPlan p;
   p.world_size = r.world_size;
   p.micro_batch = micro_batch;
+  if (!r.shares.empty()) {
+    p.rank_batch = rank_share(r);
+    p.micro_batch = std::min(p.micro_batch, p.rank_batch);
+    p.accumulation = (p.rank_batch + p.micro_batch - 1) / p.micro_batch;
+    p.global_batch = global_batch_of(r);
+    return p;
+  }
   if (r.global_batch > 0) {
     p.rank_batch = rank_share(r.global_batch, r.world_size);
     p.micro_batch = std::min(p.micro_batch, p.rank_batch);

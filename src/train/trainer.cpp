@@ -118,7 +118,8 @@ std::vector<std::pair<std::string, std::string>> Trainer::exact_resume_settings(
       {"`precision`", to_string(opt_.precision)},
       // the batch the run was started with (micro x accumulation x ranks); an OOM back-off
       // changes the split, never this
-      {"global batch", std::to_string(opt_.micro_batch * opt_.accumulation * world)},
+      {"global batch", std::to_string(opt_.global_batch > 0 ? opt_.global_batch
+                                                             : opt_.micro_batch * opt_.accumulation * world)},
       {"`data`", data_.name()},
       {"`lr`", fmt::format("{:g}", opt_.schedule.peak_lr)},
       {"`lr_schedule`", to_string(opt_.schedule.decay)},
@@ -308,10 +309,11 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
                                    : flag == "cosine schedule length" ? " (`optimizer_steps` or `epochs`)" : ""));
   }
   // the checkpoint's split when the same micro-batch was asked for (an OOM back-off stays
-  // backed off); another split of the same global batch when another was asked for
+  // backed off); another split of the same global batch when another was asked for. With
+  // unequal shares (global_batch set) rank 0's split is not this rank's: each keeps its own
   torch::Tensor configured;
-  if (!archive.try_read("configured_micro_batch", configured) || configured.item<int64_t>() == opt_.micro_batch ||
-      opt_.adaptive) {
+  if (opt_.global_batch == 0 && (!archive.try_read("configured_micro_batch", configured) ||
+                                 configured.item<int64_t>() == opt_.micro_batch || opt_.adaptive)) {
     micro_ = read_int("micro_batch");
     accumulation_ = read_int("accumulation");
   }
@@ -441,7 +443,7 @@ TrainResult Trainer::run() {
       batch = {torch::cat(inputs), torch::cat(targets)};
     }
     if (obs) obs->phase_end(Phase::kDataWait);
-    global = batch.inputs.size(0) * world;  // this rank's share times the ranks
+    global = opt_.sync ? opt_.sync->global_samples(batch.inputs.size(0)) : batch.inputs.size(0);  // all ranks'
     // the schedule advances by the data consumed (one unit per step without --adaptive)
     const double lr = opt_.schedule.lr_at(units_done) * (adaptive ? adaptive->lr_gain() : 1.0);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
@@ -506,7 +508,7 @@ TrainResult Trainer::run() {
     units_done += units;
     const bool last = opt_.max_steps > 0 ? step + 1 >= opt_.max_steps : units_done >= total_units;
     const bool epoch_end = units_done / per_epoch != units_before / per_epoch;
-    const int64_t unit_samples = unit_rows * world;
+    const int64_t unit_samples = opt_.sync ? opt_.sync->global_samples(unit_rows) : unit_rows;
     const bool eval_due = eval_ && (epoch_end || (opt_.eval_every_samples > 0 &&
                                                   units_done * unit_samples / opt_.eval_every_samples !=
                                                       units_before * unit_samples / opt_.eval_every_samples));
@@ -584,11 +586,11 @@ TrainResult Trainer::run() {
   read_losses();
   const double seconds = std::chrono::duration<double>(clock::now() - started).count();
   result.steps = step;
-  if (global == 0) global = micro_ * accumulation_ * world;
+  if (global == 0) global = opt_.global_batch > 0 ? opt_.global_batch : micro_ * accumulation_ * world;
   if (unit_rows == 0) unit_rows = adaptive ? global / world / adaptive->units() : global / world;
   result.global_batch = global;
   // this run's samples as counted (token-budget batches differ in size), a resumed part as planned
-  result.samples_seen = units_at_start * unit_rows * world + samples_this_run;
+  result.samples_seen = units_at_start * (opt_.sync ? opt_.sync->global_samples(unit_rows) : unit_rows) + samples_this_run;
   result.epochs = static_cast<double>(units_done) / static_cast<double>(per_epoch);
   result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
   result.samples_per_s = seconds > 0 ? static_cast<double>(samples_this_run) / seconds : 0;

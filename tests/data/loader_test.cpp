@@ -104,14 +104,48 @@ TEST(LoaderTest, RankShardsAreDisjointAndCoverTheEpoch) {
   // padded (DistributedSampler's equal shards): every rank gets ceil(n / world), still covering.
   std::set<int64_t> seen;
   for (int rank = 0; rank < 3; ++rank) {
-    ShardOptions s{true, rank, 3, true};
+    ShardOptions s{true, rank, 3, true, {}};
     const auto mine = epoch_order(100, 3, 0, s);
     EXPECT_EQ(mine.size(), 34u);
     seen.insert(mine.begin(), mine.end());
   }
   EXPECT_EQ(seen.size(), 100u);
-  ShardOptions bad{true, 3, 3, false};
+  ShardOptions bad{true, 3, 3, false, {}};
   ASSERT_THROWS_WITH(epoch_order(10, 0, 0, bad), UsageError, "rank 3 of world size 3");
+}
+
+TEST(LoaderTest, UnequalSharesGiveEachRankItsPartOfEveryGlobalBatchAndEqualStepCounts) {
+  // 3 ranks taking 5, 2 and 1 of every 8 samples; 61 samples: 7 whole global batches, 5 left out
+  const std::vector<int64_t> shares{5, 2, 1};
+  ShardOptions one;  // the one-process order the global batches are cut from
+  const auto whole = epoch_order(61, 9, 2, one);
+  std::vector<std::vector<int64_t>> mine;
+  for (int rank = 0; rank < 3; ++rank) {
+    ShardOptions s;
+    s.rank = rank;
+    s.world_size = 3;
+    s.shares = shares;
+    mine.push_back(epoch_order(61, 9, 2, s));
+    EXPECT_EQ(mine.back().size(), static_cast<size_t>(7 * shares[static_cast<size_t>(rank)])) << "rank " << rank;
+  }
+  // global batch k of one process = rank 0's k-th 5, then rank 1's k-th 2, then rank 2's k-th 1
+  for (size_t k = 0; k < 7; ++k) {
+    std::vector<int64_t> joined;
+    for (size_t rank = 0; rank < 3; ++rank) {
+      const auto n = static_cast<size_t>(shares[rank]);
+      joined.insert(joined.end(), mine[rank].begin() + static_cast<std::ptrdiff_t>(k * n),
+                    mine[rank].begin() + static_cast<std::ptrdiff_t>((k + 1) * n));
+    }
+    EXPECT_EQ(joined, std::vector<int64_t>(whole.begin() + static_cast<std::ptrdiff_t>(k * 8),
+                                           whole.begin() + static_cast<std::ptrdiff_t>((k + 1) * 8)))
+        << "global batch " << k;
+  }
+  ShardOptions bad;
+  bad.world_size = 2;
+  bad.shares = {5, 2, 1};
+  ASSERT_THROWS_WITH(epoch_order(10, 0, 0, bad), UsageError, "3 values for 2 ranks");
+  bad.shares = {5, 0};
+  ASSERT_THROWS_WITH(epoch_order(10, 0, 0, bad), UsageError, "rank 1's share is 0");
 }
 
 TEST(LoaderTest, ShardsThroughTheLoaderAreDisjoint) {

@@ -13,7 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <torch/torch.h>
+
 #include "saturate/dist/launch.h"
+#include "saturate/models/zoo.h"
 #include "support/support.h"
 
 namespace saturate {
@@ -235,6 +238,119 @@ TEST(DistProcessTest, KillingARankOfATrainingMakesTheOtherFailNamingItWithinTheT
   EXPECT_EQ(status, 1) << log;  // a RuntimeFailure, not the timeout's 124
   EXPECT_NE(log.find("rank 1 (pid " + std::to_string(pid) + " on "), std::string::npos) << log;
   EXPECT_NE(log.find("has exited"), std::string::npos) << log;
+}
+
+/// The weights `--save` wrote, by name (an mlp --layers 1 --width 64 on Fashion-MNIST's images).
+std::vector<std::pair<std::string, torch::Tensor>> saved_mlp(const std::string& path) {
+  ModelSpec spec;
+  spec.name = "mlp";
+  spec.layers = 1;
+  spec.width = 64;
+  spec.input_shape = {1, 28, 28};
+  spec.classes = 10;
+  BuiltModel m = build_model(resolve_model_spec(spec));
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  m.model->module()->load(archive);
+  return m.model->named_tensors();
+}
+
+TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameGlobalBatches) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_shares");
+  // rank 0 trains on 48 and rank 1 on 16 of every 64 samples: micro 16 x 3 and 16 x 1; the
+  // weighted average of their gradients is the one-process gradient of the 64
+  const std::string flags = "--steps 20 --global-batch 64 --batch 16 --shares 48,16 ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist.json --save " +
+                                               dir + "/dist.pt"),
+                                 &out),
+            0)
+      << out;
+  std::string single_out;
+  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 20 --global-batch 64 --batch 32 --json " +
+                                     dir + "/single.json --save " + dir + "/single.pt -q",
+                                 &single_out),
+            0)
+      << single_out;
+  // (averaged unweighted, as DDP does for equal shares, rank 1's 16 samples would count as much
+  // as rank 0's 48: the weights and losses part from step 1 on)
+  const auto dist = read_json(dir + "/dist.json");
+  const auto single = read_json(dir + "/single.json");
+  EXPECT_EQ(dist["global_batch"].get<int64_t>(), 64);
+  EXPECT_EQ(dist["samples_seen"].get<int64_t>(), single["samples_seen"].get<int64_t>());
+  ASSERT_EQ(dist["ranks"].size(), 2u) << dist.dump();
+  EXPECT_EQ(dist["ranks"][0]["share"].get<int64_t>(), 48);
+  EXPECT_EQ(dist["ranks"][0]["accumulation"].get<int64_t>(), 3);
+  EXPECT_EQ(dist["ranks"][1]["share"].get<int64_t>(), 16);
+  EXPECT_EQ(dist["ranks"][1]["accumulation"].get<int64_t>(), 1);
+  for (const auto& r : dist["ranks"]) {
+    EXPECT_EQ(r["micro_batch"].get<int64_t>(), 16);
+    EXPECT_GT(r["samples_per_s"].get<double>(), 0);
+    EXPECT_GE(r["wait_ms"].get<double>(), 0);
+  }
+  EXPECT_NE(out.find("share 48 of 64 = micro 16 x 3"), std::string::npos) << out;
+  // the HTML report has the ranks' table too
+  std::string html;
+  ASSERT_EQ(testing::run_command(kBin + " report " + dir + "/dist.json -o " + dir + "/dist.html -q", &html), 0) << html;
+  std::ifstream page(dir + "/dist.html");
+  const std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("rank 1: share 16 = micro 16 x 1"), std::string::npos);
+  const auto a = dist["losses"].get<std::vector<double>>();
+  const auto b = single["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
+  const auto wd = saved_mlp(dir + "/dist.pt"), ws = saved_mlp(dir + "/single.pt");
+  ASSERT_EQ(wd.size(), ws.size());
+  for (size_t i = 0; i < wd.size(); ++i)
+    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
+  EXPECT_LT(a.back(), a.front());  // it learned something
+}
+
+TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTrainTheOneProcessWeights) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_shares_auto");
+  // rank 0 with two threads, rank 1 with one (whatever each measures, the split must follow it)
+  const std::string flags = "--steps 10 --global-batch 96 --batch 32 --shares auto ";
+  const std::string train = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 0 "
+                            "--no-augment --optimizer sgd --lr 0.05 --threads $((2 - RANK)) ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + train + flags + "--json " + dir + "/dist.json --save " +
+                                               dir + "/dist.pt"),
+                                 &out),
+            0)
+      << out;
+  std::string single_out;
+  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 10 --global-batch 96 --batch 32 --json " +
+                                     dir + "/single.json --save " + dir + "/single.pt -q",
+                                 &single_out),
+            0)
+      << single_out;
+  const auto dist = read_json(dir + "/dist.json");
+  ASSERT_EQ(dist["shares_by"].get<std::string>(), "speed") << dist.dump();
+  ASSERT_EQ(dist["ranks"].size(), 2u);
+  double speed_sum = 0;
+  int64_t share_sum = 0;
+  for (const auto& r : dist["ranks"]) {
+    speed_sum += r["measured_samples_per_s"].get<double>();
+    share_sum += r["share"].get<int64_t>();
+    EXPECT_GE(r["share"].get<int64_t>(), 1);
+  }
+  EXPECT_EQ(share_sum, 96);
+  for (const auto& r : dist["ranks"]) {  // in proportion to the speeds, to a sample
+    const double exact = 96.0 * r["measured_samples_per_s"].get<double>() / speed_sum;
+    EXPECT_LE(std::abs(static_cast<double>(r["share"].get<int64_t>()) - exact), 1.0) << dist["ranks"].dump();
+  }
+  EXPECT_NE(out.find("shares      by speed"), std::string::npos) << out;
+  // whatever the split, the update is the one-process update of the same 96 samples
+  const auto a = dist["losses"].get<std::vector<double>>();
+  const auto b = read_json(dir + "/single.json")["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
+  const auto wd = saved_mlp(dir + "/dist.pt"), ws = saved_mlp(dir + "/single.pt");
+  for (size_t i = 0; i < wd.size(); ++i)
+    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
 }
 
 TEST(DistProcessTest, TrainBatchAutoOnRanksWithUnequalBudgetsUsesTheSmallerRanksBatch) {

@@ -141,3 +141,77 @@ TEST(BatchPlanTest, TheSearchCapIsTheRanksShareOverTheAccumulation) {
   EXPECT_EQ(micro_batch_limit(r), 64);
   EXPECT_EQ(micro_batch_limit(BatchRequest{}), 0);
 }
+
+TEST(BatchPlanTest, UnequalSharesGiveEachRankItsOwnShareAndAccumulationSummingToTheGlobalBatch) {
+  BatchRequest r;
+  r.world_size = 3;
+  r.shares = {48, 10, 6};  // no global batch given: it is their sum
+  int64_t total = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    r.rank = rank;
+    const BatchPlan p = plan_batches(r, 16);
+    EXPECT_EQ(p.rank_batch, r.shares[static_cast<size_t>(rank)]) << "rank " << rank;
+    EXPECT_EQ(p.global_batch, 64);
+    // micro-batches that cover the share: whole ones, the last one shorter where 16 does not divide it
+    EXPECT_LE(p.micro_batch, 16);
+    EXPECT_GE(p.micro_batch * p.accumulation, p.rank_batch);
+    EXPECT_LT(p.micro_batch * (p.accumulation - 1), p.rank_batch);
+    EXPECT_GT(p.last_micro_batch(), 0);
+    total += p.rank_batch;
+  }
+  EXPECT_EQ(total, 64);
+  // the search's cap is the same on every rank (they run in step): the largest share
+  for (int rank = 0; rank < 3; ++rank) {
+    r.rank = rank;
+    EXPECT_EQ(micro_batch_limit(r), 48);
+  }
+  r.global_batch = 64;  // given and equal to the sum: fine
+  EXPECT_EQ(option_of(r), "");
+}
+
+TEST(BatchPlanTest, SharesThatDoNotFitTheRanksOrTheGlobalBatchAreUsageErrorsNamingThem) {
+  BatchRequest r;
+  r.world_size = 2;
+  r.shares = {48, 16, 8};
+  ASSERT_THROWS_WITH(check_batch_request(r), UsageError, "3 values for 2 ranks");
+  r.shares = {48, 16};
+  r.global_batch = 60;
+  ASSERT_THROWS_WITH(check_batch_request(r), UsageError, "add up to 64, not the global batch 60");
+  r.global_batch = 0;
+  r.shares = {48, 0};
+  ASSERT_THROWS_WITH(check_batch_request(r), UsageError, "rank 1's share is 0");
+  r.shares = {48, 16};
+  r.accumulation = 2;
+  EXPECT_EQ(option_of(r), "accumulation");
+  EXPECT_EQ(parse_shares("48,16").counts, (std::vector<int64_t>{48, 16}));
+  EXPECT_FALSE(parse_shares("").given());
+  EXPECT_TRUE(parse_shares("auto").by_speed);
+  EXPECT_TRUE(parse_shares("auto").counts.empty());
+  ASSERT_THROWS_WITH(parse_shares("48,x"), UsageError, "'x' in '48,x' is not a positive whole number");
+  ASSERT_THROWS_WITH(parse_shares("48,-2"), UsageError, "'-2'");
+  ASSERT_THROWS_WITH(parse_shares("48,,16"), UsageError, "'' in");
+}
+
+TEST(BatchPlanTest, SharesBySpeedAreProportionalToEachRanksSamplesPerSecondAndSumToTheGlobalBatch) {
+  // twice as fast: twice the share, so both ranks take as long for their part of a step
+  EXPECT_EQ(shares_by_speed(63, {200.0, 100.0}), (std::vector<int64_t>{42, 21}));
+  // 64 does not split 2:1 in whole samples: the largest remainder gets the extra one
+  EXPECT_EQ(shares_by_speed(64, {200.0, 100.0}), (std::vector<int64_t>{43, 21}));
+  EXPECT_EQ(shares_by_speed(64, {1.0, 1.0, 1.0, 1.0}), (std::vector<int64_t>{16, 16, 16, 16}));
+  // a very slow rank still gets a sample (every rank takes part in every step)
+  const auto tiny = shares_by_speed(10, {1000.0, 1.0});
+  EXPECT_EQ(tiny, (std::vector<int64_t>{9, 1}));
+  for (int64_t global : {3, 7, 100, 257}) {
+    const auto s = shares_by_speed(global, {3.0, 1.0, 0.5});
+    int64_t sum = 0;
+    for (int64_t v : s) {
+      EXPECT_GE(v, 1);
+      sum += v;
+    }
+    EXPECT_EQ(sum, global);
+    EXPECT_GE(s[0], s[1]);
+    EXPECT_GE(s[1], s[2]);
+  }
+  ASSERT_THROWS_WITH(shares_by_speed(1, {1.0, 1.0}), UsageError, "give `global_batch` 2 or more");
+  ASSERT_THROWS_WITH(shares_by_speed(8, {1.0, 0.0}), RuntimeFailure, "rank 1's speed measured 0");
+}

@@ -71,7 +71,7 @@ void add_eval_and_output_flags(CLI::App& cmd, TrainFlags& tf) {
 
 /// The flags as the library's options, checked (usage errors before any device work).
 TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objective, const StepSettings& step,
-                                  uint64_t seed, int world) {
+                                  uint64_t seed, const TrainRanks& ranks) {
   TrainSessionOptions o = tf.o;
   parse_batch_options(o, tf.batch, tf.max_tokens, tf.eval_batch);
   o.lr_decay = parse_lr_decay(tf.lr_schedule);
@@ -83,7 +83,7 @@ TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objectiv
   o.profile_ops = !tf.profile_ops.empty();
   o.seed = seed;
   o.check();
-  BatchRequest request{o.micro_batch, o.accumulation, o.global_batch, world};
+  BatchRequest request{o.micro_batch, o.accumulation, ranks.shares_by_speed() ? 0 : o.global_batch, ranks.world_size(), ranks.shares(), ranks.rank()};
   check_batch_request(request);  // errors name --batch, --accumulate, --global-batch
   return o;
 }
@@ -114,7 +114,7 @@ int run_train(TrainCommand& c) {
   const StopSignals stop_signals({"stopping after the current step (a final checkpoint with --checkpoint-dir)"});
   // several ranks (saturate launch, torchrun): global batch = micro x accumulation x world size
   TrainRanks ranks = prepare_train_ranks(c.dist, c.flags, c.step);
-  TrainSessionOptions o = train_options(c.tf, c.objective, c.step, c.flags.o.model.seed, ranks.world_size());
+  TrainSessionOptions o = train_options(c.tf, c.objective, c.step, c.flags.o.model.seed, ranks);
   o.stop = &stop_signals.received();
   const bool tokens = trains_on_tokens(c.data, c.flags.o.model);
   byte_level_vocab(c.data, c.flags.o.model);

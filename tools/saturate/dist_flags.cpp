@@ -8,6 +8,7 @@
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/models/zoo.h"
+#include "saturate/train/batch_plan.h"
 
 namespace saturate::cli {
 
@@ -18,6 +19,7 @@ void add_dist_flags(CLI::App& app, DistFlags& f, bool search) {
   if (!search) {
     add_option_flag(app, "bucket_mb", f.bucket_mb);
     add_option_flag(app, "parallel", f.parallel);
+    add_option_flag(app, "shares", f.shares);
   }
 }
 
@@ -37,18 +39,14 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
   return DistGroup::connect(env, o, device.is_cuda(), device.is_cuda() ? device.index() : 0);
 }
 
-}  // namespace saturate::cli
-
 // ---- train ----------------------------------------------------------------------------------
-
-namespace saturate::cli {
-
 TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w, const StepSettings& step) {
   TrainRanksOptions o;
   o.measure_compression = step.measures_compression();
   o.timeout_s = f.timeout_s;
   o.bucket_mb = f.bucket_mb;
   o.parallel = f.parallel;
+  o.shares = parse_shares(f.shares);
   o.check();
   DistEnv env = prepare_dist(f, w);
   o.backend = parse_dist_backend(f.backend);

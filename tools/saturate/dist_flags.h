@@ -22,6 +22,7 @@ struct DistFlags {
   // train only
   double bucket_mb = 25;
   std::string parallel = "ddp";
+  std::string shares;  // each rank's samples of every global batch, "48,16"
 };
 void add_dist_flags(CLI::App& app, DistFlags& f, bool search);
 

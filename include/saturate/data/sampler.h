@@ -23,11 +23,19 @@ struct ShardOptions {
   /// true: every rank gets ceil(n / world_size) samples, the last ones repeating from the start
   /// of the permutation (DistributedSampler's padding, for equal step counts).
   bool pad = false;
+  /// Unequal shares (ranks of unequal speed or memory): each rank's samples of every global
+  /// batch, one value per rank (their sum is the global batch). Rank r takes positions
+  /// [k G + off_r, k G + off_r + shares[r]) of global batch k (off_r: the shares before r), so
+  /// the ranks' step-k batches together are the one-process batch k; only whole global batches
+  /// are visited, so every rank has as many steps (`pad` does not apply). Empty: equal shares.
+  std::vector<int64_t> shares;
 };
 
 /// The dataset indices rank `o.rank` visits in `epoch`, in order. The permutation is drawn from
 /// (seed, epoch) and is the same on every rank; rank r takes positions r, r + world, ...
-/// Throws UsageError for a rank outside [0, world_size).
+/// With `o.shares`, each rank's part of every whole global batch (above).
+/// Throws UsageError for a rank outside [0, world_size), or shares that are not one positive
+/// count per rank.
 std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, const ShardOptions& o);
 
 }  // namespace saturate

@@ -29,6 +29,10 @@ struct DdpOptions {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   /// All-reduce float32 gradients in bf16 (half the bytes; the gradients stay float32 around it).
   bool compress_bf16 = false;
+  /// This rank's share of every global batch (its samples / the global batch's); 0: 1 / world
+  /// size (equal shares). Each rank's mean gradient is weighted by it before the sum-all-reduce,
+  /// so unequal shares give the gradient of the whole batch's mean loss.
+  double gradient_weight = 0;
 };
 
 struct DdpStats {
@@ -68,6 +72,10 @@ class DistributedDataParallel {
   RuntimeFailure failure(const std::exception& e) const;
 
   int world_size() const;
+  /// This rank's weight in the average (DdpOptions::gradient_weight, or 1 / world size).
+  double gradient_weight() const;
+  /// True where DdpOptions::gradient_weight was given (unequal shares).
+  bool weighted() const;
   DistGroup& group();
   /// Timing so far (completes the last synced step's accounting).
   DdpStats stats();

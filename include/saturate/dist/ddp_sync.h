@@ -6,6 +6,8 @@
 // an OOM flag and the step loss) makes an OOM on any rank an OOM for all, so every rank backs
 // off together, and gives every rank the loss of the whole global batch.
 #pragma once
+#include <cmath>
+
 #include "saturate/dist/ddp.h"
 #include "saturate/train/trainer.h"
 
@@ -20,9 +22,16 @@ class DdpStepSync final : public StepSync {
   }
   void backward(const torch::Tensor& loss, bool last) override { ddp_.backward(loss, last); }
   int world_size() const override { return ddp_.world_size(); }
+  int64_t global_samples(int64_t rank_samples) const override {
+    if (!ddp_.weighted()) return rank_samples * ddp_.world_size();
+    return std::llround(static_cast<double>(rank_samples) / ddp_.gradient_weight());
+  }
+  /// The loss of the whole global batch: the ranks' mean, each rank's weighted by its share
+  /// where the shares are unequal.
   bool agree(bool oom, double& loss) override {
-    const std::vector<double> sums = ddp_.group().all_reduce_sum({oom ? 1.0 : 0.0, oom ? 0.0 : loss});
-    loss = sums[1] / static_cast<double>(ddp_.world_size());
+    const double weighted = ddp_.weighted() ? loss * ddp_.gradient_weight() : loss;
+    const std::vector<double> sums = ddp_.group().all_reduce_sum({oom ? 1.0 : 0.0, oom ? 0.0 : weighted});
+    loss = ddp_.weighted() ? sums[1] : sums[1] / static_cast<double>(ddp_.world_size());
     return sums[0] > 0;
   }
   std::vector<double> mean(std::vector<double> values) override {

@@ -15,6 +15,7 @@
 #include "saturate/dist/ddp.h"
 #include "saturate/dist/ddp_sync.h"
 #include "saturate/dist/network_measure.h"
+#include "saturate/train/batch_plan.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/step/workload.h"
 #include "saturate/train/trainer.h"
@@ -37,12 +38,34 @@ struct TrainRanksOptions {
   /// in the step's fast paths compresses without measuring.
   bool measure_compression = false;
   double min_compression_speedup = 1.2;
+  /// shares: each rank's samples of every global batch, one per rank (ranks of unequal speed or
+  /// memory), or by_speed (auto: measured before training, set_shares); none: equal shares. The
+  /// sampler gives each rank its part of every global batch and DDP weights each rank's
+  /// gradient by its share (exact: the one-process step).
+  SharesOption shares;
   /// UsageError naming the option.
   void check() const;
 };
 
 /// How the ranks trained: their number, the parallelism, the backend and the gradient
 /// all-reduce (its time per step, the share overlapped with backward, the buckets).
+/// One rank of a DDP run, as it trained (the JSON's `ranks`, issue 28).
+struct RankTraining {
+  int rank = 0;
+  int64_t budget_bytes = 0;  ///< its memory budget (0: the device's)
+  int64_t micro_batch = 0;
+  int64_t accumulation = 0;
+  int64_t share = 0;         ///< its samples of every global batch
+  /// Its samples per second had it never waited for a peer: share / (step time - wait).
+  double samples_per_s = 0;
+  /// Per synced step, its time in the all-reduce beyond the last rank to arrive's (waiting for a
+  /// slower peer: the straggler's is about 0).
+  double wait_ms = 0;
+  /// `shares` auto: its step's samples/s timed alone at its micro-batch before training, what its
+  /// share was chosen by (0 otherwise).
+  double measured_samples_per_s = 0;
+};
+
 struct TrainRanksSummary {
   int world_size = 1;
   std::string parallel = "none";  ///< none | ddp | dp
@@ -67,6 +90,8 @@ struct TrainRanksSummary {
   std::string compression_by;
   double min_compression_speedup = 0;
   double compression_speedup = 0;  ///< float32 / bf16 all-reduce time, the ranks' mean (measured)
+  std::vector<RankTraining> ranks;  ///< each rank (DDP; empty until finish_training)
+  std::string shares_by = "equal";  ///< equal | given | speed (`shares` auto)
   /// world_size, parallel, data_parallel_devices, backend, allreduce_ms,
   /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes, network.
   void add_to_json(nlohmann::json& j) const;
@@ -100,6 +125,12 @@ class TrainRanks {
 
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
+  /// Each rank's samples of every global batch (TrainRanksOptions::shares, or as set_shares
+  /// chose them; empty: equal).
+  const std::vector<int64_t>& shares() const { return shares_; }
+  /// Before setup: the shares chosen for `shares` auto (by speed: `by` says how, for the summary).
+  void set_shares(std::vector<int64_t> shares, std::vector<double> measured_samples_per_s);
+  bool shares_by_speed() const { return options_.shares.by_speed; }
   /// Rank 0 (or the only process) reports, writes the summary, the model and checkpoints.
   bool writer() const { return env_.rank == 0; }
   /// The devices DataParallel replicates over (empty: none).
@@ -107,8 +138,9 @@ class TrainRanks {
   DistGroup* group() const { return group_.get(); }
 
   /// After training, on every rank (a collective with DDP): each step's all-reduce gathered, for
-  /// the summary's last_rank_allreduce_ms.
-  void finish_training();
+  /// the summary's last_rank_allreduce_ms and each rank's wait; `mine` (this rank's budget,
+  /// micro-batch, accumulation and share) and its mean step time gathered for the ranks' table.
+  void finish_training(RankTraining mine, double step_ms);
 
   /// How the ranks trained (the train JSON's world_size, parallel, backend, all-reduce keys).
   TrainRanksSummary summary() const;
@@ -128,6 +160,9 @@ class TrainRanks {
   std::string compression_by_;
   double compression_speedup_ = 0;
   double last_rank_allreduce_ms_ = 0;
+  std::vector<RankTraining> rank_rows_;
+  std::vector<int64_t> shares_;
+  std::vector<double> measured_samples_per_s_;  // shares auto: each rank's speed they were chosen by
 };
 
 }  // namespace saturate

@@ -25,8 +25,11 @@ class StepSync {
   /// False for a sync within one process (DataParallel): no collective, nothing to agree on, and
   /// an OOM anywhere in the step backs off like a plain run.
   virtual bool communicates() const { return true; }
-  /// Number of ranks (the global batch is this rank's batch times it).
+  /// Number of ranks.
   virtual int world_size() const { return 1; }
+  /// The samples of a step over all ranks when this rank's step holds `rank_samples` (times the
+  /// ranks with equal shares; a rank of unequal shares knows its share of the whole).
+  virtual int64_t global_samples(int64_t rank_samples) const { return rank_samples * world_size(); }
   /// Once per attempt of a step, before the backward that communicates (or, after an OOM, from
   /// the back-off): `oom` says this rank ran out of memory in the step; `loss` is this rank's
   /// step loss, replaced by the mean over the ranks. Returns true when any rank ran out of

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace saturate {
 
@@ -14,13 +15,18 @@ struct BatchRequest {
   int64_t accumulation = 0;  ///< micro-batches per optimizer step; 0: follows from the others
   int64_t global_batch = 0;  ///< samples per optimizer step over all ranks; 0: micro x accumulation x ranks
   int world_size = 1;
+  /// Unequal shares: each rank's samples of every global batch (`shares`; empty: equal), and
+  /// which of them is this process's. Their sum is the global batch; accumulation follows from
+  /// each rank's share and micro-batch.
+  std::vector<int64_t> shares;
+  int rank = 0;
 };
 
 struct BatchPlan {
   int64_t micro_batch = 0;
   int64_t accumulation = 1;
   int64_t rank_batch = 0;    ///< samples per optimizer step on one rank (micro x accumulation)
-  int64_t global_batch = 0;  ///< rank_batch x ranks
+  int64_t global_batch = 0;  ///< the ranks' rank_batch together (rank_batch x ranks with equal shares)
   int world_size = 1;
   /// The last micro-batch of a rank's step: shorter than micro_batch when it does not divide
   /// rank_batch.
@@ -39,14 +45,35 @@ std::string batch_arithmetic(int64_t micro_batch, int64_t accumulation, int worl
 /// This rank's share of a global batch; UsageError("global_batch") when the ranks cannot
 /// share it equally (the message names the nearest multiples).
 int64_t rank_share(int64_t global_batch, int world_size);
+/// This rank's share of the request's global batch: its `shares` entry when given (checked: one
+/// positive count per rank, summing to a given global batch), else rank_share's.
+int64_t rank_share(const BatchRequest& request);
+/// The request's global batch: given, or the shares' sum; 0 when neither says.
+int64_t global_batch_of(const BatchRequest& request);
+/// `shares` as given: each rank's count, or `auto` (by each rank's measured speed), or none.
+struct SharesOption {
+  std::vector<int64_t> counts;  ///< one per rank; empty: equal shares (or by speed)
+  bool by_speed = false;        ///< auto: proportional to each rank's samples/s at its micro-batch
+  bool given() const { return by_speed || !counts.empty(); }
+};
+
+/// "48,16" -> counts {48, 16}; "auto" -> by_speed; empty text: none. UsageError("shares") names
+/// the value that is not a positive whole number.
+SharesOption parse_shares(const std::string& text);
+
+/// `global_batch` split in proportion to each rank's samples/s (largest remainders; every rank at
+/// least 1): ranks of unequal speed then finish their part of a step together. UsageError when
+/// the batch has fewer samples than ranks or a speed is not positive.
+std::vector<int64_t> shares_by_speed(int64_t global_batch, const std::vector<double>& samples_per_s);
 
 /// Checks what can be checked before the micro-batch is known: no negative value, a global
 /// batch the ranks share equally, and micro-batch x accumulation = share when all three are
 /// given. A micro-batch that does not divide the share is fine: the last one is shorter.
 void check_batch_request(const BatchRequest& request);
 
-/// The largest micro-batch the request allows (its rank share when a global batch is given; 0:
-/// no limit) — the cap of a search for the micro-batch.
+/// The largest micro-batch the request allows (its rank share when a global batch is given, the
+/// largest share with `shares`: the same on every rank; 0: no limit) — the cap of a search for
+/// the micro-batch.
 int64_t micro_batch_limit(const BatchRequest& request);
 
 /// The plan with `micro_batch` (the request's, or the search's choice when it had none). A global

@@ -66,6 +66,9 @@ class TensorTrainData final : public TrainData {
 struct TrainOptions {
   int64_t micro_batch = 32;      ///< samples per forward/backward
   int64_t accumulation = 1;      ///< micro-batches per optimizer step
+  /// The planned samples of a step over all ranks, checked on resume; 0: micro_batch x
+  /// accumulation x ranks (set where the ranks' shares are unequal).
+  int64_t global_batch = 0;
   int64_t epochs = 1;
   int64_t max_steps = 0;         ///< 0: epochs * steps_per_epoch
   Precision precision = Precision::kFp32;

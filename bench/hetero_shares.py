@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Unequal ranks (issue 28's bench): two DDP ranks on this machine, rank 0 alone on core 0 and
+rank 1 on core 1 beside a spinning process pinned there (about half a core: a rank half as fast),
+rank 0 with a 48 MiB budget and rank 1 with 24 MiB (unequal memory too). `saturate train` of an mlp
+on Fashion-MNIST, the same global batch and 200 optimizer steps, three ways, one after the other in
+one run:
+
+  smallest   --batch auto: equal shares, every rank at the smallest rank's micro-batch (before issue 28)
+  equal      --batch auto --shares 1:1 of the global batch given by hand: each rank its own
+             micro-batch, equal shares (memory alone does not help a rank that computes slower)
+  speed      --batch auto --shares auto: each rank's step timed at its own micro-batch, shares
+             in proportion to the samples/s, gradients weighted by the shares
+
+For each: the shares, each rank's micro-batch x accumulation, samples/s of the whole job and each
+rank's wait at the all-reduce, the wall time of the 200 steps, and the last loss (the same global
+batches in every way: the losses agree to rounding).
+
+    python3 bench/hetero_shares.py [--out bench/results/hetero_shares_cpu.md]
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+STEPS = 200
+GLOBAL = 512
+TRAIN = ("train --model mlp --layers 2 --width 512 --data fashion-mnist --device cpu --threads 1 --workers 0 "
+         f"--no-augment --optimizer sgd --lr 0.05 --steps {STEPS} --global-batch {GLOBAL} --batch auto --no-monitor -q "
+         "--memory-budget 48MiB,24MiB")
+WAYS = {
+    "smallest": "",
+    "equal": f"--shares {GLOBAL // 2},{GLOBAL // 2}",
+    "speed": "--shares auto",
+}
+
+
+def run(binary, way, out):
+    path = os.path.join(out, way + ".json")
+    # rank r on core r; the launch itself and the hog are pinned too, so nothing else moves
+    rank_cmd = (f"exec taskset -c $RANK {binary} {TRAIN} {WAYS[way]} --json {path}")
+    cmd = [binary, "launch", "--nproc-per-node", "2", "--", "sh", "-c", rank_cmd]
+    started = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"{way}: exit {done.returncode}\n{done.stderr[-4000:]}")
+    with open(path) as f:
+        j = json.load(f)
+    return j, seconds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "hetero_shares_cpu.md"))
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "saturate"))
+    args = ap.parse_args()
+    if (os.cpu_count() or 1) < 2:
+        sys.exit("needs 2 cores (one per rank)")
+    hog = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", "while True: pass"])
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for way in WAYS:
+                j, seconds = run(args.binary, way, tmp)
+                ranks = j.get("ranks", [])
+                split = " / ".join(f"{r['share']} = {r['micro_batch']} x {r['accumulation']}" for r in ranks)
+                speeds = " / ".join(f"{r['samples_per_s']:.0f}" for r in ranks)
+                waits = " / ".join(f"{r['wait_ms']:.1f}" for r in ranks)
+                measured = " / ".join(f"{r['measured_samples_per_s']:.0f}" for r in ranks if "measured_samples_per_s" in r)
+                rows.append((way, split, measured or "-", speeds, waits, j["samples_per_s"], seconds,
+                             j["losses"][-1]))
+    finally:
+        hog.kill()
+        hog.wait()
+    base = {r[0]: r[5] for r in rows}
+    lines = [f"# Unequal ranks: shares by speed (bench/hetero_shares.py, {time.strftime('%Y-%m-%d')})", "",
+             f"{platform.machine()}, {os.cpu_count()} cores. 2 DDP ranks (Gloo), rank 0 on core 0 with 48 MiB, rank 1 on "
+             "core 1 beside a spinning process (half a core) with 24 MiB; mlp 2x512 on Fashion-MNIST, global batch "
+             f"{GLOBAL}, {STEPS} optimizer steps, `--batch auto`. Per rank: rank 0 / rank 1.", "",
+             "| way | share = micro x accumulation | timed alone (samples/s) | busy speed in training (samples/s) | "
+             "wait at the all-reduce (ms a step) | job samples/s | vs smallest | wall s (launch to exit) | last loss |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for way, split, measured, speeds, waits, sps, seconds, loss in rows:
+        lines.append(f"| {way} | {split} | {measured} | {speeds} | {waits} | {sps:.0f} | "
+                     f"{sps / base['smallest']:.2f}x | {seconds:.1f} | {loss:.4f} |")
+    text = "\n".join(lines) + "\n"
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
