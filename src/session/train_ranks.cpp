@@ -150,29 +150,49 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
   train.sync = dp_sync_.get();
 }
 
-void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
-  if (!ddp_ || !group_) return;
-  const std::vector<double> mine = ddp_->stats().step_allreduce_ms;
-  // every rank synced the same steps; a shorter list (never expected) is padded with "not seen"
-  const int64_t steps = group_->all_reduce_max({static_cast<int64_t>(mine.size())})[0];
+namespace {
+/// Per-step times of every rank (a collective): the mean over steps of the least rank's time, and
+/// each rank's mean excess over it (every rank recorded the same steps; a shorter list, never
+/// expected, is padded with "not seen").
+struct AcrossRanks {
+  double least_ms = 0;
+  std::vector<double> excess_ms;
+};
+AcrossRanks across_ranks(const std::vector<double>& mine, DistGroup& group) {
+  const int world = group.world_size();
+  AcrossRanks out;
+  out.excess_ms.assign(static_cast<size_t>(world), 0.0);
+  const int64_t steps = group.all_reduce_max({static_cast<int64_t>(mine.size())})[0];
+  if (steps == 0) return out;
   std::vector<int64_t> ns(static_cast<size_t>(steps), std::numeric_limits<int64_t>::max());
   for (size_t i = 0; i < mine.size(); ++i) ns[i] = static_cast<int64_t>(std::llround(mine[i] * 1e6));
-  const std::vector<int64_t> every = steps > 0 ? group_->all_gather(ns) : std::vector<int64_t>{};  // every rank's steps
-  double sum = 0;
+  const std::vector<int64_t> every = group.all_gather(ns);
   int64_t counted = 0;
-  std::vector<double> waited(static_cast<size_t>(world_size()), 0.0);  // each rank's, summed over steps
   for (size_t i = 0; i < static_cast<size_t>(steps); ++i) {
     int64_t least = std::numeric_limits<int64_t>::max();
-    for (int r = 0; r < world_size(); ++r) least = std::min(least, every[static_cast<size_t>(r) * ns.size() + i]);
+    for (int r = 0; r < world; ++r) least = std::min(least, every[static_cast<size_t>(r) * ns.size() + i]);
     if (least == std::numeric_limits<int64_t>::max()) continue;
-    sum += static_cast<double>(least) / 1e6;
+    out.least_ms += static_cast<double>(least) / 1e6;
     ++counted;
-    for (int r = 0; r < world_size(); ++r) {
+    for (int r = 0; r < world; ++r) {
       const int64_t own = every[static_cast<size_t>(r) * ns.size() + i];
-      if (own != std::numeric_limits<int64_t>::max()) waited[static_cast<size_t>(r)] += static_cast<double>(own - least) / 1e6;
+      if (own != std::numeric_limits<int64_t>::max()) out.excess_ms[static_cast<size_t>(r)] += static_cast<double>(own - least) / 1e6;
     }
   }
-  last_rank_allreduce_ms_ = counted > 0 ? sum / static_cast<double>(counted) : 0.0;
+  if (counted == 0) return out;
+  out.least_ms /= static_cast<double>(counted);
+  for (double& e : out.excess_ms) e /= static_cast<double>(counted);
+  return out;
+}
+}  // namespace
+
+void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
+  if (!ddp_ || !group_) return;
+  // the gradients' all-reduce as the last rank to arrive saw it, and each rank's wait: in that
+  // all-reduce and at the step's agreement point (where a faster rank waits for a slower one)
+  const AcrossRanks allreduce = across_ranks(ddp_->stats().step_allreduce_ms, *group_);
+  const AcrossRanks agreed = across_ranks(sync_ ? sync_->agree_ms() : std::vector<double>{}, *group_);
+  last_rank_allreduce_ms_ = allreduce.least_ms;
   // the ranks' table: budget, micro-batch, accumulation, share and step time of each
   const std::vector<int64_t> rows = group_->all_gather({mine_row.budget_bytes, mine_row.micro_batch,
                                                         mine_row.accumulation, mine_row.share,
@@ -181,7 +201,7 @@ void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
   for (int r = 0; r < world_size(); ++r) {
     const size_t at = static_cast<size_t>(r) * 5;
     RankTraining row{r, rows[at], rows[at + 1], rows[at + 2], rows[at + 3]};
-    row.wait_ms = counted > 0 ? waited[static_cast<size_t>(r)] / static_cast<double>(counted) : 0.0;
+    row.wait_ms = allreduce.excess_ms[static_cast<size_t>(r)] + agreed.excess_ms[static_cast<size_t>(r)];
     const double busy_s = (static_cast<double>(rows[at + 4]) / 1e6 - row.wait_ms) / 1e3;
     row.samples_per_s = busy_s > 0 ? static_cast<double>(row.share) / busy_s : 0.0;
     if (static_cast<size_t>(r) < measured_samples_per_s_.size())

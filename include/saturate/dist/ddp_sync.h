@@ -6,7 +6,9 @@
 // an OOM flag and the step loss) makes an OOM on any rank an OOM for all, so every rank backs
 // off together, and gives every rank the loss of the whole global batch.
 #pragma once
+#include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "saturate/dist/ddp.h"
 #include "saturate/train/trainer.h"
@@ -30,7 +32,9 @@ class DdpStepSync final : public StepSync {
   /// where the shares are unequal.
   bool agree(bool oom, double& loss) override {
     const double weighted = ddp_.weighted() ? loss * ddp_.gradient_weight() : loss;
+    const auto started = std::chrono::steady_clock::now();
     const std::vector<double> sums = ddp_.group().all_reduce_sum({oom ? 1.0 : 0.0, oom ? 0.0 : weighted});
+    agree_ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     loss = ddp_.weighted() ? sums[1] : sums[1] / static_cast<double>(ddp_.world_size());
     return sums[0] > 0;
   }
@@ -39,6 +43,9 @@ class DdpStepSync final : public StepSync {
     for (double& v : sums) v /= static_cast<double>(ddp_.world_size());
     return sums;
   }
+  /// Each agree()'s wall time, in order: a rank that reaches it first waits there for the others
+  /// (the per-step point where a faster rank waits for a slower one).
+  const std::vector<double>& agree_ms() const { return agree_ms_; }
   /// The all-reduce time not overlapped with the backward's computation, since the last call.
   double exposed_allreduce_ms() override {
     const DdpStats s = ddp_.stats();
@@ -51,6 +58,7 @@ class DdpStepSync final : public StepSync {
  private:
   DistributedDataParallel& ddp_;
   double exposed_seen_ms_ = 0;
+  std::vector<double> agree_ms_;
 };
 
 }  // namespace saturate

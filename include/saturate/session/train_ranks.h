@@ -58,8 +58,8 @@ struct RankTraining {
   int64_t share = 0;         ///< its samples of every global batch
   /// Its samples per second had it never waited for a peer: share / (step time - wait).
   double samples_per_s = 0;
-  /// Per synced step, its time in the all-reduce beyond the last rank to arrive's (waiting for a
-  /// slower peer: the straggler's is about 0).
+  /// Per step, its time waiting for a slower peer: at the step's agreement point and in the
+  /// gradients' all-reduce, beyond the last rank to arrive's (the straggler's is about 0).
   double wait_ms = 0;
   /// `shares` auto: its step's samples/s timed alone at its micro-batch before training, what its
   /// share was chosen by (0 otherwise).
