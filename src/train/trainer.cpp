@@ -272,9 +272,12 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
   torch::Tensor saved_world;
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   const int64_t written_world = archive.try_read("world_size", saved_world) ? saved_world.item<int64_t>() : 1;
-  if (written_world != world)
-    throw UsageError(fmt::format("`resume` {}: the checkpoint was written by a run of {} rank(s) and this run has {}; "
-                                 "resume with the same world size ({}), or start a new `checkpoint_dir`",
+  // another number of ranks resumes the same global batches (batch k of the data is a function of
+  // k, whoever trains it; the model and optimizer states are every rank's): the global batch is
+  // checked with the other settings. --adaptive's state is the ranks' own: refused
+  if (written_world != world && opt_.adaptive)
+    throw UsageError(fmt::format("`resume` {}: the checkpoint was written by an `adaptive` run of {} rank(s) and this "
+                                 "run has {}; resume with the same world size ({}), or start a new `checkpoint_dir`",
                                  opt_.checkpoint_dir, written_world, world,
                                  written_world == 1 ? std::string("one process, without saturate launch")
                                                     : fmt::format("saturate launch `nproc_per_node` {}", written_world)));

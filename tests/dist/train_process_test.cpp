@@ -1,7 +1,7 @@
 // `saturate train` as real ranks started by `saturate launch` (Gloo on loopback): the loss curve of
 // two ranks equals one process with the same global batch, only rank 0 writes, an OOM on one rank
 // makes every rank back off together, and a rank killed mid-training stops the launch naming it
-// while the last checkpoint stays usable for a resume with the same world size.
+// while the last checkpoint stays usable for a resume (on another number of ranks too).
 // Run by ctest's `dist` label (SATURATE_DIST_TESTS=1).
 #include <signal.h>
 
@@ -176,10 +176,13 @@ TEST(DistProcessTest, KillingATrainingRankStopsTheLaunchNamingItAndTheCheckpoint
   EXPECT_NE(status, 0) << log;
   EXPECT_NE(log.find("rank 1 (pid " + std::to_string(pid) + ") was killed by signal 9"), std::string::npos) << log;
 
-  // another world size cannot resume it: the message names both sizes
+  // another global batch cannot resume it (another world size can: ResumingOnAnotherNumberOf...)
   std::string wrong;
-  EXPECT_EQ(testing::run_command("timeout 120 " + kBin + kTrain + flags + "--resume " + ckpt + " -q", &wrong), 2);
-  EXPECT_NE(wrong.find("written by a run of 2 rank(s) and this run has 1"), std::string::npos) << wrong;
+  EXPECT_EQ(testing::run_command("timeout 120 " + kBin + kTrain + "--steps 1000 --global-batch 32 --batch 32 --resume " +
+                                     ckpt + " -q",
+                                 &wrong),
+            2);
+  EXPECT_NE(wrong.find("written with global batch 64 and this run has global batch 32"), std::string::npos) << wrong;
 
   // the same world size resumes it to the end
   std::string resumed;
@@ -349,6 +352,48 @@ TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTr
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
   const auto wd = saved_mlp(dir + "/dist.pt"), ws = saved_mlp(dir + "/single.pt");
+  for (size_t i = 0; i < wd.size(); ++i)
+    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
+}
+
+TEST(DistProcessTest, ResumingOnAnotherNumberOfRanksWithOtherSharesContinuesTheOneProcessCurve) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_reshare");
+  const std::string ckpt = dir + "/ckpt";
+  // unequal budgets and thread counts on every rank; the same 64 samples a step throughout
+  const std::string train = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 0 "
+                            "--no-augment --optimizer sgd --lr 0.05 --global-batch 64 --batch 16 --threads $((RANK % 2 + 1)) ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + train + "--steps 10 --shares 48,16 --memory-budget "
+                                                   "64MiB,40MiB --checkpoint-dir " + ckpt + " -q"),
+                                 &out),
+            0)
+      << out;
+  // 3 ranks take it from step 10 with other shares (the checkpoint's split is rank 0's, not theirs)
+  ASSERT_EQ(testing::run_command(launch(3, "exec " + kBin + train + "--steps 20 --shares 16,24,24 --memory-budget "
+                                                   "48MiB,64MiB,40MiB --resume " + ckpt + " --json " + dir +
+                                                   "/resumed.json --save " + dir + "/resumed.pt"),
+                                 &out),
+            0)
+      << out;
+  std::string single_out;
+  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 20 --global-batch 64 --batch 32 --json " +
+                                     dir + "/single.json --save " + dir + "/single.pt -q",
+                                 &single_out),
+            0)
+      << single_out;
+  const auto resumed = read_json(dir + "/resumed.json");
+  EXPECT_EQ(resumed["resumed_from"].get<int64_t>(), 10);
+  EXPECT_EQ(resumed["world_size"].get<int>(), 3);
+  ASSERT_EQ(resumed["ranks"].size(), 3u);
+  EXPECT_EQ(resumed["ranks"][0]["share"].get<int64_t>(), 16);
+  EXPECT_EQ(resumed["ranks"][2]["accumulation"].get<int64_t>(), 2);
+  const auto a = resumed["losses"].get<std::vector<double>>();
+  const auto b = read_json(dir + "/single.json")["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
+  const auto wd = saved_mlp(dir + "/resumed.pt"), ws = saved_mlp(dir + "/single.pt");
   for (size_t i = 0; i < wd.size(); ++i)
     EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
 }
