@@ -193,6 +193,7 @@ void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
   const AcrossRanks allreduce = across_ranks(ddp_->stats().step_allreduce_ms, *group_);
   const AcrossRanks agreed = across_ranks(sync_ ? sync_->agree_ms() : std::vector<double>{}, *group_);
   last_rank_allreduce_ms_ = allreduce.least_ms;
+  step_ms_ = step_ms;
   // the ranks' table: budget, micro-batch, accumulation, share and step time of each
   const std::vector<int64_t> rows = group_->all_gather({mine_row.budget_bytes, mine_row.micro_batch,
                                                         mine_row.accumulation, mine_row.share,
@@ -208,6 +209,17 @@ void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
       row.measured_samples_per_s = measured_samples_per_s_[static_cast<size_t>(r)];
     rank_rows_.push_back(row);
   }
+}
+
+int TrainRanksSummary::straggler() const {
+  if (ranks.size() < 2 || step_ms <= 0) return -1;
+  // the rank that waits least is the one the others wait for
+  const auto waits_most = std::max_element(ranks.begin(), ranks.end(),
+                                           [](const RankTraining& a, const RankTraining& b) { return a.wait_ms < b.wait_ms; });
+  if (waits_most->wait_ms < 0.1 * step_ms) return -1;
+  return std::min_element(ranks.begin(), ranks.end(),
+                          [](const RankTraining& a, const RankTraining& b) { return a.wait_ms < b.wait_ms; })
+      ->rank;
 }
 
 TrainRanksSummary TrainRanks::summary() const {
@@ -230,6 +242,7 @@ TrainRanksSummary TrainRanks::summary() const {
   r.compression_speedup = compression_speedup_;
   r.min_compression_speedup = options_.min_compression_speedup;
   r.ranks = rank_rows_;
+  r.step_ms = step_ms_;
   r.shares_by = options_.shares.by_speed ? "speed" : shares_.empty() ? "equal" : "given";
   return r;
 }
@@ -262,6 +275,11 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     }
     j["ranks"] = a;
     j["shares_by"] = shares_by;
+    if (const int s = straggler(); s >= 0) {
+      double most = 0;
+      for (const RankTraining& r : ranks) most = std::max(most, r.wait_ms);
+      j["straggler"] = {{"rank", s}, {"most_wait_ms", most}, {"step_ms", step_ms}};
+    }
   }
   if (!compression_by.empty()) {
     nlohmann::json c = {{"chosen", compress_bf16 ? "bf16" : "none"}, {"by", compression_by}};

@@ -88,6 +88,44 @@ TEST(TrainTextTest, OptionalLinesAppearWithWhatTheyReport) {
 
 TEST(TrainTextTest, OneProcessHasNoRanksLine) { EXPECT_EQ(train_rank_text(TrainRanksSummary{}), ""); }
 
+/// Two DDP ranks, rank 0 waiting `wait0` ms and rank 1 `wait1` ms of each 100 ms step.
+TrainRanksSummary two_ranks(double wait0, double wait1, const std::string& shares_by) {
+  TrainRanksSummary r;
+  r.world_size = 2;
+  r.parallel = "ddp";
+  r.backend = "gloo";
+  r.step_ms = 100;
+  r.shares_by = shares_by;
+  r.ranks = {RankTraining{0, 48 << 20, 855, 2, 1024, 16000, wait0}, RankTraining{1, 20 << 20, 855, 2, 1024, 9900, wait1}};
+  return r;
+}
+
+TEST(TrainTextTest, ARankTheOthersWaitForOverATenthOfTheStepIsNamedTheStragglerWithTheWayOut) {
+  const TrainRanksSummary slow1 = two_ranks(39.4, 0.3, "equal");
+  EXPECT_EQ(slow1.straggler(), 1);  // rank 0 waits for it
+  const std::string text = train_rank_text(slow1);
+  EXPECT_NE(text.find("rank 0      share 1024 of 2048 = micro 855 x 2, budget 48.0 MiB, 16000 samples/s, waits 39.40 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("straggler   rank 1: another rank waits 39.4 ms of each 100.0 ms step for it; `shares` auto"),
+            std::string::npos)
+      << text;
+  nlohmann::json j;
+  slow1.add_to_json(j);
+  EXPECT_EQ(j["straggler"]["rank"].get<int>(), 1);
+  EXPECT_EQ(j["ranks"][1]["share"].get<int64_t>(), 1024);
+  // balanced (every wait under a tenth of the step): no straggler, no line
+  const TrainRanksSummary balanced = two_ranks(2.0, 6.5, "speed");
+  EXPECT_EQ(balanced.straggler(), -1);
+  EXPECT_EQ(train_rank_text(balanced).find("straggler"), std::string::npos);
+  nlohmann::json k;
+  balanced.add_to_json(k);
+  EXPECT_FALSE(k.contains("straggler"));
+  // shares chosen by speed and still a straggler: the speeds moved since they were measured
+  EXPECT_NE(train_rank_text(two_ranks(0.5, 30, "speed")).find("straggler   rank 0: another rank waits 30.0 ms"),
+            std::string::npos);
+}
+
 TEST(TrainTextTest, EveryNumberTheSummaryShowsIsInTheJson) {
   const TrainSummary s = one_process_summary();
   const nlohmann::json j = s.to_json();

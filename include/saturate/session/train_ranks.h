@@ -92,6 +92,10 @@ struct TrainRanksSummary {
   double compression_speedup = 0;  ///< float32 / bf16 all-reduce time, the ranks' mean (measured)
   std::vector<RankTraining> ranks;  ///< each rank (DDP; empty until finish_training)
   std::string shares_by = "equal";  ///< equal | given | speed (`shares` auto)
+  double step_ms = 0;               ///< a training step's wall time (every rank steps together)
+  /// The straggler: the rank the others wait for most, when some rank waits over a tenth of the
+  /// step for it (-1: none). The summary then names it and `shares` auto.
+  int straggler() const;
   /// world_size, parallel, data_parallel_devices, backend, allreduce_ms,
   /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes, network.
   void add_to_json(nlohmann::json& j) const;
@@ -162,6 +166,7 @@ class TrainRanks {
   double last_rank_allreduce_ms_ = 0;
   std::vector<RankTraining> rank_rows_;
   std::vector<int64_t> shares_;
+  double step_ms_ = 0;
   std::vector<double> measured_samples_per_s_;  // shares auto: each rank's speed they were chosen by
 };
 
