@@ -354,7 +354,6 @@ void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData
   const char* what = o.adaptive                                    ? "`adaptive` (it changes the global batch)"
                      : o.objective.objective != Objective::kMemory ? "an `objective` other than memory"
                      : data.tokens || data.text_documents()        ? "token and text data (split by stream position)"
-                     : o.noise_scale                               ? "`noise_scale`"
                                                                    : nullptr;
   if (what)
     throw UsageError("shares", fmt::format("unequal shares are not supported with {} yet; train with equal shares "

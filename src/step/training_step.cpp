@@ -192,8 +192,8 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
     }
   }
   if (first_samples > 0) {
-    const int64_t ranks = has_peers ? sync->world_size() : 1;
-    noise->add(first_samples, first_sq_norm, global * ranks,
+    // the big batch is every rank's together (with unequal shares not this rank's times the ranks)
+    noise->add(first_samples, first_sq_norm, has_peers ? sync->global_samples(global) : global,
                gradient_sq_norm(workload_.model().parameters(), scaler_.scale_value()));
   }
   PhaseMark opt(obs, Phase::kOptimizer);

@@ -263,7 +263,9 @@ TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameG
   const std::string dir = testing::temp_dir("dist_train_shares");
   // rank 0 trains on 48 and rank 1 on 16 of every 64 samples: micro 16 x 3 and 16 x 1; the
   // weighted average of their gradients is the one-process gradient of the 64
-  const std::string flags = "--steps 20 --global-batch 64 --batch 16 --shares 48,16 ";
+  // with the gradient noise scale measured: rank 0's first micro-batch is samples 0-15 of every
+  // global batch, as one process's with micro-batch 16, so their estimates must agree
+  const std::string flags = "--steps 20 --global-batch 64 --batch 16 --shares 48,16 --noise-scale ";
   std::string out;
   ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist.json --save " +
                                                dir + "/dist.pt"),
@@ -271,8 +273,8 @@ TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameG
             0)
       << out;
   std::string single_out;
-  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 20 --global-batch 64 --batch 32 --json " +
-                                     dir + "/single.json --save " + dir + "/single.pt -q",
+  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 20 --global-batch 64 --batch 16 --noise-scale "
+                                     "--json " + dir + "/single.json --save " + dir + "/single.pt -q",
                                  &single_out),
             0)
       << single_out;
@@ -293,6 +295,13 @@ TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameG
     EXPECT_GE(r["wait_ms"].get<double>(), 0);
   }
   EXPECT_NE(out.find("share 48 of 64 = micro 16 x 3"), std::string::npos) << out;
+  const auto& nd = dist["gradient_noise_scale"];
+  const auto& ns = single["gradient_noise_scale"];
+  ASSERT_TRUE(nd["value"].is_number()) << dist.dump();
+  EXPECT_EQ(nd["measurements"].get<int64_t>(), ns["measurements"].get<int64_t>());
+  EXPECT_NEAR(nd["trace_covariance"].get<double>(), ns["trace_covariance"].get<double>(),
+              1e-4 * std::abs(ns["trace_covariance"].get<double>()));
+  EXPECT_NEAR(nd["value"].get<double>(), ns["value"].get<double>(), 1e-4 * std::abs(ns["value"].get<double>()));
   // the HTML report has the ranks' table too
   std::string html;
   ASSERT_EQ(testing::run_command(kBin + " report " + dir + "/dist.json -o " + dir + "/dist.html -q", &html), 0) << html;
