@@ -35,4 +35,13 @@ std::string name_options(const std::string& text, const OptionNamer& name_of) {
   return out;
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> each;
+  size_t start = 0;
+  for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+    each.push_back(text.substr(start, comma - start));
+  each.push_back(text.substr(start));
+  return each;
+}
+
 }  // namespace saturate

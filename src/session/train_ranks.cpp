@@ -211,12 +211,15 @@ void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
   }
 }
 
+double TrainRanksSummary::most_wait_ms() const {
+  double most = 0;
+  for (const RankTraining& r : ranks) most = std::max(most, r.wait_ms);
+  return most;
+}
+
 int TrainRanksSummary::straggler() const {
-  if (ranks.size() < 2 || step_ms <= 0) return -1;
+  if (ranks.size() < 2 || step_ms <= 0 || most_wait_ms() < 0.1 * step_ms) return -1;
   // the rank that waits least is the one the others wait for
-  const auto waits_most = std::max_element(ranks.begin(), ranks.end(),
-                                           [](const RankTraining& a, const RankTraining& b) { return a.wait_ms < b.wait_ms; });
-  if (waits_most->wait_ms < 0.1 * step_ms) return -1;
   return std::min_element(ranks.begin(), ranks.end(),
                           [](const RankTraining& a, const RankTraining& b) { return a.wait_ms < b.wait_ms; })
       ->rank;
@@ -275,11 +278,7 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     }
     j["ranks"] = a;
     j["shares_by"] = shares_by;
-    if (const int s = straggler(); s >= 0) {
-      double most = 0;
-      for (const RankTraining& r : ranks) most = std::max(most, r.wait_ms);
-      j["straggler"] = {{"rank", s}, {"most_wait_ms", most}, {"step_ms", step_ms}};
-    }
+    if (const int s = straggler(); s >= 0) j["straggler"] = {{"rank", s}, {"most_wait_ms", most_wait_ms()}, {"step_ms", step_ms}};
   }
   if (!compression_by.empty()) {
     nlohmann::json c = {{"chosen", compress_bf16 ? "bf16" : "none"}, {"by", compression_by}};

@@ -1,7 +1,5 @@
 #include "saturate/session/train_text.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "saturate/core/units.h"
@@ -44,16 +42,13 @@ std::string rank_rows_text(const TrainRanksSummary& r) {
                         row.rank, row.share, global, row.micro_batch, row.accumulation,
                         row.budget_bytes > 0 ? format_bytes(row.budget_bytes) : std::string("the device's"),
                         row.samples_per_s, row.wait_ms);
-  if (const int s = r.straggler(); s >= 0) {
-    double most = 0;
-    for (const RankTraining& row : r.ranks) most = std::max(most, row.wait_ms);
-    text += fmt::format("straggler   rank {}: another rank waits {:.1f} ms of each {:.1f} ms step for it{}\n", s, most,
-                        r.step_ms,
+  if (const int s = r.straggler(); s >= 0)
+    text += fmt::format("straggler   rank {}: another rank waits {:.1f} ms of each {:.1f} ms step for it{}\n", s,
+                        r.most_wait_ms(), r.step_ms,
                         r.shares_by == "speed" ? std::string(" (shares by speed as measured before training: the speeds "
                                                              "moved since)")
                                                : std::string("; `shares` auto splits the global batch by each rank's "
                                                              "speed"));
-  }
   return text;
 }
 

@@ -8,6 +8,7 @@
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/option_text.h"
 #include "saturate/core/units.h"
 #include "saturate/monitor/proc_stats.h"
 #include "saturate/models/model.h"
@@ -64,11 +65,7 @@ RuntimeFailure does_not_fit_one_device(Workload& workload, OptimizerKind optimiz
 
 std::string rank_budget(const std::string& budgets, const DistEnv& env) {
   if (budgets.find(',') == std::string::npos) return budgets;  // one value: every rank's
-  std::vector<std::string> each;
-  size_t start = 0;
-  for (size_t comma; (comma = budgets.find(',', start)) != std::string::npos; start = comma + 1)
-    each.push_back(budgets.substr(start, comma - start));
-  each.push_back(budgets.substr(start));
+  const std::vector<std::string> each = split_list(budgets);
   if (static_cast<int>(each.size()) != env.world_size)
     throw UsageError("memory_budget",
                      fmt::format("{} gives {} budgets, one a rank, but the run has {} rank(s){}; give one value for "

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/option_text.h"
 
 namespace saturate {
 
@@ -84,12 +85,8 @@ SharesOption parse_shares(const std::string& text) {
     o.by_speed = true;
     return o;
   }
-  std::vector<int64_t>& shares = o.counts;
   if (text.empty()) return o;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : split_list(text)) {
     size_t used = 0;
     long long v = 0;
     try {
@@ -101,9 +98,7 @@ SharesOption parse_shares(const std::string& text) {
       throw UsageError("shares", fmt::format("'{}' in '{}' is not a positive whole number of samples; give one per "
                                              "rank, e.g. 48,16 (or auto: by each rank's speed)",
                                              item, text));
-    shares.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+    o.counts.push_back(v);
   }
   return o;
 }

@@ -258,6 +258,21 @@ std::vector<std::pair<std::string, torch::Tensor>> saved_mlp(const std::string& 
   return m.model->named_tensors();
 }
 
+/// `run` trained the one-process run `single` exactly: `steps` losses each within 1e-6 (relative)
+/// and every weight of the `--save`d models within 1e-6.
+void expect_one_process_run(const nlohmann::json& run, const std::string& run_model, const nlohmann::json& single,
+                            const std::string& single_model, size_t steps) {
+  const auto a = run["losses"].get<std::vector<double>>();
+  const auto b = single["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), steps);
+  ASSERT_EQ(b.size(), steps);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
+  const auto wd = saved_mlp(run_model), ws = saved_mlp(single_model);
+  ASSERT_EQ(wd.size(), ws.size());
+  for (size_t i = 0; i < wd.size(); ++i)
+    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
+}
+
 TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameGlobalBatches) {
   SKIP_OUTSIDE_DIST_LABEL();
   const std::string dir = testing::temp_dir("dist_train_shares");
@@ -308,16 +323,9 @@ TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameG
   std::ifstream page(dir + "/dist.html");
   const std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("rank 1: share 16 = micro 16 x 1"), std::string::npos);
-  const auto a = dist["losses"].get<std::vector<double>>();
-  const auto b = single["losses"].get<std::vector<double>>();
-  ASSERT_EQ(a.size(), 20u);
-  ASSERT_EQ(b.size(), 20u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
-  const auto wd = saved_mlp(dir + "/dist.pt"), ws = saved_mlp(dir + "/single.pt");
-  ASSERT_EQ(wd.size(), ws.size());
-  for (size_t i = 0; i < wd.size(); ++i)
-    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
-  EXPECT_LT(a.back(), a.front());  // it learned something
+  expect_one_process_run(dist, dir + "/dist.pt", single, dir + "/single.pt", 20);
+  const auto losses = dist["losses"].get<std::vector<double>>();
+  EXPECT_LT(losses.back(), losses.front());  // it learned something
 }
 
 TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTrainTheOneProcessWeights) {
@@ -356,13 +364,7 @@ TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTr
   }
   EXPECT_NE(out.find("shares      by speed"), std::string::npos) << out;
   // whatever the split, the update is the one-process update of the same 96 samples
-  const auto a = dist["losses"].get<std::vector<double>>();
-  const auto b = read_json(dir + "/single.json")["losses"].get<std::vector<double>>();
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
-  const auto wd = saved_mlp(dir + "/dist.pt"), ws = saved_mlp(dir + "/single.pt");
-  for (size_t i = 0; i < wd.size(); ++i)
-    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
+  expect_one_process_run(dist, dir + "/dist.pt", read_json(dir + "/single.json"), dir + "/single.pt", 10);
 }
 
 TEST(DistProcessTest, ResumingOnAnotherNumberOfRanksWithOtherSharesContinuesTheOneProcessCurve) {
@@ -397,14 +399,7 @@ TEST(DistProcessTest, ResumingOnAnotherNumberOfRanksWithOtherSharesContinuesTheO
   ASSERT_EQ(resumed["ranks"].size(), 3u);
   EXPECT_EQ(resumed["ranks"][0]["share"].get<int64_t>(), 16);
   EXPECT_EQ(resumed["ranks"][2]["accumulation"].get<int64_t>(), 2);
-  const auto a = resumed["losses"].get<std::vector<double>>();
-  const auto b = read_json(dir + "/single.json")["losses"].get<std::vector<double>>();
-  ASSERT_EQ(a.size(), 20u);
-  ASSERT_EQ(b.size(), 20u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * std::abs(b[i])) << "step " << i;
-  const auto wd = saved_mlp(dir + "/resumed.pt"), ws = saved_mlp(dir + "/single.pt");
-  for (size_t i = 0; i < wd.size(); ++i)
-    EXPECT_LT((wd[i].second - ws[i].second).abs().max().item<double>(), 1e-6) << wd[i].first;
+  expect_one_process_run(resumed, dir + "/resumed.pt", read_json(dir + "/single.json"), dir + "/single.pt", 20);
 }
 
 TEST(DistProcessTest, TrainBatchAutoOnRanksWithUnequalBudgetsUsesTheSmallerRanksBatch) {

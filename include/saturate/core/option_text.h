@@ -5,8 +5,13 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace saturate {
+
+/// A per-rank option's values: "48,16" -> {"48", "16"}; no comma: the one value; empty items kept
+/// (the caller names them).
+std::vector<std::string> split_list(const std::string& text);
 
 /// How a front-end names a library option ("global_batch" -> "--global-batch"); nullopt for an
 /// option it does not know (that one stays as it was written).

@@ -96,6 +96,8 @@ struct TrainRanksSummary {
   /// The straggler: the rank the others wait for most, when some rank waits over a tenth of the
   /// step for it (-1: none). The summary then names it and `shares` auto.
   int straggler() const;
+  /// The longest any rank waits a step for a slower one.
+  double most_wait_ms() const;
   /// world_size, parallel, data_parallel_devices, backend, allreduce_ms,
   /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes, network.
   void add_to_json(nlohmann::json& j) const;
