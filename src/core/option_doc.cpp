@@ -117,7 +117,8 @@ const std::vector<OptionDoc> kDocs = {
     {"gpu", "the GPU index NVML reads", 0, 1023, "a GPU index"},
     // training (session/train_session.h)
     {"micro_batch", "micro-batch (samples per forward/backward), or auto: the largest that trains, searched with the "
-                    "step, data and evaluation training will run"},
+                    "step, data and evaluation training will run; with `shares`, one per rank (e.g. 2700,4400: rank "
+                    "r takes the r-th)"},
     {"train.target_fraction", "with `micro_batch` auto: the fraction of the budget the micro-batch's measured peak "
                               "may use (default 1.0 on CPU, where the budget is exact; 0.95 on CUDA, for "
                               "fragmentation)", 0.01, 1, "a fraction of the budget, e.g. 0.9"},

@@ -29,6 +29,7 @@ void TrainingFootprint::validate() const {
   require_non_negative(eval_prefetched_batches, "eval_prefetched_batches");
   require_non_negative(eval_search_micro_batch, "eval_search_micro_batch");
   require_non_negative(held_beside_bytes, "held_beside_bytes");
+  require_non_negative(held_in_step_bytes, "held_in_step_bytes");
   if (clip_grad_norm < 0)
     throw UsageError("clip_grad_norm", fmt::format("{} is negative; give 0 (off) or a positive norm", clip_grad_norm));
 }
@@ -133,6 +134,18 @@ void WorkloadTrialStep::step(int64_t batch, PhaseObserver* observer) {
     if (observer) observer->phase_end(Phase::kDataWait);
   }
   const int64_t global = data_.inputs.size(0);
+  // a global batch the loader hands over in pieces (LoaderOptions::parts) is joined on the host:
+  // while a piece is copied in, the whole batch and that piece are held (train/loader_data.cpp),
+  // which can peak above the step itself where the input dominates (an mlp on images). On CPU
+  // that is the budget's memory: the piece is allocated here, beside the batch and the window
+  if (!source_ && footprint_.prefetches_micro_batches && global > batch && workload_.device().is_cpu()) {
+    const int64_t parts = (global + batch - 1) / batch;
+    (void)workload_.empty_batch((global + parts - 1) / parts, workload_.device());  // its largest piece
+  }
+  const torch::Tensor in_step =
+      footprint_.held_in_step_bytes > 0
+          ? torch::empty({footprint_.held_in_step_bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(workload_.device()))
+          : torch::Tensor();
   // with accumulation, two micro-batches: the second backward accumulates into the gradients
   const int64_t n = std::min(global, samples_per_step(batch));
   const Batch part = n == global ? data_ : Batch{data_.inputs.slice(0, 0, n), data_.targets.slice(0, 0, n)};

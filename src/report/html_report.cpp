@@ -77,13 +77,15 @@ std::string context_table(const Run& run) {
         if (!r.is_object()) continue;
         const auto budget = opt_number(r, "budget_bytes", "ranks");
         const std::string of = budget && *budget > 0 ? " of " + bytes(*budget) : "";
+        const auto max = opt_number(r, "max_batch", "ranks");
         if (const auto share = opt_number(r, "share", "ranks"))
-          s += fmt::format("<br>rank {}: share {} = micro {} x {}{}, {:.0f} samples/s, waits {:.2f} ms a step",
+          s += fmt::format("<br>rank {}: share {} = micro {} x {}{}{}, {:.0f} samples/s, waits {:.2f} ms a step",
                            number_text(opt_number(r, "rank", "ranks").value_or(0)), number_text(*share),
                            number_text(opt_number(r, "micro_batch", "ranks").value_or(0)),
-                           number_text(opt_number(r, "accumulation", "ranks").value_or(0)), of,
+                           number_text(opt_number(r, "accumulation", "ranks").value_or(0)),
+                           max ? " (its max " + number_text(*max) + ")" : std::string(), of,
                            opt_number(r, "samples_per_s", "ranks").value_or(0), opt_number(r, "wait_ms", "ranks").value_or(0));
-        else if (const auto max = opt_number(r, "max_batch", "ranks"))
+        else if (max)
           s += fmt::format("<br>rank {}: max {}{}", number_text(opt_number(r, "rank", "ranks").value_or(0)),
                            number_text(*max), of);
       }

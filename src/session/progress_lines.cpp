@@ -113,7 +113,8 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
                 checkpointing = to_string(o.step.checkpointing)](const TrainStart& s) {
     line(fmt::format("saturate: training {} on {} ({}), {}, {} steps ({} per epoch), {} {}, lr {:g}",
                      style.model_name, s.data, style.device_info,
-                     batch_arithmetic(s.micro_batch, s.accumulation, s.world_size, s.global_batch), s.total_steps,
+                     rank_batch_arithmetic(s.micro_batch, s.accumulation, s.rank_batch, s.world_size, s.global_batch),
+                     s.total_steps,
                      s.steps_per_epoch, precision, checkpointing, s.peak_lr));
   };
   e.on_step = [line, every = std::max<int64_t>(1, style.log_every)](const TrainProgress& p) {

@@ -49,7 +49,7 @@ std::vector<RunSetting> train_run_settings(const Workload& workload, const Train
       {"noise_scale", on_off(o.noise_scale), may},  // measured, not applied (adaptive applies it)
       {"oom_backoff", on_off(o.oom_backoff), may},  // a back-off changes the split, not the batch
       // the batch: its split may change on resume (the global batch may not: the trainer checks it)
-      {"micro_batch", o.micro_batch == 0 ? "auto" : std::to_string(o.micro_batch), may},
+      {"micro_batch", !o.micro_batches.empty() ? o.micro_batches : o.micro_batch == 0 ? "auto" : std::to_string(o.micro_batch), may},
       {"accumulation", std::to_string(o.accumulation), may},
       {"global_batch", std::to_string(o.global_batch), may},
       {"target_fraction", fmt::format("{:g}", o.target_fraction), may},

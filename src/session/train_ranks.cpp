@@ -195,13 +195,16 @@ void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
   last_rank_allreduce_ms_ = allreduce.least_ms;
   step_ms_ = step_ms;
   // the ranks' table: budget, micro-batch, accumulation, share and step time of each
-  const std::vector<int64_t> rows = group_->all_gather({mine_row.budget_bytes, mine_row.micro_batch,
-                                                        mine_row.accumulation, mine_row.share,
-                                                        static_cast<int64_t>(std::llround(step_ms * 1e6))});
+  constexpr size_t kFields = 7;
+  const std::vector<int64_t> rows = group_->all_gather(
+      {mine_row.budget_bytes, mine_row.micro_batch, mine_row.accumulation, mine_row.share,
+       static_cast<int64_t>(std::llround(step_ms * 1e6)), mine_row.max_batch, mine_row.max_batch_exact ? 1 : 0});
   rank_rows_.clear();
   for (int r = 0; r < world_size(); ++r) {
-    const size_t at = static_cast<size_t>(r) * 5;
+    const size_t at = static_cast<size_t>(r) * kFields;
     RankTraining row{r, rows[at], rows[at + 1], rows[at + 2], rows[at + 3]};
+    row.max_batch = rows[at + 5];
+    row.max_batch_exact = rows[at + 6] != 0;
     row.wait_ms = allreduce.excess_ms[static_cast<size_t>(r)] + agreed.excess_ms[static_cast<size_t>(r)];
     const double busy_s = (static_cast<double>(rows[at + 4]) / 1e6 - row.wait_ms) / 1e3;
     row.samples_per_s = busy_s > 0 ? static_cast<double>(row.share) / busy_s : 0.0;
@@ -225,9 +228,37 @@ int TrainRanksSummary::straggler() const {
       ->rank;
 }
 
+void note_straggler(BottleneckFinding& verdict, const TrainRanksSummary& ranks, int rank) {
+  const int slow = ranks.straggler();
+  if (slow < 0 || rank < 0 || static_cast<size_t>(rank) >= ranks.ranks.size()) return;
+  const double step = ranks.step_ms;
+  const std::string cure = ranks.shares_by == "speed"
+                               ? "the shares were split by the speeds measured before training, which moved since: "
+                                 "train again with `shares` auto to measure them anew"
+                               : "`shares` auto gives each rank a share of the global batch in proportion to its "
+                                 "speed, so that none waits";
+  if (rank == slow) {
+    verdict.evidence["straggler"] = {{"rank", slow}, {"others_wait_ms", ranks.most_wait_ms()}, {"step_ms", step}};
+    verdict.reason += fmt::format("; this rank is the straggler: another waits {:.1f} ms of each {:.1f} ms step for it",
+                                  ranks.most_wait_ms(), step);
+    verdict.fix += "; or give this rank less of the global batch: " + cure;
+    return;
+  }
+  const double wait = ranks.ranks[static_cast<size_t>(rank)].wait_ms;
+  verdict.evidence["straggler"] = {
+      {"rank", slow}, {"wait_ms", wait}, {"step_ms", step}, {"wait_share", step > 0 ? wait / step : 0.0}};
+  verdict.reason += fmt::format("; {:.1f} ms of each {:.1f} ms step ({:.0f} %) is waiting for rank {}, the straggler",
+                                wait, step, step > 0 ? 100 * wait / step : 0.0, slow);
+  if (verdict.verdict == "communication-bound")
+    verdict.fix = fmt::format("the all-reduce is mostly waiting for rank {} (the last rank to arrive all-reduces in "
+                              "{:.2f} ms), not the network: {}",
+                              slow, ranks.last_rank_allreduce_ms, cure);
+}
+
 TrainRanksSummary TrainRanks::summary() const {
   TrainRanksSummary r;
   r.world_size = world_size();
+  r.rank = rank();
   r.parallel = dp_devices_.empty() ? (ddp_ ? "ddp" : "none") : "dp";
   r.data_parallel_devices = static_cast<int64_t>(dp_devices_.size());
   if (!ddp_) return r;
@@ -275,6 +306,10 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
                    {"accumulation", r.accumulation}, {"share", r.share}, {"samples_per_s", r.samples_per_s},
                    {"wait_ms", r.wait_ms}});
       if (shares_by == "speed") a.back()["measured_samples_per_s"] = r.measured_samples_per_s;
+      if (r.max_batch > 0) {
+        a.back()["max_batch"] = r.max_batch;
+        a.back()["max_batch_exact"] = r.max_batch_exact;
+      }
     }
     j["ranks"] = a;
     j["shares_by"] = shares_by;

@@ -13,6 +13,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/option_doc.h"
+#include "saturate/core/option_text.h"
 #include "saturate/core/signal_name.h"
 #include "saturate/core/units.h"
 #include "saturate/data/data_feed.h"
@@ -163,7 +164,10 @@ std::function<SearchResult(TrialRunner&, const SearchOptions&)> search_on_ranks(
   return [&ranks, own_max](TrialRunner& runner, const SearchOptions& so) {
     DistSearchResult d = search_across_ranks(runner, so, ranks.group(), /*exact_ranks=*/own_max);
     const auto mine = static_cast<size_t>(ranks.rank());
-    if (own_max && mine < d.ranks.size() && d.ranks[mine].max_batch > 0) d.result.max_batch = d.ranks[mine].max_batch;
+    if (own_max && mine < d.ranks.size() && d.ranks[mine].max_batch > 0) {
+      d.result.max_batch = d.ranks[mine].max_batch;
+      d.result.max_batch_exact = d.ranks[mine].exact;
+    }
     return d.result;
   };
 }
@@ -256,6 +260,35 @@ WorkerTuning tune_training_workers(Workload& workload, MemoryMeter& meter, const
   return chosen;
 }
 
+/// `adaptive` with unequal shares: each rank's curve (its ok points), largest micro-batch and
+/// share, gathered on every rank (two collectives), so that every rank decides on all of them.
+std::vector<AdaptiveRank> every_ranks_pace(const ThroughputCurve& mine, int64_t max_micro_batch,
+                                           const std::vector<int64_t>& shares, DistGroup& group) {
+  std::vector<int64_t> points;
+  for (const ThroughputPoint& p : mine.points)
+    if (p.ok && p.samples_per_s > 0) points.insert(points.end(), {p.batch, std::llround(p.samples_per_s * 1e3)});
+  const auto longest = static_cast<size_t>(group.all_reduce_max({static_cast<int64_t>(points.size())})[0]);
+  std::vector<int64_t> mine_padded = {max_micro_batch};
+  mine_padded.insert(mine_padded.end(), points.begin(), points.end());
+  mine_padded.resize(1 + longest, 0);  // a batch of 0 pads
+  const std::vector<int64_t> all = group.all_gather(mine_padded);
+  std::vector<AdaptiveRank> out(static_cast<size_t>(group.world_size()));
+  for (size_t r = 0; r < out.size(); ++r) {
+    const int64_t* row = &all[r * (1 + longest)];
+    out[r].unit = shares.at(r);
+    out[r].max_micro_batch = row[0];
+    for (size_t i = 1; i + 1 <= longest; i += 2)
+      if (row[i] > 0) {
+        ThroughputPoint p;
+        p.batch = row[i];
+        p.samples_per_s = static_cast<double>(row[i + 1]) / 1e3;
+        p.ok = true;
+        out[r].curve.points.push_back(p);
+      }
+  }
+  return out;  // this rank's too as gathered: every rank decides on the same rounded numbers
+}
+
 /// The throughput curve up to the micro-batch that trains, timed with the same step; goodput's
 /// noise scale on this data at the base batch, at the initial weights; or the adaptive batch's start.
 void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
@@ -293,16 +326,29 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
     if (events.on_objective) events.on_objective(choice.objective);
     return;
   }
-  if (base_batch % world != 0)
+  // unequal shares: they split the base batch (a unit), each rank its own part of every unit
+  const bool unequal = !choice.request.shares.empty();
+  if (unequal && global_batch_of(choice.request) != base_batch)
+    throw UsageError("shares", fmt::format("they add up to {}, not the base batch {}: with `adaptive` the shares split "
+                                           "the base batch (the global batch grows by whole base batches); give "
+                                           "`base_batch` {}, or shares that add up to {}",
+                                           global_batch_of(choice.request), base_batch,
+                                           global_batch_of(choice.request), base_batch));
+  if (!unequal && base_batch % world != 0)
     throw UsageError("base_batch", fmt::format("{} is not shared equally by {} ranks; give a multiple of {}",
                                                base_batch, world, world));
   ThroughputCurveOptions co;
   co.max_batch = micro;
   if (events.on_adaptive_curve) events.on_adaptive_curve(micro);
   ThroughputCurve curve = measure_throughput_curve(probe, co);
-  curve = curve_across_ranks(std::move(curve), co, ranks.group());
   AdaptiveBatchOptions ad;
-  ad.unit = base_batch / world;
+  if (unequal) {  // every rank's own curve, share and largest micro-batch, on every rank
+    ad.ranks = every_ranks_pace(curve, micro, choice.request.shares, *ranks.group());
+    ad.rank = ranks.rank();
+  } else {
+    curve = curve_across_ranks(std::move(curve), co, ranks.group());
+  }
+  ad.unit = unequal ? rank_share(choice.request) : base_batch / world;
   ad.world_size = world;
   ad.max_units = o.adaptive_max;
   ad.max_micro_batch = micro;
@@ -349,10 +395,9 @@ void choose_shares_by_speed(Workload& workload, MemoryMeter& meter, const Traini
   ranks.set_shares(shares_by_speed(global_batch, speeds), speeds);
 }
 
-/// Unequal shares (`shares`) need data the sampler splits by sample and a fixed global batch.
+/// Unequal shares (`shares`) need data the sampler splits by sample.
 void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData& data) {
-  const char* what = o.adaptive                                    ? "`adaptive` (it changes the global batch)"
-                     : o.objective.objective != Objective::kMemory ? "an `objective` other than memory"
+  const char* what = o.objective.objective != Objective::kMemory ? "an `objective` other than memory"
                      : data.tokens || data.text_documents()        ? "token and text data (split by stream position)"
                                                                    : nullptr;
   if (what)
@@ -496,8 +541,25 @@ int64_t parse_eval_batch(const std::string& text) {
 }
 
 void parse_batch_options(TrainSessionOptions& options, const std::string& micro_batch, const std::string& max_tokens,
-                         const std::string& eval_batch) {
-  options.micro_batch = parse_micro_batch(micro_batch);
+                         const std::string& eval_batch, const DistEnv& env) {
+  if (micro_batch.find(',') != std::string::npos) {  // one per rank
+    const std::vector<std::string> each = split_list(micro_batch);
+    if (static_cast<int>(each.size()) != env.world_size)
+      throw UsageError("micro_batch", fmt::format("{} gives {} micro-batches, one a rank, but the run has {} rank(s); "
+                                                  "give one for every rank, or one for all",
+                                                  micro_batch, each.size(), env.world_size));
+    for (const std::string& item : each)
+      if (item == "auto")
+        throw UsageError("micro_batch", fmt::format("{}: auto searches every rank's own (with `shares`); give auto "
+                                                    "alone, or a count for every rank",
+                                                    micro_batch));
+      else
+        (void)parse_micro_batch(item);
+    options.micro_batches = micro_batch;
+    options.micro_batch = parse_micro_batch(each[static_cast<size_t>(env.rank)]);
+  } else {
+    options.micro_batch = parse_micro_batch(micro_batch);
+  }
   options.max_tokens = parse_max_tokens(max_tokens);
   options.eval_batch = parse_eval_batch(eval_batch);
 }
@@ -559,6 +621,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (data.text_documents()) check_text_vocab(data.text.name, workload.built().classes);
   // before any work: every rank runs the same settings; one writer per checkpoint folder
   std::vector<RunSetting> settings = train_run_settings(workload, options, data);
+  if (!options.micro_batches.empty() && !ranks.shares_by_speed() && ranks.shares().empty())
+    throw UsageError("micro_batch", fmt::format("{}: a micro-batch per rank needs `shares` (each rank's part of every "
+                                                "global batch); give `shares`, or one micro-batch for every rank",
+                                                options.micro_batches));
   if (ranks.shares_by_speed() || !ranks.shares().empty()) {
     check_shares_supported(options, data);
     settings.push_back(
@@ -578,8 +644,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   choice.request.world_size = world;
   choice.request.shares = ranks.shares();
   choice.request.rank = ranks.rank();
+  // `shares` auto splits the global batch; with `adaptive`, the base batch (its unit)
+  const int64_t split_by_speed = options.adaptive ? base_batch_of(options) : options.global_batch;
   if (ranks.shares_by_speed()) {
-    if (options.global_batch == 0)
+    if (split_by_speed == 0)
       throw UsageError("shares", "auto splits a global batch by each rank's speed: give `global_batch`");
     choice.request.global_batch = 0;  // split once the micro-batch is known and timed
   }
@@ -596,7 +664,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     int64_t gradient_bytes = 0;
     for (const auto& p : workload.model().parameters())
       if (p.requires_grad()) gradient_bytes += static_cast<int64_t>(p.nbytes());
-    footprint.held_beside_bytes = 2 * gradient_bytes;
+    footprint.held_beside_bytes = gradient_bytes;  // the buckets, always
+    footprint.held_in_step_bytes = gradient_bytes;  // a bucket in flight, in the backward only
   }
   // the trials take optimizer steps on synthetic labels and reseed the generators: training
   // starts from the weights and generator states it would have had without them
@@ -609,13 +678,15 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
   std::optional<AutoBatch> auto_batch;
   if (options.micro_batch == 0) {
-    auto_batch = search_micro_batch(workload, meter, footprint, choice.request, options, ranks, events, tokens,
+    BatchRequest searched = choice.request;
+    if (options.adaptive) searched.shares.clear();  // the rank's batch grows by units: no share caps its micro-batch
+    auto_batch = search_micro_batch(workload, meter, footprint, searched, options, ranks, events, tokens,
                                     train_data_size(data, workload.built().spec.seq_len, ranks.world_size()));
     choice.request.micro_batch = auto_batch->micro_batch;
   }
   if (ranks.shares_by_speed()) {
-    choose_shares_by_speed(workload, meter, footprint, choice.request.micro_batch, options.global_batch, ranks);
-    choice.request.global_batch = options.global_batch;
+    choose_shares_by_speed(workload, meter, footprint, choice.request.micro_batch, split_by_speed, ranks);
+    choice.request.global_batch = split_by_speed;
     choice.request.shares = ranks.shares();
   }
   if (options.objective.objective != Objective::kMemory || options.adaptive)
@@ -640,7 +711,10 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.count_flops = true;
   t.micro_batch = plan.micro_batch;
   t.accumulation = plan.accumulation;
-  if (!ranks.shares().empty()) t.global_batch = plan.global_batch;
+  if (!ranks.shares().empty()) {
+    t.global_batch = plan.global_batch;
+    t.shares = ranks.shares();
+  }
   t.epochs = options.epochs;
   t.max_steps = options.max_steps;
   t.clip_grad_norm = options.clip_grad_norm;
@@ -696,8 +770,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.eval_every_samples = options.eval_every_samples;
   t.stop_at_accuracy = options.stop_at_accuracy;
   if (events.on_start)
-    events.on_start(TrainStart{data_name, plan.micro_batch, plan.accumulation, world, plan.global_batch, total,
-                               per_epoch, t.schedule.peak_lr});
+    events.on_start(TrainStart{data_name, plan.micro_batch, plan.accumulation, world, plan.global_batch,
+                               plan.rank_batch, total, per_epoch, t.schedule.peak_lr});
   LeakWatch leak_watch(meter);
   wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
 
@@ -725,6 +799,18 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   s.leak = leak_watch.report();
   s.leak_sites = leak_watch.sites();
   if (monitor) s.monitor = monitor->finish();
+  // each rank's row of the ranks' table (its step time from the global samples/s: every rank
+  // steps together); with unequal shares and a searched micro-batch, its own largest too
+  const double step_ms = r.samples_per_s > 0 ? 1e3 * static_cast<double>(r.global_batch) / r.samples_per_s : 0.0;
+  RankTraining mine{ranks.rank(), meter.budget_bytes(), r.micro_batch, r.accumulation,
+                    choice.adaptive ? choice.adaptive->rank_batch() : rank_batch};
+  if (auto_batch && !ranks.shares().empty()) {
+    mine.max_batch = auto_batch->search.max_batch;
+    mine.max_batch_exact = auto_batch->search.max_batch_exact;
+  }
+  ranks.finish_training(mine, step_ms);
+  out.ranks = ranks.summary();
+  if (s.monitor && s.monitor->bottleneck) note_straggler(*s.monitor->bottleneck, out.ranks, ranks.rank());
   if (choice.objective.objective != Objective::kMemory) s.objective = choice.objective;
   if (choice.adaptive)
     s.adaptive = adaptive_summary(*choice.adaptive, base_batch_of(options), options.adaptive_max, lr_rule_for(workload));
@@ -738,12 +824,6 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   s.workers = data.workers;
   s.workers_auto = workers_tuning;
   out.json = s.to_json();
-  // each rank's row of the ranks' table (its step time from the global samples/s: every rank
-  // steps together)
-  const double step_ms = r.samples_per_s > 0 ? 1e3 * static_cast<double>(r.global_batch) / r.samples_per_s : 0.0;
-  ranks.finish_training(RankTraining{ranks.rank(), meter.budget_bytes(), r.micro_batch, r.accumulation, rank_batch},
-                        step_ms);
-  out.ranks = ranks.summary();
   out.ranks.add_to_json(out.json);
   return out;
 }

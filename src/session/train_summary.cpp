@@ -97,6 +97,11 @@ nlohmann::json TrainSummary::to_json() const {
             {"checkpoints_failed", r.checkpoints_failed},
             {"checkpoint_error", r.checkpoint_error.empty() ? nlohmann::json() : nlohmann::json(r.checkpoint_error)},
             {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
+            {"resumed_split", r.resumed_from ? nlohmann::json{{"world_size", r.resumed_world_size},
+                                                              {"shares", r.resumed_shares.empty()
+                                                                             ? nlohmann::json()
+                                                                             : nlohmann::json(r.resumed_shares)}}
+                                             : nlohmann::json()},
             {"leak", leak_json(leak)},
             {"losses", r.losses}});
   j["leak"]["sites"] = leak_sites_json(leak_sites);  // filled a few steps after a detection

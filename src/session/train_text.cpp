@@ -1,6 +1,7 @@
 #include "saturate/session/train_text.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "saturate/core/units.h"
 #include "saturate/session/train_session.h"
@@ -38,8 +39,11 @@ std::string rank_rows_text(const TrainRanksSummary& r) {
                           row.rank + 1 < static_cast<int>(r.ranks.size()) ? ";" : "\n");
   }
   for (const RankTraining& row : r.ranks)
-    text += fmt::format("rank {:<7}share {} of {} = micro {} x {}, budget {}, {:.0f} samples/s, waits {:.2f} ms a step\n",
+    text += fmt::format("rank {:<7}share {} of {} = micro {} x {}{}, budget {}, {:.0f} samples/s, waits {:.2f} ms a step\n",
                         row.rank, row.share, global, row.micro_batch, row.accumulation,
+                        row.max_batch > 0 ? fmt::format(" (its max {}{})", row.max_batch,
+                                                        row.max_batch_exact ? ", exact" : "")
+                                          : std::string(),
                         row.budget_bytes > 0 ? format_bytes(row.budget_bytes) : std::string("the device's"),
                         row.samples_per_s, row.wait_ms);
   if (const int s = r.straggler(); s >= 0)
@@ -50,6 +54,18 @@ std::string rank_rows_text(const TrainRanksSummary& r) {
                                                : std::string("; `shares` auto splits the global batch by each rank's "
                                                              "speed"));
   return text;
+}
+
+/// ", written by 2 rank(s) with shares 48,16": how the checkpointed run split its global batch,
+/// where this run splits it otherwise ("" where the same).
+std::string resumed_split_text(const TrainResult& r, const TrainRanksSummary& ranks) {
+  std::vector<int64_t> shares;  // this run's, where unequal
+  if (ranks.shares_by != "equal")
+    for (const RankTraining& row : ranks.ranks) shares.push_back(row.share);
+  if (r.resumed_world_size <= 0 || (r.resumed_world_size == ranks.world_size && r.resumed_shares == shares)) return "";
+  return fmt::format(", written by {} rank(s) with {}", r.resumed_world_size,
+                     r.resumed_shares.empty() ? std::string("equal shares")
+                                              : fmt::format("shares {}", fmt::join(r.resumed_shares, ",")));
 }
 
 }  // namespace
@@ -110,7 +126,11 @@ std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& r
       "trained     {} on {}: {} steps, {} samples, {:.2f} epochs\nbatch       {}\n"
       "train loss  {:.4f}\n",
       s.context.model_name, s.data, r.steps, r.samples_seen, r.epochs,
-      batch_arithmetic(r.micro_batch, r.accumulation, ranks.world_size, r.global_batch, "micro", "global"),
+      rank_batch_arithmetic(r.micro_batch, r.accumulation,
+                            ranks.shares_by != "equal" && static_cast<size_t>(ranks.rank) < ranks.ranks.size()
+                                ? ranks.ranks[static_cast<size_t>(ranks.rank)].share
+                                : 0,
+                            ranks.world_size, r.global_batch, "micro", "global"),
       r.final_train_loss);
   if (s.monitor && s.monitor->bottleneck)
     text += fmt::format("bottleneck  {}: {}\nfix         {}\n", s.monitor->bottleneck->verdict,
@@ -123,7 +143,8 @@ std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& r
                           ? std::string()
                           : fmt::format(" (evaluation: {}, now in chunks of {}; the training batch is unchanged)",
                                         r.eval_oom_backoffs.size(), r.eval_oom_backoffs.back().new_micro_batch), r.checkpoints_written,
-                      r.resumed_from ? fmt::format(" (resumed from step {})", *r.resumed_from) : "",
+                      r.resumed_from ? fmt::format(" (resumed from step {}{})", *r.resumed_from, resumed_split_text(r, ranks))
+                                     : "",
                       r.checkpoints_failed ? fmt::format(", {} FAILED (first {})", r.checkpoints_failed, r.checkpoint_error)
                                            : "");
   if (s.interrupted)

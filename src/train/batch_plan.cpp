@@ -27,8 +27,23 @@ std::string batch_arithmetic(int64_t micro_batch, int64_t accumulation, int worl
                    : fmt::format("{} {} (a shorter last one) = {} {}", micro_word, steps, global_word, global_batch);
 }
 
+std::string rank_batch_arithmetic(int64_t micro_batch, int64_t accumulation, int64_t rank_batch, int world_size,
+                                  int64_t global_batch, const char* micro_word, const char* global_word) {
+  const int world = std::max(1, world_size);
+  if (rank_batch <= 0 || rank_batch * world == global_batch)
+    return batch_arithmetic(micro_batch, accumulation, world_size, global_batch, micro_word, global_word);
+  const int64_t last = rank_batch - micro_batch * (accumulation - 1);
+  const std::string steps = last == micro_batch || accumulation < 1 || last <= 0 || last > micro_batch
+                                ? fmt::format("{} {} x {}", micro_word, micro_batch, accumulation)
+                            : accumulation > 2 ? fmt::format("{} {} x {} + {} (a shorter last one)", micro_word,
+                                                             micro_batch, accumulation - 1, last)
+                                               : fmt::format("{} {} + {} (a shorter last one)", micro_word, micro_batch, last);
+  return fmt::format("{} = {} on this rank, of {} {} over {} ranks (unequal shares)", steps, rank_batch, global_word,
+                     global_batch, world);
+}
+
 std::string BatchPlan::text() const {
-  return batch_arithmetic(micro_batch, accumulation, world_size, global_batch, "micro", "global");
+  return rank_batch_arithmetic(micro_batch, accumulation, rank_batch, world_size, global_batch, "micro", "global");
 }
 
 int64_t rank_share(int64_t global_batch, int world_size) {

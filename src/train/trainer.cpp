@@ -154,7 +154,7 @@ std::string setting_key(const std::string& flag) {
 bool known_checkpoint_key(const std::string& key) {
   for (const char* k : {"format", "format_version", "signature_hash", "steps_done", "units_done", "adaptive",
                         "configured_micro_batch", "micro_batch", "accumulation", "world_size", "checkpoints_written",
-                        "skipped_steps", "losses", "oom_backoffs", "noise_scale", "optimizer", "scaler.scale",
+                        "skipped_steps", "losses", "oom_backoffs", "noise_scale", "optimizer", "scaler.scale", "shares",
                         "scaler.growth", "rng.cpu"})
     if (key == k) return true;
   for (const char* prefix : {"model.", "rng.cuda.", "setting."})
@@ -181,6 +181,7 @@ void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::opt
   archive.write("micro_batch", torch::tensor(micro_));
   archive.write("accumulation", torch::tensor(accumulation_));
   archive.write("world_size", torch::tensor(static_cast<int64_t>(opt_.sync ? opt_.sync->world_size() : 1)));
+  if (!opt_.shares.empty()) archive.write("shares", torch::tensor(opt_.shares, torch::kLong));
   archive.write("checkpoints_written", torch::tensor(result.checkpoints_written + 1));
   archive.write("skipped_steps", torch::tensor(result.skipped_steps));
   archive.write("losses", torch::tensor(result.losses, torch::kDouble));
@@ -272,6 +273,15 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
   torch::Tensor saved_world;
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   const int64_t written_world = archive.try_read("world_size", saved_world) ? saved_world.item<int64_t>() : 1;
+  result.resumed_world_size = written_world;
+  if (torch::Tensor shares; archive.try_read("shares", shares)) {
+    const torch::Tensor s = shares.to(torch::kLong).contiguous();
+    if (s.dim() != 1 || s.numel() != written_world || (s.numel() > 0 && s.min().item<int64_t>() < 1))
+      throw UsageError(fmt::format("`resume` {}: the checkpoint's shares are {} value(s) for {} rank(s): it was "
+                                   "edited or damaged; restore it, or start a new `checkpoint_dir`",
+                                   opt_.checkpoint_dir, s.numel(), written_world));
+    result.resumed_shares.assign(s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());
+  }
   // another number of ranks resumes the same global batches (batch k of the data is a function of
   // k, whoever trains it; the model and optimizer states are every rank's): the global batch is
   // checked with the other settings. --adaptive's state is the ranks' own: refused
@@ -319,6 +329,9 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
                                  configured.item<int64_t>() == opt_.micro_batch || opt_.adaptive)) {
     micro_ = read_int("micro_batch");
     accumulation_ = read_int("accumulation");
+  } else if (opt_.adaptive) {  // unequal shares: this rank's own split of its batch at the restored units
+    micro_ = opt_.adaptive->micro_batch();
+    accumulation_ = (opt_.adaptive->rank_batch() + micro_ - 1) / micro_;
   }
   result.checkpoints_written = read_int("checkpoints_written");
   result.skipped_steps = read_int("skipped_steps");

@@ -5,12 +5,15 @@
 // Run by ctest's `dist` label (SATURATE_DIST_TESTS=1).
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <torch/torch.h>
@@ -124,6 +127,42 @@ TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
   EXPECT_GT(batch, 8);
   EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
   EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
+}
+
+TEST(DistProcessTest, AdaptiveTrainingWithUnequalSharesGrowsEveryRanksShareTogether) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_adaptive_shares");
+  // the shares split the base batch (6 + 2 = 8): a global batch of u base batches gives rank 0
+  // 6u and rank 1 2u samples. Every rank decides on every rank's own curve (the step takes the
+  // slowest rank's time on its share) and checks that the others chose the same batch; rank 1
+  // runs on half the threads of rank 0
+  const std::string train = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 0 "
+                            "--no-augment --optimizer sgd --lr 0.05 --threads $((2 - RANK)) ";
+  const std::string flags = "--steps 120 --batch 256 --adaptive --base-batch 8 --shares 6,2 --adapt-every 10 "
+                            "--bucket-mb 1 ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + train + flags + "--json " + dir + "/dist.json"), &out), 0)
+      << out;
+  const auto j = read_json(dir + "/dist.json");
+  const auto& changes = j["adaptive"]["changes"];
+  ASSERT_FALSE(changes.empty()) << j["adaptive"].dump();
+  int64_t samples = 0, step = 0, batch = 8;
+  for (const auto& c : changes) {
+    EXPECT_EQ(c["old_global_batch"].get<int64_t>(), batch);
+    EXPECT_EQ(c["new_global_batch"].get<int64_t>() % 8, 0);
+    samples += (c["step"].get<int64_t>() - step) * batch;
+    step = c["step"].get<int64_t>();
+    batch = c["new_global_batch"].get<int64_t>();
+  }
+  samples += (120 - step) * batch;
+  EXPECT_GT(batch, 8);
+  EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
+  EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
+  ASSERT_EQ(j["ranks"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["ranks"][0]["share"].get<int64_t>(), batch / 8 * 6) << j["ranks"].dump();
+  EXPECT_EQ(j["ranks"][1]["share"].get<int64_t>(), batch / 8 * 2) << j["ranks"].dump();
+  const auto losses = j["losses"].get<std::vector<double>>();
+  EXPECT_LT(losses.back(), losses.front());
 }
 
 TEST(DistProcessTest, AnOomOnOneRankMakesEveryRankBackOffTogether) {
@@ -395,11 +434,89 @@ TEST(DistProcessTest, ResumingOnAnotherNumberOfRanksWithOtherSharesContinuesTheO
       << single_out;
   const auto resumed = read_json(dir + "/resumed.json");
   EXPECT_EQ(resumed["resumed_from"].get<int64_t>(), 10);
+  // the checkpoint recorded how the run it continues was split, and the summary says so
+  EXPECT_EQ(resumed["resumed_split"]["world_size"].get<int64_t>(), 2) << resumed.dump();
+  EXPECT_EQ(resumed["resumed_split"]["shares"], nlohmann::json({48, 16})) << resumed.dump();
+  EXPECT_NE(out.find("(resumed from step 10, written by 2 rank(s) with shares 48,16)"), std::string::npos) << out;
   EXPECT_EQ(resumed["world_size"].get<int>(), 3);
   ASSERT_EQ(resumed["ranks"].size(), 3u);
   EXPECT_EQ(resumed["ranks"][0]["share"].get<int64_t>(), 16);
   EXPECT_EQ(resumed["ranks"][2]["accumulation"].get<int64_t>(), 2);
   expect_one_process_run(resumed, dir + "/resumed.pt", read_json(dir + "/single.json"), dir + "/single.pt", 20);
+}
+
+/// Each rank's own largest micro-batch under `batch` auto with unequal shares, checked in fresh
+/// ranks that train at it given (issue 28, done-when (b)): with the same shares and every rank's
+/// max as its micro-batch (`batch` M0,M1,...) the run trains with no back-off; one more on any
+/// one rank runs that rank out of memory. `budgets_mib`: each rank's budget; its share (held
+/// whole beside the step: the loader's batch) is 288 samples a MiB (most of the budget), above what its step fits beside it.
+void expect_each_ranks_max_exact_in_fresh_ranks(const std::vector<int>& budgets_mib, const std::string& dir) {
+  const int world = static_cast<int>(budgets_mib.size());
+  std::vector<std::string> budgets;
+  std::vector<int64_t> shares;
+  for (int b : budgets_mib) {
+    budgets.push_back(std::to_string(b) + "MiB");
+    shares.push_back(288 * b);
+  }
+  // unequal budgets and thread counts
+  const std::string train = fmt::format(
+      " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 0 --no-augment "
+      "--optimizer sgd --lr 0.05 --eval-batch 64 --threads $((RANK % 2 + 1)) --memory-budget {} --shares {} ",
+      fmt::join(budgets, ","), fmt::join(shares, ","));
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(world, "exec " + kBin + train + "--steps 1 --batch auto --json " + dir +
+                                                   "/auto.json"),
+                                 &out),
+            0)
+      << out;
+  const auto searched = read_json(dir + "/auto.json");
+  ASSERT_EQ(searched["ranks"].size(), static_cast<size_t>(world)) << searched.dump();
+  std::vector<int64_t> max;
+  for (const auto& r : searched["ranks"]) {
+    ASSERT_TRUE(r.contains("max_batch")) << r.dump();
+    EXPECT_TRUE(r["max_batch_exact"].get<bool>()) << r.dump();  // not capped by its share
+    EXPECT_EQ(r["micro_batch"].get<int64_t>(), r["max_batch"].get<int64_t>()) << r.dump();
+    max.push_back(r["max_batch"].get<int64_t>());
+  }
+  EXPECT_NE(*std::min_element(max.begin(), max.end()), *std::max_element(max.begin(), max.end()));
+  // fresh ranks, the same shares, each rank's micro-batch given
+  const auto fresh = [&](const std::vector<int64_t>& micro, const std::string& name, std::string* o) {
+    const int status = testing::run_command(launch(world, "exec " + kBin + train + "--steps 2 --batch " +
+                                                              fmt::format("{}", fmt::join(micro, ",")) + " --json " +
+                                                              dir + "/" + name + ".json"),
+                                            o);
+    return status == 0 ? read_json(dir + "/" + name + ".json") : nlohmann::json();
+  };
+  std::string o;
+  const auto at_max = fresh(max, "at_max", &o);
+  ASSERT_TRUE(at_max.is_object()) << o;
+  EXPECT_TRUE(at_max["oom_backoffs"].empty()) << at_max.dump();
+  for (size_t r = 0; r < at_max["ranks"].size(); ++r)
+    EXPECT_EQ(at_max["ranks"][r]["micro_batch"].get<int64_t>(), max[r]) << at_max["ranks"].dump();
+  // one more on rank r runs rank r out of memory: in its step (every rank backs off together) or
+  // while its loader joins the share's pieces (the run stops naming the rank's budget)
+  for (int r = 0; r < world; ++r) {
+    std::vector<int64_t> one_more = max;
+    ++one_more[static_cast<size_t>(r)];
+    const auto over = fresh(one_more, fmt::format("over_{}", r), &o);
+    const bool backed_off = over.is_object() && !over["oom_backoffs"].empty() &&
+                            over["oom_backoffs"][0]["step"].get<int64_t>() == 0;
+    const std::string line = fmt::format("[rank {}/{} ", r, world);
+    bool ran_out = false;
+    for (size_t at = o.find(line); at != std::string::npos && !ran_out; at = o.find(line, at + 1)) {
+      const std::string rest = o.substr(at, o.find('\n', at) - at);
+      ran_out = rest.find("CPU budget exceeded") != std::string::npos || rest.find("out of memory") != std::string::npos;
+    }
+    EXPECT_TRUE(backed_off || ran_out) << "rank " << r << " trained " << one_more[static_cast<size_t>(r)]
+                                       << " without running out of memory: its max was not exact\n"
+                                       << o;
+  }
+}
+
+TEST(DistProcessTest, EachRanksOwnMaxUnderUnequalSharesIsExactInFreshRanksOnTwoAndThreeRanks) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  expect_each_ranks_max_exact_in_fresh_ranks({40, 24}, testing::temp_dir("dist_shares_max2"));
+  expect_each_ranks_max_exact_in_fresh_ranks({24, 40, 32}, testing::temp_dir("dist_shares_max3"));
 }
 
 TEST(DistProcessTest, TrainBatchAutoOnRanksWithUnequalBudgetsUsesTheSmallerRanksBatch) {

@@ -126,6 +126,43 @@ TEST(TrainTextTest, ARankTheOthersWaitForOverATenthOfTheStepIsNamedTheStragglerW
             std::string::npos);
 }
 
+TEST(TrainTextTest, TheMonitorsVerdictOfARankWaitingForTheStragglerBlamesTheWaitNotTheNetwork) {
+  TrainRanksSummary slow1 = two_ranks(39.4, 0.3, "equal");
+  slow1.last_rank_allreduce_ms = 1.5;
+  BottleneckFinding waiting;
+  waiting.verdict = "communication-bound";
+  waiting.reason = "41 % of the step is all-reduce (threshold 30 %)";
+  waiting.fix = "more bandwidth";
+  note_straggler(waiting, slow1, 0);
+  EXPECT_EQ(waiting.verdict, "communication-bound");
+  EXPECT_NE(waiting.reason.find("39.4 ms of each 100.0 ms step (39 %) is waiting for rank 1, the straggler"),
+            std::string::npos)
+      << waiting.reason;
+  EXPECT_NE(waiting.fix.find("mostly waiting for rank 1 (the last rank to arrive all-reduces in 1.50 ms), not the "
+                             "network: `shares` auto"),
+            std::string::npos)
+      << waiting.fix;
+  EXPECT_EQ(waiting.evidence["straggler"]["rank"].get<int>(), 1);
+  EXPECT_DOUBLE_EQ(waiting.evidence["straggler"]["wait_share"].get<double>(), 0.394);
+  // the straggler's own verdict (its compute) keeps its fix and hears who waits for it
+  BottleneckFinding slow;
+  slow.verdict = "compute-bound";
+  slow.reason = "80 % of the step is compute";
+  slow.fix = "a faster device";
+  note_straggler(slow, slow1, 1);
+  EXPECT_NE(slow.reason.find("this rank is the straggler: another waits 39.4 ms of each 100.0 ms step for it"),
+            std::string::npos)
+      << slow.reason;
+  EXPECT_EQ(slow.fix.rfind("a faster device; or give this rank less of the global batch: `shares` auto", 0), 0u)
+      << slow.fix;
+  // no straggler: the verdict is left as it was
+  BottleneckFinding balanced = waiting;
+  const BottleneckFinding before = balanced;
+  note_straggler(balanced, two_ranks(2.0, 6.5, "speed"), 0);
+  EXPECT_EQ(balanced.reason, before.reason);
+  EXPECT_EQ(balanced.fix, before.fix);
+}
+
 TEST(TrainTextTest, EveryNumberTheSummaryShowsIsInTheJson) {
   const TrainSummary s = one_process_summary();
   const nlohmann::json j = s.to_json();

@@ -110,6 +110,61 @@ TEST(AdaptiveBatch, ASlowAllReduceEveryStepMakesALargerBatchPerAllReduceWin) {
   ASSERT_THROWS_WITH(AdaptiveBatch{bad}, UsageError, "-1 is not a time in ms");
 }
 
+/// Rank `rank` of two ranks taking 48 and 16 of every 64-sample unit; rank 1's steps run at
+/// `slow` times rank 0's samples/s, and its largest micro-batch is 64.
+AdaptiveBatchOptions unequal(int rank, double slow) {
+  AdaptiveBatchOptions o = options(rank == 0 ? 48 : 16, 10);
+  o.world_size = 2;
+  o.max_units = 64;
+  ThroughputCurve slower = law_curve();
+  for (ThroughputPoint& p : slower.points) p.samples_per_s *= slow;
+  o.ranks = {AdaptiveRank{48, 512, law_curve()}, AdaptiveRank{16, 64, slower}};
+  o.rank = rank;
+  o.max_micro_batch = o.ranks[static_cast<size_t>(rank)].max_micro_batch;
+  o.curve = o.ranks[static_cast<size_t>(rank)].curve;
+  return o;
+}
+
+TEST(AdaptiveBatch, WithUnequalSharesEveryRankDecidesTheSameBatchOnTheSlowestRanksTime) {
+  AdaptiveBatch r0(unequal(0, 0.5)), r1(unequal(1, 0.5));
+  EXPECT_EQ(r0.global_batch(), 64);  // the shares add up to the base batch
+  EXPECT_EQ(r1.global_batch(), 64);
+  EXPECT_EQ(r0.rank_batch(), 48);
+  EXPECT_EQ(r1.rank_batch(), 16);
+  for (int64_t u = 1; u <= 64; u *= 2) EXPECT_DOUBLE_EQ(r0.goodput(u, 5000.0), r1.goodput(u, 5000.0)) << u;
+  ASSERT_TRUE(r0.after_step(9, 5000.0));
+  ASSERT_TRUE(r1.after_step(9, 5000.0));
+  EXPECT_EQ(r0.units(), r1.units());
+  EXPECT_EQ(r0.rank_batch(), 48 * r0.units());
+  EXPECT_EQ(r1.rank_batch(), 16 * r1.units());
+  EXPECT_EQ(r1.micro_batch(), std::min<int64_t>(16 * r1.units(), 64));
+  // the step waits for the slowest rank: with rank 1 at a hundredth of rank 0's speed the job's
+  // samples/s (all noise: efficiency 1) is what rank 1 manages on its 16 of every 64, not more
+  AdaptiveBatch crawl(unequal(0, 0.01));
+  for (int64_t u = 1; u <= 64; u *= 2) {
+    const int64_t micro1 = std::min<int64_t>(16 * u, 64);
+    const double rank1_alone = 0.01 * 1000.0 * static_cast<double>(micro1) / (5 + 0.05 * static_cast<double>(micro1));
+    EXPECT_LE(crawl.goodput(u, 1e12), 4 * rank1_alone * (1 + 1e-9)) << u;
+    EXPECT_LT(crawl.goodput(u, 1e12), r0.goodput(u, 1e12)) << u;
+  }
+  // an OOM back-off: each rank halves its own micro-batch, and lowers the other's alike, so the
+  // next decisions still agree
+  const int64_t m0 = r0.micro_batch(), m1 = r1.micro_batch();
+  r0.lower_max_micro_batch((m0 + 1) / 2);
+  r1.lower_max_micro_batch((m1 + 1) / 2);
+  EXPECT_EQ(r1.micro_batch(), (m1 + 1) / 2);
+  for (int64_t u = 1; u <= 64; u *= 2) EXPECT_DOUBLE_EQ(r0.goodput(u, 800.0), r1.goodput(u, 800.0)) << u;
+  r0.after_step(19, 800.0);
+  r1.after_step(19, 800.0);
+  EXPECT_EQ(r0.units(), r1.units());
+  // a resume: the base batch is the shares' sum; each rank keeps the largest micro-batch its own
+  // search found (the saved one is rank 0's)
+  AdaptiveBatch again(unequal(1, 0.5));
+  again.load_state(r0.state());
+  EXPECT_EQ(again.units(), r0.units());
+  EXPECT_EQ(again.micro_batch(), std::min<int64_t>(16 * r0.units(), 64));
+}
+
 TEST(AdaptiveBatch, RefusesOptionsItCannotWorkWith) {
   AdaptiveBatchOptions o = options();
   o.unit = 0;

@@ -160,6 +160,13 @@ TEST(BatchPlanTest, UnequalSharesGiveEachRankItsOwnShareAndAccumulationSummingTo
     total += p.rank_batch;
   }
   EXPECT_EQ(total, 64);
+  // each rank's text says its own arithmetic, which holds, not micro x accumulation x ranks
+  r.rank = 1;
+  const BatchPlan one = plan_batches(r, 16);
+  EXPECT_EQ(one.text(), "micro 10 x 1 = 10 on this rank, of global 64 over 3 ranks (unequal shares)");
+  r.rank = 0;
+  EXPECT_EQ(plan_batches(r, 20).text(), "micro 20 x 2 + 8 (a shorter last one) = 48 on this rank, of global 64 over 3 "
+                                        "ranks (unequal shares)");
   // the search's cap is the same on every rank (they run in step): the largest share
   for (int rank = 0; rank < 3; ++rank) {
     r.rank = rank;

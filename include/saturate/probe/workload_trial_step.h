@@ -51,6 +51,9 @@ struct TrainingFootprint {
   /// Bytes the run holds on the device that no trial step makes: under DDP, the reducer's
   /// gradient buckets (a copy of every gradient) and a bucket in flight. Held for the trial.
   int64_t held_beside_bytes = 0;
+  /// Bytes the run holds only while a step runs, not while the loader joins the next batch: under
+  /// DDP, the bucket the all-reduce has in flight. Held for each trial step's compute.
+  int64_t held_in_step_bytes = 0;
   /// > 0: the trials size the evaluation: training's state at this micro-batch is held and the
   /// trial's batch is the evaluation batch (eval_batch and eval_batch_per_micro are not used).
   int64_t eval_search_micro_batch = 0;

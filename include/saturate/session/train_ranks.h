@@ -17,6 +17,7 @@
 #include "saturate/dist/network_measure.h"
 #include "saturate/train/batch_plan.h"
 #include "saturate/dist/process_group.h"
+#include "saturate/probe/findings.h"
 #include "saturate/step/workload.h"
 #include "saturate/train/trainer.h"
 
@@ -64,10 +65,16 @@ struct RankTraining {
   /// `shares` auto: its step's samples/s timed alone at its micro-batch before training, what its
   /// share was chosen by (0 otherwise).
   double measured_samples_per_s = 0;
+  /// `batch` auto with unequal shares: its own largest micro-batch, searched at its budget, and
+  /// whether max_batch + 1 was seen not to fit there (0: the micro-batch was given, or every rank
+  /// uses the smallest rank's).
+  int64_t max_batch = 0;
+  bool max_batch_exact = false;
 };
 
 struct TrainRanksSummary {
   int world_size = 1;
+  int rank = 0;  ///< the rank this summary was made on
   std::string parallel = "none";  ///< none | ddp | dp
   int64_t data_parallel_devices = 0;
   std::string backend = "none";
@@ -102,6 +109,12 @@ struct TrainRanksSummary {
   /// allreduce_overlap_fraction, gradient_buckets, gradient_bytes, network.
   void add_to_json(nlohmann::json& j) const;
 };
+
+/// The monitor's verdict of rank `rank` told of the straggler (issue 28 item 2): a rank that
+/// waits for a slower one hears how much of its step the wait is (evidence `straggler`) and, when
+/// its verdict is communication-bound, that the wait, not the wire, is the cause, with `shares`
+/// auto as the fix; the straggler hears who waits for it. Nothing without a straggler.
+void note_straggler(BottleneckFinding& verdict, const TrainRanksSummary& ranks, int rank);
 
 class TrainRanks {
  public:

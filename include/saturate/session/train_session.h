@@ -28,12 +28,18 @@
 #include "saturate/train/token_data.h"
 #include "saturate/train/trainer.h"
 
+#include "saturate/dist/env.h"
+
 namespace saturate {
 
 struct TrainSessionOptions {
   /// micro_batch 1..2^31-1: samples per forward/backward; 0: auto, the largest that trains,
   /// searched with the step, the data and the evaluation training will run.
   int64_t micro_batch = 64;
+  /// A micro-batch per rank as written ("2700,4400": rank r takes the r-th; with `shares`, ranks
+  /// of unequal memory), compared across ranks as one setting; micro_batch is this rank's. Empty:
+  /// one value for every rank.
+  std::string micro_batches;
   /// accumulation >= 0: micro-batches per optimizer step (0: from global_batch, else 1).
   int64_t accumulation = 0;
   /// global_batch >= 0: samples per optimizer step, all ranks (0: micro x accumulation x ranks).
@@ -132,9 +138,11 @@ int64_t parse_max_tokens(const std::string& text);
 /// `eval_batch` as written: auto (-1), 0 (the default: see TrainSessionOptions) or a count; a
 /// UsageError about `eval_batch` otherwise.
 int64_t parse_eval_batch(const std::string& text);
-/// The batch options as written (micro_batch, max_tokens, eval_batch) into `options`.
+/// The batch options as written (micro_batch, max_tokens, eval_batch) into `options`. A
+/// comma list of micro-batches gives rank r (RANK/WORLD_SIZE as `env` reads them) the r-th: one
+/// count per rank, no auto among them (UsageError naming `micro_batch` otherwise).
 void parse_batch_options(TrainSessionOptions& options, const std::string& micro_batch, const std::string& max_tokens,
-                         const std::string& eval_batch);
+                         const std::string& eval_batch, const DistEnv& env = read_dist_env());
 
 struct HeldOut {
   std::shared_ptr<const Dataset> dataset;  ///< nullptr: none
@@ -154,6 +162,7 @@ struct TrainStart {
   int64_t accumulation = 0;
   int world_size = 1;
   int64_t global_batch = 0;  ///< all ranks
+  int64_t rank_batch = 0;    ///< this rank's samples of every global batch
   int64_t total_steps = 0;
   int64_t steps_per_epoch = 0;
   double peak_lr = 0;

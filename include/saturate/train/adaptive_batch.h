@@ -18,6 +18,13 @@
 
 namespace saturate {
 
+/// One rank of a job whose ranks take unequal shares of every global batch (issue 28).
+struct AdaptiveRank {
+  int64_t unit = 0;             ///< its samples per unit (its share of the base batch)
+  int64_t max_micro_batch = 0;  ///< the largest micro-batch that trains on it
+  ThroughputCurve curve;        ///< its own samples/s by micro-batch
+};
+
 struct AdaptiveBatchOptions {
   int64_t unit = 0;           ///< samples per unit on this rank (the base batch's share); required
   int world_size = 1;
@@ -33,6 +40,12 @@ struct AdaptiveBatchOptions {
   /// samples a rank then takes R / samples_per_s + step_comm_ms, so a slow network favours a
   /// larger batch per all-reduce (0: the curve alone, as on one process).
   double step_comm_ms = 0;
+  /// Unequal shares: every rank's unit, largest micro-batch and curve, this rank's at `rank`
+  /// (unit and max_micro_batch above must be that entry's). A step of `u` units then takes the
+  /// slowest rank's time, u x unit_r / samples_per_s_r at its micro-batch, and every rank decides
+  /// on all of them alike. Empty: equal shares, `curve` already the job's (the slowest rank's).
+  std::vector<AdaptiveRank> ranks;
+  int rank = 0;
 };
 
 struct AdaptiveChange {
@@ -52,7 +65,9 @@ class AdaptiveBatch {
   int64_t units() const { return units_; }
   /// Samples per optimizer step on this rank and over all ranks.
   int64_t rank_batch() const { return units_ * opt_.unit; }
-  int64_t global_batch() const { return rank_batch() * opt_.world_size; }
+  int64_t global_batch() const { return units_ * base_batch(); }
+  /// One unit over all ranks: the base batch.
+  int64_t base_batch() const;
   /// The micro-batch for the current batch: the whole rank batch when it trains, else the largest
   /// micro-batch that does (the last micro-batch of a step may be shorter).
   int64_t micro_batch() const;
@@ -70,16 +85,21 @@ class AdaptiveBatch {
   /// At the end of optimizer step `step` (0-based): re-decides when due(step); nothing without a
   /// noise scale. Returns true when the batch changed (from step + 1 on).
   bool after_step(int64_t step, std::optional<double> noise_scale);
-  /// An OOM back-off lowered the micro-batch that trains.
+  /// An OOM back-off lowered the micro-batch that trains. With unequal shares every rank backs
+  /// off with it, each halving its own micro-batch: their maxima are lowered alike.
   void lower_max_micro_batch(int64_t micro_batch);
 
   /// {units, lr_gain, max_micro_batch, base batch (all ranks), then 5 numbers per change};
   /// load_state takes what state() gave, and refuses (UsageError "base_batch") another base batch.
+  /// With unequal shares the saved max_micro_batch (rank 0's) is not this rank's: each keeps the
+  /// one its own search found.
   std::vector<double> state() const;
   void load_state(const std::vector<double>& state);
 
  private:
-  double samples_per_s(int64_t micro_batch) const;
+  /// Samples/s (over all ranks with unequal shares; per rank with equal ones) of a step of
+  /// `units`, the all-reduce counted.
+  double step_samples_per_s(int64_t units) const;
 
   AdaptiveBatchOptions opt_;
   int64_t units_ = 1;

@@ -42,6 +42,13 @@ struct BatchPlan {
 std::string batch_arithmetic(int64_t micro_batch, int64_t accumulation, int world_size, int64_t global_batch,
                              const char* micro_word = "micro-batch", const char* global_word = "global batch");
 
+/// The same for one rank of unequal shares (`rank_batch`, its samples of every global batch, is
+/// not global / world): "micro-batch 16 x 3 = 48 on this rank, of global batch 64 over 2 ranks
+/// (unequal shares)". Equal shares (or rank_batch 0) read as batch_arithmetic.
+std::string rank_batch_arithmetic(int64_t micro_batch, int64_t accumulation, int64_t rank_batch, int world_size,
+                                  int64_t global_batch, const char* micro_word = "micro-batch",
+                                  const char* global_word = "global batch");
+
 /// This rank's share of a global batch; UsageError("global_batch") when the ranks cannot
 /// share it equally (the message names the nearest multiples).
 int64_t rank_share(int64_t global_batch, int world_size);

@@ -69,6 +69,9 @@ struct TrainOptions {
   /// The planned samples of a step over all ranks, checked on resume; 0: micro_batch x
   /// accumulation x ranks (set where the ranks' shares are unequal).
   int64_t global_batch = 0;
+  /// Each rank's samples of every global batch where they are unequal (empty: equal): recorded
+  /// in checkpoints, so a resume can say how the run it continues was split.
+  std::vector<int64_t> shares;
   int64_t epochs = 1;
   int64_t max_steps = 0;         ///< 0: epochs * steps_per_epoch
   Precision precision = Precision::kFp32;
@@ -169,6 +172,10 @@ struct TrainResult {
   int64_t checkpoints_failed = 0;
   std::string checkpoint_error;
   std::optional<int64_t> resumed_from;
+  /// A resume: how the checkpointed run split its global batch: its ranks and, with unequal
+  /// shares, each rank's (empty: equal shares). This run's split may differ (issue 28 item 4).
+  int64_t resumed_world_size = 0;
+  std::vector<int64_t> resumed_shares;
   int64_t skipped_steps = 0;         ///< fp16 steps skipped for inf/NaN gradients
   double flops_per_step = 0;         ///< with TrainOptions::count_flops: the first step's FLOPs
   int64_t flops_counted_batch = 0;   ///< this rank's samples in that step
