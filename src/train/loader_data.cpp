@@ -1,5 +1,7 @@
 #include "saturate/train/loader_data.h"
 
+#include <algorithm>
+
 namespace saturate {
 
 LoaderTrainData::LoaderTrainData(std::shared_ptr<const Dataset> dataset, LoaderOptions options)
@@ -9,6 +11,13 @@ LoaderTrainData::LoaderTrainData(std::shared_ptr<const Dataset> dataset, LoaderO
   loader_ = std::make_unique<Loader>(dataset_, options_);
   steps_per_epoch_ = loader_->batches_per_epoch();
   next_step_ = 0;
+}
+
+void LoaderTrainData::set_parts(int64_t parts) {
+  parts = std::max<int64_t>(1, std::min(parts, options_.batch_size));
+  if (parts == options_.parts) return;
+  options_.parts = parts;
+  next_step_ = -1;  // a new loader at the next batch (batch k of the stream is a pure function of k)
 }
 
 Batch LoaderTrainData::batch_for_step(int64_t step) {

@@ -447,16 +447,41 @@ TrainResult Trainer::run() {
     }
     const int64_t units = adaptive ? adaptive->units() : 1;
     const int64_t units_before = units_done;
-    Batch batch = data_.batch_for_step(units_done);
-    unit_rows = batch.inputs.size(0);
-    if (units > 1) {  // --adaptive: consecutive batches of the data make the step's batch
-      std::vector<torch::Tensor> inputs{batch.inputs}, targets{batch.targets};
-      for (int64_t u = 1; u < units; ++u) {
-        Batch more = data_.batch_for_step(units_done + u);
-        inputs.push_back(std::move(more.inputs));
-        targets.push_back(std::move(more.targets));
+    Batch batch;
+    while (true) {
+      try {
+        batch = data_.batch_for_step(units_done);
+        unit_rows = batch.inputs.size(0);
+        if (units > 1) {  // --adaptive: consecutive batches of the data make the step's batch
+          std::vector<torch::Tensor> inputs{batch.inputs}, targets{batch.targets};
+          for (int64_t u = 1; u < units; ++u) {
+            Batch more = data_.batch_for_step(units_done + u);
+            inputs.push_back(std::move(more.inputs));
+            targets.push_back(std::move(more.targets));
+          }
+          batch = {torch::cat(inputs), torch::cat(targets)};
+        }
+        break;
+      } catch (const std::exception& e) {
+        // out of memory while the batch was joined from the loader's pieces (the whole batch and
+        // a piece held at once): the ranks back off together as in the step (this rank announces
+        // it at the others' next agreement point), and the pieces halve with the micro-batch
+        if (!is_out_of_memory(e) || !opt_.oom_backoff || micro_ == 1) throw;
+        batch = Batch{};
+        if (has_peers()) {
+          double unused = 0;
+          (void)opt_.sync->agree(true, unused);
+        }
+        meter_.release_cache();
+        const int64_t old_micro = micro_;
+        micro_ = (micro_ + 1) / 2;
+        accumulation_ *= 2;
+        training_step.set_micro_batch(micro_);
+        if (adaptive) adaptive->lower_max_micro_batch(micro_);
+        data_.set_parts(accumulation_);
+        result.oom_backoffs.push_back({step, old_micro, micro_});
+        if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
       }
-      batch = {torch::cat(inputs), torch::cat(targets)};
     }
     if (obs) obs->phase_end(Phase::kDataWait);
     global = opt_.sync ? opt_.sync->global_samples(batch.inputs.size(0)) : batch.inputs.size(0);  // all ranks'
@@ -511,6 +536,7 @@ TrainResult Trainer::run() {
         accumulation_ *= 2;
         training_step.set_micro_batch(micro_);
         if (adaptive) adaptive->lower_max_micro_batch(micro_);
+        data_.set_parts(accumulation_);  // the next batches join in pieces of the new micro-batch
         result.oom_backoffs.push_back({step, old_micro, micro_});
         if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
         if (obs) {  // the failed attempt ends here; the redo is timed as a warm-up step

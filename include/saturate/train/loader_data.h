@@ -22,6 +22,8 @@ class LoaderTrainData final : public TrainData {
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
   Batch batch_for_step(int64_t step) override;
   double last_wait_ms() const override { return last_wait_ms_; }
+  /// At most the batch's rows; the loader restarts at the next batch asked for.
+  void set_parts(int64_t parts) override;
   const Loader* loader() const { return loader_.get(); }
 
  private:

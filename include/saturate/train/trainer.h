@@ -39,6 +39,10 @@ class TrainData {
   virtual Batch batch_for_step(int64_t step) = 0;
   /// How long the last batch_for_step waited for data.
   virtual double last_wait_ms() const { return 0; }
+  /// The pieces each batch is loaded in (the accumulation), from the next batch_for_step on: an
+  /// OOM back-off while a batch was joined asks for smaller ones. Data that is not joined from
+  /// pieces ignores it.
+  virtual void set_parts(int64_t parts) { (void)parts; }
 };
 
 /// Evaluation batches, in order, restarted for each evaluation.
