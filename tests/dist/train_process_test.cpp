@@ -99,6 +99,24 @@ TEST(DistProcessTest, TrainOnTwoRanksFollowsTheOneProcessLossCurveAndOnlyRankZer
   EXPECT_LT(a.back(), a.front());  // it learned something
 }
 
+/// An `adaptive` run's samples follow from its change log (each segment's steps x its global
+/// batch, every batch whole base batches), and it grew; returns its last global batch.
+int64_t expect_samples_follow_the_change_log(const nlohmann::json& j, int64_t base_batch, int64_t steps) {
+  int64_t samples = 0, step = 0, batch = base_batch;
+  for (const auto& c : j["adaptive"]["changes"]) {
+    EXPECT_EQ(c["old_global_batch"].get<int64_t>(), batch);
+    EXPECT_EQ(c["new_global_batch"].get<int64_t>() % base_batch, 0);
+    samples += (c["step"].get<int64_t>() - step) * batch;
+    step = c["step"].get<int64_t>();
+    batch = c["new_global_batch"].get<int64_t>();
+  }
+  samples += (steps - step) * batch;
+  EXPECT_GT(batch, base_batch);
+  EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
+  EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
+  return batch;
+}
+
 TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
   SKIP_OUTSIDE_DIST_LABEL();
   const std::string dir = testing::temp_dir("dist_adaptive");
@@ -115,18 +133,7 @@ TEST(DistProcessTest, AdaptiveTrainingOnTwoRanksGrowsTheGlobalBatchTogether) {
   EXPECT_EQ(j["world_size"].get<int>(), 2);
   const auto& changes = j["adaptive"]["changes"];
   ASSERT_FALSE(changes.empty()) << j["adaptive"].dump();
-  // the samples follow from the change log: each segment's steps x its global batch
-  int64_t samples = 0, step = 0, batch = 8;
-  for (const auto& c : changes) {
-    EXPECT_EQ(c["old_global_batch"].get<int64_t>(), batch);
-    samples += (c["step"].get<int64_t>() - step) * batch;
-    step = c["step"].get<int64_t>();
-    batch = c["new_global_batch"].get<int64_t>();
-  }
-  samples += (120 - step) * batch;
-  EXPECT_GT(batch, 8);
-  EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
-  EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
+  expect_samples_follow_the_change_log(j, 8, 120);
 }
 
 TEST(DistProcessTest, AdaptiveTrainingWithUnequalSharesGrowsEveryRanksShareTogether) {
@@ -146,18 +153,7 @@ TEST(DistProcessTest, AdaptiveTrainingWithUnequalSharesGrowsEveryRanksShareToget
   const auto j = read_json(dir + "/dist.json");
   const auto& changes = j["adaptive"]["changes"];
   ASSERT_FALSE(changes.empty()) << j["adaptive"].dump();
-  int64_t samples = 0, step = 0, batch = 8;
-  for (const auto& c : changes) {
-    EXPECT_EQ(c["old_global_batch"].get<int64_t>(), batch);
-    EXPECT_EQ(c["new_global_batch"].get<int64_t>() % 8, 0);
-    samples += (c["step"].get<int64_t>() - step) * batch;
-    step = c["step"].get<int64_t>();
-    batch = c["new_global_batch"].get<int64_t>();
-  }
-  samples += (120 - step) * batch;
-  EXPECT_GT(batch, 8);
-  EXPECT_EQ(j["global_batch"].get<int64_t>(), batch);
-  EXPECT_EQ(j["samples_seen"].get<int64_t>(), samples);
+  const int64_t batch = expect_samples_follow_the_change_log(j, 8, 120);
   ASSERT_EQ(j["ranks"].size(), 2u) << j.dump();
   EXPECT_EQ(j["ranks"][0]["share"].get<int64_t>(), batch / 8 * 6) << j["ranks"].dump();
   EXPECT_EQ(j["ranks"][1]["share"].get<int64_t>(), batch / 8 * 2) << j["ranks"].dump();
