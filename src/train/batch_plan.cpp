@@ -11,20 +11,38 @@
 
 namespace saturate {
 
+namespace {
+
+/// Whether `rank_batch` splits into `accumulation` micro-batches of `micro_batch` with a shorter
+/// last one (its size in `last`).
+bool shorter_last(int64_t micro_batch, int64_t accumulation, int64_t rank_batch, int64_t& last) {
+  last = rank_batch - micro_batch * (accumulation - 1);
+  return !(last == micro_batch || accumulation < 1 || last <= 0 || last > micro_batch);
+}
+
+/// "micro 16 x 3", or with a shorter last one "micro 16 x 2 + 10 (a shorter last one)".
+std::string micro_steps_text(int64_t micro_batch, int64_t accumulation, int64_t rank_batch, const char* micro_word) {
+  int64_t last = 0;
+  if (!shorter_last(micro_batch, accumulation, rank_batch, last))
+    return fmt::format("{} {} x {}", micro_word, micro_batch, accumulation);
+  return accumulation > 2
+             ? fmt::format("{} {} x {} + {} (a shorter last one)", micro_word, micro_batch, accumulation - 1, last)
+             : fmt::format("{} {} + {} (a shorter last one)", micro_word, micro_batch, last);
+}
+
+}  // namespace
+
 std::string batch_arithmetic(int64_t micro_batch, int64_t accumulation, int world_size, int64_t global_batch,
                              const char* micro_word, const char* global_word) {
   const int world = std::max(1, world_size);
   const int64_t rank_batch = global_batch / world;
-  const int64_t last = rank_batch - micro_batch * (accumulation - 1);
-  if (last == micro_batch || accumulation < 1 || last <= 0 || last > micro_batch)
-    return world > 1 ? fmt::format("{} {} x {} x {} ranks = {} {}", micro_word, micro_batch, accumulation, world,
-                                   global_word, global_batch)
-                     : fmt::format("{} {} x {} = {} {}", micro_word, micro_batch, accumulation, global_word, global_batch);
-  const std::string steps = accumulation > 2 ? fmt::format("{} x {} + {}", micro_batch, accumulation - 1, last)
-                                             : fmt::format("{} + {}", micro_batch, last);
-  return world > 1 ? fmt::format("{} {} (a shorter last one) = {} per rank x {} ranks = {} {}", micro_word, steps,
-                                 rank_batch, world, global_word, global_batch)
-                   : fmt::format("{} {} (a shorter last one) = {} {}", micro_word, steps, global_word, global_batch);
+  const std::string steps = micro_steps_text(micro_batch, accumulation, rank_batch, micro_word);
+  int64_t last = 0;
+  if (!shorter_last(micro_batch, accumulation, rank_batch, last))
+    return world > 1 ? fmt::format("{} x {} ranks = {} {}", steps, world, global_word, global_batch)
+                     : fmt::format("{} = {} {}", steps, global_word, global_batch);
+  return world > 1 ? fmt::format("{} = {} per rank x {} ranks = {} {}", steps, rank_batch, world, global_word, global_batch)
+                   : fmt::format("{} = {} {}", steps, global_word, global_batch);
 }
 
 std::string rank_batch_arithmetic(int64_t micro_batch, int64_t accumulation, int64_t rank_batch, int world_size,
@@ -32,13 +50,8 @@ std::string rank_batch_arithmetic(int64_t micro_batch, int64_t accumulation, int
   const int world = std::max(1, world_size);
   if (rank_batch <= 0 || rank_batch * world == global_batch)
     return batch_arithmetic(micro_batch, accumulation, world_size, global_batch, micro_word, global_word);
-  const int64_t last = rank_batch - micro_batch * (accumulation - 1);
-  const std::string steps = last == micro_batch || accumulation < 1 || last <= 0 || last > micro_batch
-                                ? fmt::format("{} {} x {}", micro_word, micro_batch, accumulation)
-                            : accumulation > 2 ? fmt::format("{} {} x {} + {} (a shorter last one)", micro_word,
-                                                             micro_batch, accumulation - 1, last)
-                                               : fmt::format("{} {} + {} (a shorter last one)", micro_word, micro_batch, last);
-  return fmt::format("{} = {} on this rank, of {} {} over {} ranks (unequal shares)", steps, rank_batch, global_word,
+  return fmt::format("{} = {} on this rank, of {} {} over {} ranks (unequal shares)",
+                     micro_steps_text(micro_batch, accumulation, rank_batch, micro_word), rank_batch, global_word,
                      global_batch, world);
 }
 

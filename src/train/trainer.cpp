@@ -438,6 +438,18 @@ TrainResult Trainer::run() {
     }
     pending.clear();
   };
+  // an OOM back-off, in the step or while the loader joined its batch: half the micro-batch, twice
+  // the accumulation (the global batch stays), the loader's pieces with it
+  const auto halve_micro_batch = [&](int64_t at_step) {
+    const int64_t old_micro = micro_;
+    micro_ = (micro_ + 1) / 2;
+    accumulation_ *= 2;
+    training_step.set_micro_batch(micro_);
+    if (adaptive) adaptive->lower_max_micro_batch(micro_);
+    data_.set_parts(accumulation_);
+    result.oom_backoffs.push_back({at_step, old_micro, micro_});
+    if (opt_.on_backoff) opt_.on_backoff(at_step, old_micro, micro_);
+  };
   for (; !finished(); ++step) {
     // the run's first step warms up (allocator, caches, loader start): not measured
     bool measured = step > first_step;
@@ -473,14 +485,7 @@ TrainResult Trainer::run() {
           (void)opt_.sync->agree(true, unused);
         }
         meter_.release_cache();
-        const int64_t old_micro = micro_;
-        micro_ = (micro_ + 1) / 2;
-        accumulation_ *= 2;
-        training_step.set_micro_batch(micro_);
-        if (adaptive) adaptive->lower_max_micro_batch(micro_);
-        data_.set_parts(accumulation_);
-        result.oom_backoffs.push_back({step, old_micro, micro_});
-        if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
+        halve_micro_batch(step);
       }
     }
     if (obs) obs->phase_end(Phase::kDataWait);
@@ -531,14 +536,7 @@ TrainResult Trainer::run() {
                                            "use `checkpointing` blocks / `precision` bf16",
                                            step, peer_oom ? " (on another rank)" : ""));
         micro_ = std::min<int64_t>(micro_, batch.inputs.size(0));  // a token budget's micro may exceed its rows
-        const int64_t old_micro = micro_;
-        micro_ = (micro_ + 1) / 2;
-        accumulation_ *= 2;
-        training_step.set_micro_batch(micro_);
-        if (adaptive) adaptive->lower_max_micro_batch(micro_);
-        data_.set_parts(accumulation_);  // the next batches join in pieces of the new micro-batch
-        result.oom_backoffs.push_back({step, old_micro, micro_});
-        if (opt_.on_backoff) opt_.on_backoff(step, old_micro, micro_);
+        halve_micro_batch(step);
         if (obs) {  // the failed attempt ends here; the redo is timed as a warm-up step
           obs->step_end(static_cast<int>(step), false);
           measured = false;
