@@ -12,6 +12,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/failed_backward.h"
 #include "saturate/core/oom.h"
+#include "saturate/core/run_queue.h"
 
 namespace saturate {
 namespace {
@@ -139,7 +140,9 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   t.baseline_bytes = meter_.stats().allocated_bytes;
   meter_.reset_peak();
   const auto trial_start = clock::now();
-  std::vector<double> step_ms;
+  std::vector<double> step_ms, own_step_ms;  // own: less the run-queue wait (CPU devices)
+  const bool count_waits = step_.device().is_cpu() && run_queue_wait_ms() >= 0;
+  double waited_ms = 0;
   Fanout fanout(observers_, meter_);
   PhaseObserver* const observer = &fanout;
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
@@ -155,12 +158,19 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
       notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
       if (i == total - 1) fanout.watch_step();
       const auto start = clock::now();
+      const double wait_before_ms = count_waits ? run_queue_wait_ms() : 0;
       step_.step(batch, observer);
       synchronize();
+      const double wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+      const double wait_ms = count_waits ? std::max(0.0, run_queue_wait_ms() - wait_before_ms) : 0;
       const int64_t held = meter_.stats().allocated_bytes;  // between calls: what the step keeps
       if (i == 0) after_first_step = held;
       else t.step_growth_bytes = held - after_first_step;
-      if (measured) step_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - start).count());
+      if (measured) {
+        step_ms.push_back(wall_ms);
+        own_step_ms.push_back(std::max(wall_ms - wait_ms, 0.01 * wall_ms));
+        waited_ms += wait_ms;
+      }
       notify([&](ProbeObserver& o) { o.step_end(i, measured); });
     }
     step_.finish(batch);
@@ -184,11 +194,20 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   if (t.status == TrialStatus::kOom) empty_cache();  // hand the failed trial's cache back
   t.after_bytes = meter_.stats().allocated_bytes;
   if (!step_ms.empty()) {
-    std::sort(step_ms.begin(), step_ms.end());
-    const size_t n = step_ms.size();
-    t.step_time_ms = n % 2 ? step_ms[n / 2] : 0.5 * (step_ms[n / 2 - 1] + step_ms[n / 2]);
-    t.samples_per_s =
-        t.step_time_ms > 0 ? 1000.0 * static_cast<double>(step_.samples_per_step(batch)) / t.step_time_ms : 0;
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    const auto per_s = [&](double ms) {
+      return ms > 0 ? 1000.0 * static_cast<double>(step_.samples_per_step(batch)) / ms : 0;
+    };
+    t.step_time_ms = median(step_ms);
+    t.samples_per_s = per_s(t.step_time_ms);
+    if (count_waits) {
+      t.run_queue_wait_ms = waited_ms;
+      t.own_samples_per_s = per_s(median(own_step_ms));
+    }
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();
   step_.describe(t.findings.setup);

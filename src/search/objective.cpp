@@ -105,6 +105,8 @@ nlohmann::json to_json(const ThroughputCurve& c) {
                       {"rounds", p.rounds},
                       {"settled", p.settled},
                       {"dip", p.dip},
+                      {"cpu_wait_share", p.cpu_wait_share},
+                      {"round_samples_per_s", p.round_samples_per_s},
                       {"error", p.error}});
   for (size_t i = 0; i < c.points.size() && c.world_size > 1; ++i)
     points[i]["compute_samples_per_s"] = c.points[i].compute_samples_per_s;

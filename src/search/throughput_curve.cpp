@@ -106,11 +106,13 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
   const auto started = std::chrono::steady_clock::now();
   ThroughputCurve curve;
   curve.knee_fraction = o.knee_fraction;
-  // in passes: each pass times one round of every point still unsettled, in ascending batch. A
-  // load that comes and goes (another job's phase) then slows a round of every point it meets,
-  // not all the rounds of one point: with the rounds of a point back to back, a point's every
-  // round could fall into a busy stretch and settle there (seen beside two CPU hogs: batch 1024
-  // settled at 66 % of its neighbours' speed, and the knee moved two points)
+  // in passes: while any point is unsettled, a pass times one round of every point, in ascending
+  // batch. A load that comes and goes (another job's phase) then slows a round of every point it
+  // meets, not all the rounds of one point: with the rounds of a point back to back, a point's
+  // every round could fall into a busy stretch and settle there (seen beside two CPU hogs: batch
+  // 1024 settled at 66 % of its neighbours' speed, and the knee moved two points). Settled points
+  // go on too: a machine whose speed changes after the first passes (on this VM a third slower,
+  // quiet) otherwise times only the unsettled points at its new speed, and the knee moved by two
   for (const int64_t batch : curve_batches(o.min_batch, o.max_batch, o.points_per_doubling)) {
     ThroughputPoint p;
     p.batch = batch;
@@ -119,11 +121,13 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
   }
   std::vector<int> steps_of(curve.points.size(), 0);  // each point's timed steps a round (0: not yet known)
   for (int round = 0; round < o.max_rounds + 1; ++round) {
-    bool timed = false;
+    const bool unsettled = std::any_of(curve.points.begin(), curve.points.end(), [&](const ThroughputPoint& p) {
+      return p.ok && !p.settled && p.rounds < o.max_rounds;
+    });
+    if (!unsettled) break;
     for (size_t i = 0; i < curve.points.size(); ++i) {
       ThroughputPoint& p = curve.points[i];
-      if (!p.ok || p.settled || p.rounds >= o.max_rounds) continue;
-      timed = true;
+      if (!p.ok || p.rounds >= o.max_rounds) continue;
       const int steps = steps_of[i] > 0 ? steps_of[i] : o.measure_steps;
       const Trial t = runner.run(p.batch, {o.warmup_steps, steps, 0});
       curve.trial_steps += t.steps;
@@ -154,10 +158,13 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
           continue;
         }
       }
-      p.round_samples_per_s.push_back(t.samples_per_s);
+      const bool own = t.own_samples_per_s > 0;
+      const double wait_share = own ? std::max(0.0, 1 - t.samples_per_s / t.own_samples_per_s) : 0;
+      p.cpu_wait_share = (p.cpu_wait_share * static_cast<double>(p.round_samples_per_s.size()) + wait_share) /
+                         static_cast<double>(p.round_samples_per_s.size() + 1);
+      p.round_samples_per_s.push_back(own ? t.own_samples_per_s : t.samples_per_s);
       summarize_rounds(p, o.min_rounds, o.spread_target);
     }
-    if (!timed) break;
   }
   for (const ThroughputPoint& p : curve.points)
     if (o.on_point) o.on_point(p);

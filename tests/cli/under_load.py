@@ -72,9 +72,9 @@ def mfu_at_most_one():
 
 
 def knee_holds():
-    # --knee 0.85: on this curve batch 256 runs at about 0.79 of the plateau and 512 at 0.91, so the
-    # answer is 512 with 6 % to spare either side; at 0.9, 512 sits on the bar itself and a 1 % move
-    # of the plateau (two quiet runs differ by 3 %) legitimately flips it to 1024 or 2048
+    # --knee 0.85: on this curve, counting the steps' own time (less their wait for a CPU), batch
+    # 512 runs at 0.73-0.86 of the plateau and 1024 at 0.90-1.0, so the answer is 1024 or 512;
+    # two points apart (2048 against 512, seen before every pass timed every point) fails
     knees, curves = [], []
     for i in range(3):
         run(["search", "--model", "mlp", "--width", "64", "--device", "cpu", "--threads", "1", "--memory-budget",

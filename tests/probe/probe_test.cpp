@@ -2,6 +2,9 @@
 // the search's answers hold when checked by fresh, independent probes.
 #include "saturate/probe/probe.h"
 
+#include <atomic>
+#include <thread>
+
 #include <torch/torch.h>
 
 #include "saturate/core/cpu_budget_allocator.h"
@@ -43,6 +46,33 @@ TEST(ProbeTest, FittingTrialReportsTimeAndPeak) {
   const int64_t params = 784 * 256 + 256 + 2 * (256 * 256 + 256) + 256 * 10 + 10;
   EXPECT_GE(t.peak_allocated_bytes, 4 * params * 4);
   EXPECT_EQ(t.after_bytes, t.baseline_bytes);
+}
+
+TEST(ProbeTest, ATrialBesideBusyThreadsCountsItsStepsWaitForACpuApartFromTheirOwnTime) {
+  CpuRig rig("mlp", 256 << 20);
+  const Trial quiet = rig.probe->run(64, {1, 20, 0});
+  ASSERT_EQ(quiet.status, TrialStatus::kOk) << quiet.error;
+  ASSERT_GE(quiet.run_queue_wait_ms, 0) << "this kernel keeps no per-thread scheduler statistics";
+  EXPECT_GE(quiet.own_samples_per_s, quiet.samples_per_s);
+  // one busy thread per CPU beside the probe's: its thread now waits for a CPU in turns
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i)
+    busy.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  Trial t;
+  for (int tries = 0; tries < 50 && !(t.run_queue_wait_ms > 0); ++tries) t = rig.probe->run(64, {1, 20, 0});
+  stop = true;
+  for (auto& b : busy) b.join();
+  ASSERT_EQ(t.status, TrialStatus::kOk) << t.error;
+  EXPECT_GT(t.run_queue_wait_ms, 0);
+  EXPECT_LT(t.run_queue_wait_ms, 1000 * t.seconds);  // a part of the trial's time, not its CPU time
+  // the own speed leaves the wait out: at least the wall clock's, and not the near-zero time that
+  // wall minus CPU time would leave (a wrong field read)
+  EXPECT_GE(t.own_samples_per_s, t.samples_per_s);
+  EXPECT_LT(t.own_samples_per_s, 5 * t.samples_per_s);
 }
 
 TEST(ProbeTest, OutOfMemoryTrialsReturnMemoryToTheBaseline) {

@@ -30,6 +30,13 @@ struct Trial {
   TrialStatus status = TrialStatus::kError;
   double step_time_ms = 0;       ///< median over the measured steps (0 when none finished)
   double samples_per_s = 0;
+  /// On a CPU device: the measured steps' time waiting for a CPU that another process held (the
+  /// step's thread runnable on a run queue), summed, in ms; -1 where the kernel does not say
+  /// (and on a GPU, whose step runs while its thread waits).
+  double run_queue_wait_ms = -1;
+  /// samples_per_s counting each step's time less its run-queue wait: the step's own speed
+  /// beside other busy processes (equal to samples_per_s with the CPU to itself); 0 when unknown.
+  double own_samples_per_s = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
   /// The last step's peak (reserved) before its optimizer phase: the forward and backward, the

@@ -16,8 +16,15 @@ struct ThroughputPoint {
   int64_t batch = 0;
   bool ok = false;             ///< every round ran (false: an OOM or error; the message is kept)
   /// The mean of the faster half of the rounds (at least 2): load only slows a round down, so
-  /// the step's own speed is in its fastest rounds; a slow round is another process's time
+  /// the step's own speed is in its fastest rounds; a slow round is another process's time. On a
+  /// CPU device a round's speed counts its steps' time less their wait for a CPU that another
+  /// process held (Trial::own_samples_per_s): beside busy processes the step's thread shares a
+  /// core for stretches longer than a point's rounds (seen: batch 4958 at half its neighbours'
+  /// speed in all three rounds, settled, and knees 512, 1024 and 2048 in three runs)
   double samples_per_s = 0;
+  /// The share of the timed steps' time this point waited for a CPU (mean over its rounds; 0 on
+  /// a GPU or where the kernel does not say): the part its samples_per_s leaves out.
+  double cpu_wait_share = 0;
   double stddev = 0;           ///< of the faster half's samples/s
   double rel_std_error = 0;    ///< stddev / sqrt(rounds kept) / samples_per_s
   int rounds = 0;
@@ -59,7 +66,7 @@ struct ThroughputCurveOptions {
 
 struct ThroughputCurve {
   std::vector<ThroughputPoint> points;  ///< ascending batch; timing stops at the first failure
-  ///< (rounds in passes: one round of every unsettled point per pass)
+  ///< (rounds in passes: one round of every point per pass while any is unsettled)
   int64_t knee_batch = 0;               ///< 0 when no point ran
   double best_samples_per_s = 0;
   int64_t best_batch = 0;
