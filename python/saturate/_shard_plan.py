@@ -34,7 +34,7 @@ import torch
 from . import _saturate as _C
 from ._budget import Size, current_cpu_budget, to_bytes
 from ._memory import cpu_memory_budget, memory_breakdown
-from ._shard_sync import ShardSync, fsdp_modules
+from ._shard_sync import DdpSync, ShardSync, fsdp_modules
 from ._step import StepRunner, local_tensor
 
 STRATEGIES = ("ddp", "fsdp_no_reshard", "fsdp")
@@ -698,31 +698,24 @@ class _Stopped(Exception):
 
 
 class _AfterSearch:
-    """The steps a candidate runs after its search (the warm-up before timing, the segments' and
+    """The steps a candidate runs after its search (the warm-up, the timed steps, the segments' and
     the breakdown's steps) are at batches the search saw fit on every rank, but a rank may have
-    less memory by then (another process on a shared device, a cache that grew). Each runs so that
-    a rank that cannot finish it is known to every rank at once: on a sharded model through
-    ShardSync's agreement points (the search's), on a replicated one without its gradients'
-    all-reduce and an all-gather after it. So no rank waits in a collective that another never
-    enters; the candidate is then out, with the rank named. The timed steps after the warm-up run
-    plain (their time is the step's own): the same batch has just run on every rank."""
+    less memory by then (another process on a shared device, a cache that grew, Gloo's late frees).
+    Each runs so that a rank that cannot finish it is known to every rank at once, through agreement
+    points: on a sharded model ShardSync's (the search's), on a replicated one DdpSync's (before
+    each gradient bucket's all-reduce, which the search's trials skipped). So no rank waits in a
+    collective that another never enters; the candidate is then out, with the rank named."""
 
     def __init__(self, model: torch.nn.Module, group, replicated: bool):
-        self.model, self.group, self.replicated = model, group, replicated
+        self.model, self.group = model, group
         units = fsdp_modules([model]) if group.world_size > 1 else []
-        self.sync = ShardSync(group, units) if units else None
+        self.sync = ShardSync(group, units) if units else \
+            DdpSync(group, model) if replicated and group.world_size > 1 else None
         self.interrupt: Optional[BaseException] = None
 
-    def run(self, batch: int, fn: Callable[[], None], *, without_allreduce: bool = True) -> None:
+    def run(self, batch: int, fn: Callable[[], None]) -> None:
         """fn() once, agreed; raises _Stopped on every rank when it failed on any."""
-        def once(_):
-            if self.replicated and without_allreduce:
-                with self.model.no_sync():
-                    fn()
-            else:
-                fn()
-
-        runner = StepRunner(once, self.sync)
+        runner = StepRunner(lambda _: fn(), self.sync)
         got = runner(batch)
         if runner.interrupt is not None:
             self.interrupt = runner.interrupt
@@ -743,11 +736,11 @@ class _AfterSearch:
 
 def _measure_candidate(c: Candidate, model, opt, step, unit_names, device, budget, timed_steps, group,
                        guard: _AfterSearch) -> None:
-    # a sharded model's every step from here on is agreed (_AfterSearch): the same batch's peak
+    # every step from here on is agreed on several ranks (_AfterSearch): the same batch's peak
     # moves from step to step (Gloo frees its copies on its own threads), so a warm-up that fit
     # proves nothing about the next step on a rank at its limit (seen: the warm-up fit, the first
-    # timed step ran out). A replicated model's warm-up runs without its all-reduce, agreed; its
-    # timed steps, which must all-reduce, run plain (the gradients' buckets were held in its trials)
+    # timed step ran out). A replicated model's steps all-reduce its gradients as training does,
+    # with a point before each bucket
     agreed = guard.sync is not None
 
     def agreed_step(b: int) -> None:
@@ -757,8 +750,8 @@ def _measure_candidate(c: Candidate, model, opt, step, unit_names, device, budge
             step(model, opt, b)
 
     # timed at the micro-batch, every rank, with the real collectives; the slowest rank's time
-    # (a sharded step's agreement points included: one all-reduce of a flag before each unit's
-    # collectives)
+    # (the agreement points included: one all-reduce of a flag before each sharded unit's
+    # collectives, or each gradient bucket's all-reduce of a replicated model)
     budget_block = _budget_block(device, budget)
     with budget_block:
         guard.run(c.micro_batch, lambda: step(model, opt, c.micro_batch))  # warm

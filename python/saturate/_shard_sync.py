@@ -317,6 +317,83 @@ class ShardSync:
                     pass
 
 
+class DdpSync:
+    """Agreement points on a replicated (DDP) model's steps, the same contract as ShardSync's: a
+    DDP step all-reduces each gradient bucket inside the backward, as the bucket becomes ready, so a
+    rank that runs out of memory in its backward leaves the others waiting in a bucket's all-reduce.
+    A communication hook puts a point before each bucket's all-reduce and `end()` one after the
+    step: a rank that fails announces it at its next point (`failed()`), where the others are at
+    theirs (between two points every rank runs the same collectives). A rank that hears of it there
+    skips the rest of its buckets' all-reduces (the hook hands the bucket back unreduced), lets its
+    backward finish on its own and raises `PeerOutOfMemory` at `end()`. The hook stays on the model
+    (DDP keeps one for good) but is plain DDP's all-reduce outside `begin()`..`end()`: only for a
+    model that is dropped after it is measured."""
+
+    def __init__(self, ranks: Any, model: torch.nn.Module):
+        import torch.distributed as dist
+
+        self.ranks = ranks
+        self.active = False
+        self.learned = False
+        self.points = 0
+        self.own_oom_batches: List[int] = []
+        self._heard = _OK
+        self._dist = dist
+        self._group = model.process_group
+        model.register_comm_hook(self, DdpSync._hook)
+
+    @staticmethod
+    def _hook(state: "DdpSync", bucket):  # DDP checks the name `bucket`
+        return state._before_allreduce(bucket)
+
+    def _agree(self, flag: int) -> int:
+        self.points += 1
+        return int(self.ranks.all_reduce_max([flag])[0])
+
+    def _before_allreduce(self, bucket) -> torch.futures.Future:
+        buffer = bucket.buffer()
+        if self.active and not self.learned:
+            self._heard = self._agree(_OK)
+            self.learned = self._heard != _OK
+        if self.active and self.learned:  # another rank failed: no collective it would not enter
+            done: torch.futures.Future = torch.futures.Future()
+            done.set_result(buffer)
+            return done
+        buffer.div_(self._dist.get_world_size(self._group))  # DDP's own: the mean of the ranks' gradients
+        work = self._dist.all_reduce(buffer, group=self._group, async_op=True)
+        return work.get_future().then(lambda fut: fut.value()[0])
+
+    def begin(self) -> None:
+        self.active, self.learned, self._heard = True, False, _OK
+
+    def end(self) -> None:
+        """The step ran through on this rank: the last point, then what was heard at any point."""
+        try:
+            if not self.learned:
+                self._heard = self._agree(_OK)
+                self.learned = self._heard != _OK
+            if self._heard == _OOM:
+                raise PeerOutOfMemory("out of memory on another rank in this replicated step: every rank stops it")
+            if self._heard != _OK:
+                raise PeerFailed("another rank failed in this replicated step (not out of memory): every rank stops it")
+        finally:
+            self.active = False
+
+    def failed(self, out_of_memory: bool, batch: int, own: bool) -> None:
+        """This rank's step raised: announce it at this rank's next point, unless every rank knows."""
+        if out_of_memory and own:
+            self.own_oom_batches.append(batch)
+        try:
+            if self.active and not self.learned:
+                self.learned = True
+                self._agree(_OOM if out_of_memory else _ERROR)
+        finally:
+            self.active = False
+
+    def remove(self) -> None:
+        """Nothing to remove: the hook is inert outside a step."""
+
+
 def _fsdp_idle(units: List[torch.nn.Module]) -> None:
     """FSDP2's bookkeeping of a step left mid-way put back as after a whole step, without its
     collectives: every unit idle, no final callback taken as queued, no prefetch order, no pending

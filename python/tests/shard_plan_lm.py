@@ -118,6 +118,44 @@ if __name__ == "__main__":
         dist.barrier()
         dist.destroy_process_group()
         os._exit(0)
+    elif mode == "fail_in_ddp_backward":
+        # rank 1 runs out of memory inside the backward of the replicated candidate's first timed
+        # step, in its first block, after the last blocks' gradient buckets were all-reduced: rank 0
+        # is then on its way to the next bucket's all-reduce, which rank 1 never enters
+        import saturate._search as searching
+
+        real_search, searched, failed = searching.search, [], []
+
+        def search_and_count(*args, **kwargs):
+            r = real_search(*args, **kwargs)
+            searched.append(1)
+            return r
+
+        after = []  # rank 1's steps since ddp's search (the first) ended
+
+        def step_then_fail(model, opt, batch_size):
+            if rank == 1 and len(searched) == 1 and not failed:
+                after.append(batch_size)
+            if len(after) == 2 and not failed:  # the first timed step (the warm-up was the one before)
+                failed.append(1)
+                block = model.module.transformer.h[0]
+                handle = []
+
+                def run_out(module, grad_output):
+                    handle[0].remove()
+                    torch.empty(budget, dtype=torch.uint8)  # more than this rank's whole budget
+
+                handle.append(block.register_full_backward_pre_hook(run_out))
+            step(model, opt, batch_size)
+
+        searching.search = search_and_count
+        plan = saturate.shard_plan(make_model, make_optimizer, step_then_fail, memory_budget=budget,
+                                   strategies=["ddp", "fsdp_no_reshard"], checkpointing=False, device="cpu")
+        with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
+            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan), "failed": len(failed)}, f)
+        dist.barrier()
+        dist.destroy_process_group()
+        os._exit(0)
     elif mode == "plan":
         global_batch = int(sys.argv[6]) or None
         strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None

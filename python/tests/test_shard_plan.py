@@ -162,3 +162,24 @@ def test_bf16_mixed_precision_is_planned_exactly_and_fits_more_than_float32(tmp_
     if "oom" not in fresh(tmp_path, "fsdp", False, m + 1):  # m + 2: Gloo's fuzz, as above
         assert "oom" in fresh(tmp_path, "fsdp", False, m + 2)
 
+
+
+def test_a_rank_out_of_memory_in_a_replicated_candidates_backward_stops_it_on_every_rank_without_a_hang(tmp_path):
+    # budgets where replication fits (its model states 120.8 MiB): rank 1 runs out of memory in
+    # the backward of ddp's first timed step, after some gradient buckets were all-reduced. A point
+    # before each bucket's all-reduce (DdpSync) tells rank 0 there: ddp is dropped on both ranks,
+    # naming rank 1, and fsdp_no_reshard is planned. Before, the timed steps ran plain: rank 1 raised
+    # out of shard_plan and rank 0 was left in the next bucket's all-reduce (the collective timeout,
+    # or its peer's exit)
+    out = ranks_util.torchrun("shard_plan_lm.py", "fail_in_ddp_backward", tmp_path, 240 * MiB, 240 * MiB, TIMEOUT_S,
+                              timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    p0, p1 = [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]
+    assert p1["failed"] == 1 and p0["failed"] == 0
+    same = ("strategy", "fits", "reason", "max_batch", "micro_batch")
+    assert [[c[k] for k in same] for c in p0["plan"]["candidates"]] == \
+        [[c[k] for k in same] for c in p1["plan"]["candidates"]]
+    ddp, no_reshard = p0["plan"]["candidates"]
+    assert ddp["strategy"] == "ddp" and ddp["searched"] and not ddp["fits"], ddp
+    assert "rank 1 could not run it afterwards" in ddp["reason"], ddp["reason"]
+    assert no_reshard["fits"] and p0["plan"]["strategy"] == "fsdp_no_reshard", no_reshard
