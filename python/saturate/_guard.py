@@ -95,10 +95,11 @@ class OomGuard:
     Under torchrun give `model=` (and `ranks="auto"`, the default): every rank splits its batch into
     the same number of micro-batches (the most any rank needs; a rank with fewer items runs a
     zero-weight one), since each backward of a DDP or FSDP model runs collectives. On a model
-    sharded with FSDP2 (`fully_shard`), each step runs with the agreement points of
-    `saturate.search` (docs/sharding.md): one rank's out-of-memory inside a sharded forward or
+    sharded with FSDP2 (`fully_shard`) or replicated with DDP, each step runs with the agreement
+    points of `saturate.search` (docs/sharding.md): one rank's out-of-memory inside a forward or
     backward stops every rank at the same point, and all back off together, no rank left waiting
-    in a collective. An out-of-memory at micro-batch 1 on any rank is raised on every rank."""
+    in a collective (a DDP model with a communication hook of your own has no points: DDP takes
+    one hook). An out-of-memory at micro-batch 1 on any rank is raised on every rank."""
 
     def __init__(self, loss_fn: Callable[[Any], torch.Tensor], optimizer: torch.optim.Optimizer, *,
                  weight: Optional[Callable[[Any], float]] = None, split: Optional[Callable[[Any, int, int], Any]] = None,
@@ -135,15 +136,13 @@ class OomGuard:
         self.steps = 0
         self.micro_batch = 0  # the last step's micro-batch
         self._group = None  # several ranks: they agree on the split of every step
-        self._sync = None   # a sharded model: agreement points inside each step
+        self._sync = None   # a sharded or DDP model: agreement points inside each step
         if model is not None:
-            from ._shard_sync import ShardSync, fsdp_modules
+            from ._shard_sync import agreement_points
             from ._step import _as_list
 
             self._group = group
-            units = fsdp_modules(_as_list(model)) if self._group is not None else []
-            if units:
-                self._sync = ShardSync(self._group, units)
+            self._sync = agreement_points(self._group, _as_list(model))
 
     def _weight(self, part: Any, rows: int) -> float:
         w = float(self.weight(part)) if self.weight is not None else float(rows)

@@ -16,7 +16,7 @@ from ._budget import Size, to_bytes
 from ._data import ItemBatches, WorstCase
 from ._noise import NoiseFromSteps
 from ._ranks import agree, ranks_for
-from ._shard_sync import ShardSync, fsdp_modules, own_limits
+from ._shard_sync import ShardSync, agreement_points, own_limits
 from ._step import StepRunner, StepState, step_device, step_name
 
 
@@ -203,9 +203,11 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     A model you sharded with FSDP2 (`fully_shard`) is searched too: during the trials every rank
     agrees at each sharded unit's forward and backward whether any rank has run out of memory, so
     that one rank's out-of-memory inside a sharded step stops every rank at the same point instead
-    of leaving the others in a collective until its timeout (docs/sharding.md). Each rank's entry in
-    `result.data["ranks"]` then has `own_oom_batch` (the smallest batch at which that rank itself
-    ran out of memory); `exact_ranks` does not apply (a rank cannot run a sharded step alone).
+    of leaving the others in a collective until its timeout (docs/sharding.md). A DDP model
+    (`DistributedDataParallel`, given as `model=`) likewise, with a point before each gradient
+    bucket's all-reduce. Each rank's entry in `result.data["ranks"]` then has `own_oom_batch` (the
+    smallest batch at which that rank itself ran out of memory); `exact_ranks` does not apply (a
+    rank cannot run a step with collectives alone).
 
     device: None (default) is where the step runs: its model's device, else cuda when a GPU is
     visible, else cpu.
@@ -245,8 +247,8 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     if items is not None:
         step = items.step_on(user_step, "worst")
     state = StepState(user_step, model, optimizer)
-    units = fsdp_modules(state.modules) if group is not None else []
-    sync = ShardSync(group, units) if units else None  # a sharded model: ranks agree inside each step
+    # a sharded or DDP model on several ranks: the ranks agree inside each step (its collectives)
+    sync = agreement_points(group, state.modules)
     runner = StepRunner(step, sync)
 
     def reset():
@@ -272,7 +274,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     data_json = json.loads(text)
     if sync is not None:  # a collective: every rank, an interrupted one too, before it raises
         own_limits(sync, group, data_json)
-        data_json["sharded_units"] = len(units)
+        data_json["sharded_units"] = len(getattr(sync, "units", []))  # 0: a DDP model's points
         data_json["agreement_points"] = sync.points
     if runner.interrupt is not None:
         raise runner.interrupt

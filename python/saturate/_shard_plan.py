@@ -34,7 +34,7 @@ import torch
 from . import _saturate as _C
 from ._budget import Size, current_cpu_budget, to_bytes
 from ._memory import cpu_memory_budget, memory_breakdown
-from ._shard_sync import DdpSync, ShardSync, fsdp_modules
+from ._shard_sync import agreement_points
 from ._step import StepRunner, local_tensor
 
 STRATEGIES = ("ddp", "fsdp_no_reshard", "fsdp")
@@ -651,9 +651,9 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
     replicated = c.strategy == "ddp" and hasattr(model, "no_sync")
 
     def trial_step(batch_size: int) -> None:
-        # a replicated model's gradient all-reduce runs inside the backward, where a rank that ran out
-        # of memory would leave the others waiting: the trials skip it (its buckets, the gradients'
-        # own storage, are held all the same); the timed steps below run it
+        # a replicated model's trials skip its gradients' all-reduce (its buckets, the gradients' own
+        # storage, are held all the same; DdpSync's points would make it safe, but not cheaper);
+        # the timed steps below run it
         if replicated:
             with model.no_sync():
                 step(model, opt, batch_size)
@@ -679,7 +679,7 @@ def _run_candidate(c: Candidate, make_model, make_optimizer, step, unit_names, m
         _free()
         return
     c.fits = True
-    guard = _AfterSearch(model, group, replicated)
+    guard = _AfterSearch(model, group)
     try:
         _measure_candidate(c, model, opt, step, unit_names, device, budget, timed_steps, group, guard)
     except _Stopped as stopped:
@@ -706,11 +706,9 @@ class _AfterSearch:
     each gradient bucket's all-reduce, which the search's trials skipped). So no rank waits in a
     collective that another never enters; the candidate is then out, with the rank named."""
 
-    def __init__(self, model: torch.nn.Module, group, replicated: bool):
+    def __init__(self, model: torch.nn.Module, group):
         self.model, self.group = model, group
-        units = fsdp_modules([model]) if group.world_size > 1 else []
-        self.sync = ShardSync(group, units) if units else \
-            DdpSync(group, model) if replicated and group.world_size > 1 else None
+        self.sync = agreement_points(group, [model])
         self.interrupt: Optional[BaseException] = None
 
     def run(self, batch: int, fn: Callable[[], None]) -> None:

@@ -111,7 +111,38 @@ class _Agreement(torch.autograd.Function):
         return (None, None, *grads)
 
 
-class ShardSync:
+class _Points:
+    """What ShardSync and DdpSync share: the agreement itself (an all-reduce of one flag), and a
+    failed step announced at this rank's next point, then the model put back as before a step."""
+
+    ranks: Any
+    active: bool
+    learned: bool
+    points: int
+    own_oom_batches: List[int]
+
+    def _agree(self, flag: int) -> int:
+        self.points += 1
+        return int(self.ranks.all_reduce_max([flag])[0])
+
+    def failed(self, out_of_memory: bool, batch: int, own: bool) -> None:
+        """This rank's step raised: announce it at this rank's next point, unless every rank
+        already knows (it was raised at a point). `own`: this rank's own failure, not a peer's."""
+        if out_of_memory and own:
+            self.own_oom_batches.append(batch)
+        try:
+            if self.active and not self.learned:
+                self.learned = True
+                self._agree(_OOM if out_of_memory else _ERROR)
+        finally:
+            self.active = False
+            self._put_back()
+
+    def _put_back(self) -> None:
+        """After a failed step, on every rank: the model's wrapper as before a step."""
+
+
+class ShardSync(_Points):
     """Agreement points on every FSDP2 unit of the step's modules, active only inside `step()`.
     `ranks` is the search's group (TorchRanks: `all_reduce_max`)."""
 
@@ -146,10 +177,6 @@ class ShardSync:
         self._handles = []
 
     # -- the points --
-    def _agree(self, flag: int) -> int:
-        self.points += 1
-        return int(self.ranks.all_reduce_max([flag])[0])
-
     def _reserve(self, nbytes: int, device: Optional[torch.device] = None) -> bool:
         """Whether `nbytes` can be allocated now (allocated and freed at once)."""
         if nbytes <= 0:
@@ -293,31 +320,21 @@ class ShardSync:
         finally:
             self.active = False
 
-    def failed(self, out_of_memory: bool, batch: int, own: bool) -> None:
-        """This rank's step raised: announce it at this rank's next point, unless every rank
-        already knows (it was raised at a point). `own`: this rank's own failure, not a peer's."""
-        if out_of_memory and own:
-            self.own_oom_batches.append(batch)
-        try:
-            if self.active and not self.learned:
-                self.learned = True
-                self._agree(_OOM if out_of_memory else _ERROR)
-        finally:
-            self.active = False
-            self._queued = False
-            # a step left mid-way leaves units unsharded: idle first (a unit left in its forward
-            # that keeps its weights after forward ignores reshard(), while the peer that finished
-            # that forward reshards it: the next step then all-gathers it on one rank only, a hang),
-            # then resharded, alike on every rank
-            _fsdp_idle(self.units)
-            for unit in self.units:
-                try:
-                    unit.reshard()
-                except Exception:  # noqa: BLE001 - best effort; the next forward reshards anyway
-                    pass
+    def _put_back(self) -> None:
+        self._queued = False
+        # a step left mid-way leaves units unsharded: idle first (a unit left in its forward
+        # that keeps its weights after forward ignores reshard(), while the peer that finished
+        # that forward reshards it: the next step then all-gathers it on one rank only, a hang),
+        # then resharded, alike on every rank
+        _fsdp_idle(self.units)
+        for unit in self.units:
+            try:
+                unit.reshard()
+            except Exception:  # noqa: BLE001 - best effort; the next forward reshards anyway
+                pass
 
 
-class DdpSync:
+class DdpSync(_Points):
     """Agreement points on a replicated (DDP) model's steps, the same contract as ShardSync's: a
     DDP step all-reduces each gradient bucket inside the backward, as the bucket becomes ready, so a
     rank that runs out of memory in its backward leaves the others waiting in a bucket's all-reduce.
@@ -325,9 +342,10 @@ class DdpSync:
     step: a rank that fails announces it at its next point (`failed()`), where the others are at
     theirs (between two points every rank runs the same collectives). A rank that hears of it there
     skips the rest of its buckets' all-reduces (the hook hands the bucket back unreduced), lets its
-    backward finish on its own and raises `PeerOutOfMemory` at `end()`. The hook stays on the model
-    (DDP keeps one for good) but is plain DDP's all-reduce outside `begin()`..`end()`: only for a
-    model that is dropped after it is measured."""
+    backward finish on its own and raises `PeerOutOfMemory` at its next forward (a step of several
+    micro-batches) or at `end()`. The hook stays on the model
+    (DDP keeps one for good) but is plain DDP's all-reduce outside `begin()`..`end()`. After a
+    failed step every rank puts its reducer back as before a step, so the model trains on."""
 
     def __init__(self, ranks: Any, model: torch.nn.Module):
         import torch.distributed as dist
@@ -340,15 +358,16 @@ class DdpSync:
         self._heard = _OK
         self._dist = dist
         self._group = model.process_group
+        self._reducer = model.reducer
         model.register_comm_hook(self, DdpSync._hook)
+        # a step of several micro-batches: a rank that heard at a bucket stops at its next forward,
+        # before DDP's own (which rebuilds its buckets after a reset: a broadcast the rank that
+        # failed would never enter)
+        model.register_forward_pre_hook(self._before_forward)
 
     @staticmethod
     def _hook(state: "DdpSync", bucket):  # DDP checks the name `bucket`
         return state._before_allreduce(bucket)
-
-    def _agree(self, flag: int) -> int:
-        self.points += 1
-        return int(self.ranks.all_reduce_max([flag])[0])
 
     def _before_allreduce(self, bucket) -> torch.futures.Future:
         buffer = bucket.buffer()
@@ -363,6 +382,16 @@ class DdpSync:
         work = self._dist.all_reduce(buffer, group=self._group, async_op=True)
         return work.get_future().then(lambda fut: fut.value()[0])
 
+    def _before_forward(self, module, args) -> None:
+        if self.active:
+            self._raise_heard()
+
+    def _raise_heard(self) -> None:
+        if self._heard == _OOM:
+            raise PeerOutOfMemory("out of memory on another rank in this replicated step: every rank stops it")
+        if self._heard != _OK:
+            raise PeerFailed("another rank failed in this replicated step (not out of memory): every rank stops it")
+
     def begin(self) -> None:
         self.active, self.learned, self._heard = True, False, _OK
 
@@ -372,26 +401,45 @@ class DdpSync:
             if not self.learned:
                 self._heard = self._agree(_OK)
                 self.learned = self._heard != _OK
-            if self._heard == _OOM:
-                raise PeerOutOfMemory("out of memory on another rank in this replicated step: every rank stops it")
-            if self._heard != _OK:
-                raise PeerFailed("another rank failed in this replicated step (not out of memory): every rank stops it")
+            self._raise_heard()
         finally:
             self.active = False
 
-    def failed(self, out_of_memory: bool, batch: int, own: bool) -> None:
-        """This rank's step raised: announce it at this rank's next point, unless every rank knows."""
-        if out_of_memory and own:
-            self.own_oom_batches.append(batch)
-        try:
-            if self.active and not self.learned:
-                self.learned = True
-                self._agree(_OOM if out_of_memory else _ERROR)
-        finally:
-            self.active = False
+    def _put_back(self) -> None:
+        # DDP's reducer, left mid-backward on the rank that failed, refuses the next forward
+        # ("Expected to have finished reduction in the prior iteration"): put back as before a
+        # step, on every rank alike (it rebuilds its buckets after the next backward, a
+        # broadcast every rank then runs)
+        self._reducer._reset_state()
 
     def remove(self) -> None:
         """Nothing to remove: the hook is inert outside a step."""
+
+
+def agreement_points(ranks: Any, modules: List[torch.nn.Module]) -> Optional[Any]:
+    """The agreement points of a step on several ranks, for every call that runs a user's step on
+    them (the search, OomGuard, shard_plan's candidates): ShardSync on the FSDP2 units among
+    `modules`, else DdpSync on a DDP model among them (one per model, kept on it: DDP takes one
+    communication hook for good); None on one rank, or for a DDP model that has a hook of the
+    user's already (DDP takes no second: its steps then run without points, as before)."""
+    if ranks is None or int(getattr(ranks, "world_size", 1)) < 2:
+        return None
+    units = fsdp_modules(modules)
+    if units:
+        return ShardSync(ranks, units)
+    ddp = next((m for root in modules for m in root.modules()
+                if isinstance(m, torch.nn.parallel.DistributedDataParallel)), None)
+    if ddp is None:
+        return None
+    sync = getattr(ddp, "_saturate_sync", None)
+    if sync is None:
+        try:
+            sync = DdpSync(ranks, ddp)
+        except RuntimeError:  # "register_comm_hook ... can only be called once": the user's own
+            return None
+        ddp._saturate_sync = sync
+    sync.ranks = ranks
+    return sync
 
 
 def _fsdp_idle(units: List[torch.nn.Module]) -> None:

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import ranks_util
 from loops import run_fresh
 
 MiB = 1 << 20
@@ -60,3 +61,32 @@ def test_a_call_one_rank_refuses_or_the_ranks_give_differently_stops_every_rank_
     assert r1["plan_device"]["raised"] == "RuntimeError" and "cuda" in r1["plan_device"]["message"], r1["plan_device"]
     assert "rank 1 refused its arguments" in r0["plan_device"]["message"], r0["plan_device"]
     assert "which has 64 here" in r0["search_differ"]["message"] and "this rank has 32" in r1["search_differ"]["message"]
+
+
+def test_a_users_ddp_model_searches_and_backs_off_on_unequal_ranks_without_a_hang(tmp_path):
+    # the user's own DistributedDataParallel model, its step all-reducing the gradients inside the
+    # backward; rank 1 (40 MiB) runs out of memory first, inside trials where rank 0 (64 MiB) goes
+    # on to the buckets' all-reduces. A point before each bucket's all-reduce (DdpSync) tells rank
+    # 0 there: both ranks agree on rank 1's exact max. Then OomGuard(model=) on batches rank 1
+    # cannot hold whole: it backs off, rank 0 splits alike, and the replicas stay one model, equal
+    # to one process on both ranks' batches. Before, rank 0 waited in a bucket's all-reduce that
+    # rank 1 never entered (the collective timeout, 60 s here)
+    out = ranks_util.torchrun("ranks_ddp.py", "search", tmp_path, 60, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r0, r1 = [json.loads((tmp_path / f"ddp{r}.json").read_text()) for r in (0, 1)]
+    d0, d1 = r0["data"], r1["data"]
+    assert d0["max_batch"] == d1["max_batch"] > 0 and d0["recommended_batch"] == d1["recommended_batch"]
+    assert d0["agreement_points"] > 0
+    ranks = {r["rank"]: r for r in d0["ranks"]}
+    assert ranks[1]["max_batch_exact"] and ranks[1]["own_oom_batch"] == d0["max_batch"] + 1, ranks
+    assert r0["search_s"] < 45 and r1["search_s"] < 45  # no collective timeout (60 s) waited out
+    common = d0["max_batch"]
+    assert ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common) == ["ok", "ok"]
+    at_next = ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common + 1)
+    if at_next[1] != "oom":  # Gloo's late frees move the boundary by one (docs/sharding.md)
+        assert ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common + 2)[1] == "oom"
+    # the guard: rank 1 backed off, rank 0 split as it did; one model on both ranks, as one process
+    assert r1["backoffs"] and not r0["backoffs"], (r0["backoffs"], r1["backoffs"])
+    assert r0["micro_batch"] == r1["micro_batch"] < r0["batch"]
+    assert r0["replicas_differ"] == 0.0 and r1["replicas_differ"] == 0.0
+    assert r0["max_abs_diff"] < 1e-5, r0["max_abs_diff"]
