@@ -343,9 +343,9 @@ class DdpSync(_Points):
     theirs (between two points every rank runs the same collectives). A rank that hears of it there
     skips the rest of its buckets' all-reduces (the hook hands the bucket back unreduced), lets its
     backward finish on its own and raises `PeerOutOfMemory` at its next forward (a step of several
-    micro-batches) or at `end()`. The hook stays on the model
-    (DDP keeps one for good) but is plain DDP's all-reduce outside `begin()`..`end()`. After a
-    failed step every rank puts its reducer back as before a step, so the model trains on."""
+    micro-batches) or at `end()`. The hook stays on the model (DDP keeps one for good) but is plain
+    DDP's all-reduce outside `begin()`..`end()`. After a failed step every rank puts its reducer
+    back as before a step, so the model trains on."""
 
     def __init__(self, ranks: Any, model: torch.nn.Module):
         import torch.distributed as dist
