@@ -13,6 +13,7 @@
 #include "saturate/core/failed_backward.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/run_queue.h"
+#include "saturate/core/statistics.h"
 
 namespace saturate {
 namespace {
@@ -157,8 +158,8 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
       const bool measured = i >= request.warmup_steps;
       notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
       if (i == total - 1) fanout.watch_step();
+      const double wait_before_ms = count_waits ? run_queue_wait_ms() : 0;  // read outside the timed span
       const auto start = clock::now();
-      const double wait_before_ms = count_waits ? run_queue_wait_ms() : 0;
       step_.step(batch, observer);
       synchronize();
       const double wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
@@ -194,11 +195,6 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   if (t.status == TrialStatus::kOom) empty_cache();  // hand the failed trial's cache back
   t.after_bytes = meter_.stats().allocated_bytes;
   if (!step_ms.empty()) {
-    const auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    };
     const auto per_s = [&](double ms) {
       return ms > 0 ? 1000.0 * static_cast<double>(step_.samples_per_step(batch)) / ms : 0;
     };
