@@ -69,6 +69,15 @@ def whole(model):
     return [p.full_tensor() if hasattr(p, "full_tensor") else p.detach() for p in model.parameters()]
 
 
+def write_plan_and_leave(out_dir, rank, plan, **extra):
+    """This rank's plan (OUT_DIR/plan<R>.json, with `extra`), then every rank leaves together."""
+    with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
+        json.dump({"plan": json.loads(plan.to_json()), "text": str(plan), **extra}, f)
+    dist.barrier()
+    dist.destroy_process_group()
+    os._exit(0)
+
+
 if __name__ == "__main__":
     mode, out_dir, b0, b1, timeout_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout_s))
@@ -113,11 +122,7 @@ if __name__ == "__main__":
         searching.search = search_then_lose_memory
         plan = saturate.shard_plan(make_model, make_optimizer, step, memory_budget=budget,
                                    strategies=["fsdp", "fsdp_no_reshard"], checkpointing=False, device="cpu")
-        with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
-            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan), "lost": len(lost)}, f)
-        dist.barrier()
-        dist.destroy_process_group()
-        os._exit(0)
+        write_plan_and_leave(out_dir, rank, plan, lost=len(lost))
     elif mode == "fail_in_ddp_backward":
         # rank 1 runs out of memory inside the backward of the replicated candidate's first timed
         # step, in its first block, after the last blocks' gradient buckets were all-reduced: rank 0
@@ -151,11 +156,7 @@ if __name__ == "__main__":
         searching.search = search_and_count
         plan = saturate.shard_plan(make_model, make_optimizer, step_then_fail, memory_budget=budget,
                                    strategies=["ddp", "fsdp_no_reshard"], checkpointing=False, device="cpu")
-        with open(os.path.join(out_dir, f"plan{rank}.json"), "w") as f:
-            json.dump({"plan": json.loads(plan.to_json()), "text": str(plan), "failed": len(failed)}, f)
-        dist.barrier()
-        dist.destroy_process_group()
-        os._exit(0)
+        write_plan_and_leave(out_dir, rank, plan, failed=len(failed))
     elif mode == "plan":
         global_batch = int(sys.argv[6]) or None
         strategies = sys.argv[7].split(",") if len(sys.argv) > 7 else None
