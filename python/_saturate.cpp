@@ -18,6 +18,7 @@
 #include <torch/version.h>
 
 #include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/cpu_math.h"
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/core/option_text.h"
@@ -632,6 +633,7 @@ PYBIND11_MODULE(_saturate, m) {
 
   m.def("install_cpu_allocator", [] {
     install_cpu_budget_allocator();
+    start_cpu_math_libraries();  // the same bits in every process (core/cpu_math.h)
     set_cpu_budget_name("saturate memory_budget");  // what an allocation past it names
   });
   m.def("cpu_allocator_installed", &cpu_budget_allocator_installed);

@@ -4,6 +4,7 @@
 
 #include "core/cuda_memory_meter.h"
 #include "saturate/core/cpu_budget_allocator.h"
+#include "saturate/core/cpu_math.h"
 #include "saturate/core/errors.h"
 
 namespace saturate {
@@ -40,6 +41,7 @@ std::unique_ptr<MemoryMeter> make_memory_meter(const c10::Device& device) {
     install_cpu_budget_allocator();
     if (!cpu_budget_allocator_installed())
       throw InternalError("the CPU budget allocator could not be installed");
+    start_cpu_math_libraries();  // before any parallel math: the same bits in every process
     return std::make_unique<CpuMemoryMeter>();
   }
   if (device.is_cuda()) return make_cuda_memory_meter(device.has_index() ? device.index() : 0);
