@@ -22,7 +22,7 @@ def run(cmd, out):
     with open(out) as f:
         b = json.load(f)["bottleneck"]
     verdict = b["verdict"]
-    if verdict == "borderline" and b.get("between", [None])[0] == "communication-bound":
+    if verdict == "borderline" and (b.get("between") or [None])[0] == "communication-bound":
         verdict = "communication-bound (borderline)"
     return verdict, b["evidence"]["shares"]
 

@@ -9,8 +9,9 @@ namespace saturate {
 /// of MKL's VML in a process comes from two threads together (a parallel sqrt, as in the first
 /// Adam step, after a GEMM has woken the OpenMP team), one thread's half can be computed on
 /// another code path, ~12 bits exact (relative error up to 3.2e-4, measured on a Xeon with
-/// AVX-512 and torch 2.11): in 22 of 300 fresh processes of the same PyTorch step, the first
-/// update differed, and a training run's loss curve with it. Started here first, 0 of 450.
+/// AVX-512 and torch 2.11): in 22 of 300 forked processes of the same PyTorch step, the first
+/// update differed, and a training run's loss curve with it. Started first (a 16-number sqrt or
+/// exp, a 100352-number sqrt before any GEMM, or a whole Adam step): 0 of 150 each, 600 in all.
 /// Every CPU session calls it (make_memory_meter), so do the command line, the tests and the
 /// Python package when they install the CPU allocator; a program of the library's user whose
 /// process runs its own CPU math first calls it once at start.
