@@ -170,7 +170,9 @@ const std::vector<OptionDoc> kDocs = {
     {"shares", "each rank's samples of every global batch, one per rank (e.g. 48,16: rank 0 trains on 48, rank 1 "
                "on 16 of every 64; gradients are averaged weighted by them, so the step is the one-process step "
                "of the whole batch): for ranks of unequal speed or memory. Default: equal shares"},
-    {"bucket_mb", "DDP gradient bucket size in MiB (several ranks)", 0.001, 1048576, "MiB"},
+    {"bucket_mb", "DDP gradient bucket size in MiB (several ranks). Default: PyTorch's 25, after a 1 MiB first "
+                  "bucket; with `fast_paths` auto or try, bucket sizes are timed at the start and the fastest kept",
+     0.001, 1048576, "MiB"},
     {"parallel", "ddp: several ranks (saturate launch, torchrun) train with DistributedDataParallel | dp: "
                  "DataParallel in one process over the visible GPUs"},
     {"nproc_per_node", "ranks on this node (one per GPU)"},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <utility>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -82,6 +83,27 @@ double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 }  // namespace
 
+namespace {
+std::pair<std::vector<std::vector<size_t>>, std::vector<int64_t>> bucket_assignment(
+    const std::vector<at::Tensor>& params, const DdpOptions& options) {
+  const std::vector<bool> sparse(params.size(), false);
+  auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
+      params, {static_cast<size_t>(options.first_bucket_bytes), static_cast<size_t>(options.bucket_bytes)}, sparse);
+  // gradients become ready roughly in reverse order of the parameters: so do the buckets
+  std::reverse(buckets.begin(), buckets.end());
+  return {std::move(buckets), std::vector<int64_t>(limits.rbegin(), limits.rend())};
+}
+}  // namespace
+
+std::vector<std::vector<size_t>> ddp_bucket_assignment(const std::vector<torch::Tensor>& parameters,
+                                                       const DdpOptions& options) {
+  std::vector<at::Tensor> params;
+  for (const auto& p : parameters)
+    if (p.requires_grad()) params.push_back(p);
+  if (params.empty()) return {};
+  return bucket_assignment(params, options).first;
+}
+
 struct DistributedDataParallel::Impl {
   std::vector<at::Tensor> states;
   DistGroup& group;
@@ -159,12 +181,7 @@ DistributedDataParallel::DistributedDataParallel(std::vector<torch::Tensor> para
                                      group.rank(), e.what_without_backtrace()));
   }
   const std::vector<bool> sparse(impl_->params.size(), false);
-  auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
-      impl_->params, {static_cast<size_t>(options.first_bucket_bytes), static_cast<size_t>(options.bucket_bytes)},
-      sparse);
-  // gradients become ready roughly in reverse order of the parameters: so do the buckets
-  std::reverse(buckets.begin(), buckets.end());
-  std::vector<int64_t> caps(limits.rbegin(), limits.rend());
+  auto [buckets, caps] = bucket_assignment(impl_->params, options);
   impl_->reducer = std::make_unique<c10d::Reducer>(
       impl_->params, std::move(buckets), pg, sparse, options.bucket_bytes, /*find_unused_parameters=*/false,
       /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{}, options.first_bucket_bytes,

@@ -10,6 +10,8 @@
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
 #include "saturate/models/zoo.h"
+#include "saturate/step/model_snapshot.h"
+#include "saturate/step/training_step.h"
 
 namespace saturate {
 
@@ -19,8 +21,11 @@ void TrainRanksOptions::check() const {
   if (!(min_compression_speedup >= 1))
     throw UsageError("min_compression_speedup", fmt::format("{} is below 1 (a compressed all-reduce must be at least as "
                                                             "fast as the float32 one)", min_compression_speedup));
-  if (!(bucket_mb > 0))
+  if (!(bucket_mb >= 0))  // 0: not given
     throw UsageError("bucket_mb", fmt::format("{} is not a positive size in MiB (PyTorch's default is 25)", bucket_mb));
+  if (!(min_bucket_speedup >= 1))
+    throw UsageError("min_bucket_speedup", fmt::format("{} is below 1 (other buckets must be at least as fast as "
+                                                       "PyTorch's default)", min_bucket_speedup));
   if (parallel != "ddp" && parallel != "dp")
     throw UsageError("parallel", fmt::format("unknown value '{}' (expected ddp or dp)", parallel));
 }
@@ -97,7 +102,7 @@ double TrainRanks::step_allreduce_ms(Workload& workload, bool compression_named)
   if (!network_) return 0;
   // DDP's buckets: a first one of 1 MiB, then bucket_mb each; bf16 halves the bytes
   const int64_t bytes = trainable_bytes(workload.model()) / (compress_bf16_ ? 2 : 1);
-  const auto bucket = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
+  const int64_t bucket = bucket_bytes();
   // every rank's decisions must agree (the adaptive batch's goodput): the ranks' mean prediction
   return group_->all_reduce_sum({network_->predicted_ddp_ms(bytes, bucket)})[0] / world_size();
 }
@@ -121,7 +126,7 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
     measure_network_once(workload, train.fast_paths.compress_bf16);
     train.fast_paths.compress_bf16 = compress_bf16_;  // the summary's fast paths say it
     DdpOptions d;
-    d.bucket_bytes = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
+    d.bucket_bytes = bucket_bytes();
     d.first_bucket_bytes = std::min<int64_t>(d.first_bucket_bytes, d.bucket_bytes);
     d.compress_bf16 = compress_bf16_;
     if (!shares_.empty()) {  // each rank's mean gradient weighted by its share of the batch
@@ -129,6 +134,7 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
       for (int64_t s : shares_) global += s;
       d.gradient_weight = static_cast<double>(shares_[static_cast<size_t>(rank())]) / static_cast<double>(global);
     }
+    if (options_.measure_compression && options_.bucket_mb == 0) tune_buckets_for(workload, train, d);
     ddp_ = std::make_unique<DistributedDataParallel>(model.parameters(), std::move(states), *group_, d);
     sync_ = std::make_unique<DdpStepSync>(*ddp_);
     train.sync = sync_.get();
@@ -148,6 +154,28 @@ void TrainRanks::setup(Workload& workload, LoaderOptions& loader, TrainOptions& 
   });
   dp_sync_ = std::make_unique<DataParallelSync>(*dp);
   train.sync = dp_sync_.get();
+}
+
+int64_t TrainRanks::bucket_bytes() const {
+  return options_.bucket_mb > 0 ? static_cast<int64_t>(options_.bucket_mb * 1024 * 1024) : int64_t{25} << 20;
+}
+
+void TrainRanks::tune_buckets_for(Workload& workload, const TrainOptions& train, DdpOptions& ddp) {
+  Model& model = workload.model();
+  ModelSnapshot before(model, workload.device());  // the passes move buffers and draw random numbers
+  StepOptions so;
+  so.precision = train.precision;
+  so.checkpointing = train.checkpointing;
+  so.micro_batch = train.micro_batch;
+  TrainingStep step(workload, so);
+  const Batch batch = workload.synthetic_batch(std::max<int64_t>(train.micro_batch, 1), workload.device());
+  BucketTuningOptions bo;
+  bo.min_speedup = options_.min_bucket_speedup;
+  bucket_tuning_ = tune_buckets(
+      model.parameters(), *group_, ddp, [&] { return workload.loss(step.forward(batch.inputs), batch.targets); }, bo);
+  before.restore();
+  ddp.first_bucket_bytes = bucket_tuning_->chosen_candidate().first_bucket_bytes;
+  ddp.bucket_bytes = bucket_tuning_->chosen_candidate().bucket_bytes;
 }
 
 namespace {
@@ -275,6 +303,7 @@ TrainRanksSummary TrainRanks::summary() const {
   r.compression_by = compression_by_;
   r.compression_speedup = compression_speedup_;
   r.min_compression_speedup = options_.min_compression_speedup;
+  r.bucket_tuning = bucket_tuning_;
   r.ranks = rank_rows_;
   r.step_ms = step_ms_;
   r.shares_by = options_.shares.by_speed ? "speed" : shares_.empty() ? "equal" : "given";
@@ -325,6 +354,7 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     }
     j["gradient_compression"] = c;
   }
+  if (bucket_tuning) j["gradient_bucket_tuning"] = to_json(*bucket_tuning);
 }
 
 }  // namespace saturate

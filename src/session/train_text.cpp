@@ -83,7 +83,8 @@ std::string train_rank_text(const TrainRanksSummary& r) {
                                   format_bytes(r.network->bytes), r.predicted_allreduce_ms, r.allreduce_ms,
                                   r.last_rank_allreduce_ms)
                     : "") +
-         compression_text(r) + rank_rows_text(r);
+         compression_text(r) + (r.bucket_tuning ? "buckets     " + bucket_tuning_text(*r.bucket_tuning) + "\n" : "") +
+         rank_rows_text(r);
 }
 
 namespace {

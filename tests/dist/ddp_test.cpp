@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/memory_meter.h"
+#include "saturate/dist/bucket_tuning.h"
 #include "saturate/dist/ddp.h"
 #include "saturate/dist/ddp_sync.h"
 #include "saturate/dist/launch.h"
@@ -449,6 +451,61 @@ TEST(DistProcessTest, DdpTrainerMatchesOneProcessWithTheSameGlobalBatch) {
   for (int rank = 0; rank < 2; ++rank)
     expect_close(load_tensors(dir + "/trainer_" + std::to_string(rank) + ".pt"), single, 1e-4,
                  "Trainer parameters after " + std::to_string(kTrainerSteps) + " steps, rank " + std::to_string(rank));
+}
+
+}  // namespace
+}  // namespace saturate
+
+namespace saturate {
+namespace {
+
+int64_t bytes_of(const std::vector<torch::Tensor>& params) {
+  int64_t n = 0;
+  for (const auto& p : params) n += static_cast<int64_t>(p.nbytes());
+  return n;
+}
+
+TEST(BucketTuning, TheCandidatesAreTheDefaultOneBucketAndSmallerOnesWithoutTwoThatBuildTheSameBuckets) {
+  torch::manual_seed(0);
+  // 6 layers of 256 x 256: 1.5 MiB of gradients in 12 tensors
+  torch::nn::Sequential model;
+  for (int i = 0; i < 6; ++i) model->push_back(torch::nn::Linear(256, 256));
+  const auto params = model->parameters();
+  const int64_t gradient = bytes_of(params);
+  const auto candidates = bucket_candidates(gradient, DdpOptions{});
+  ASSERT_GE(candidates.size(), 3u);
+  EXPECT_TRUE(candidates[0].is_default);
+  EXPECT_EQ(candidates[0].first_bucket_bytes, int64_t{1} << 20);
+  EXPECT_EQ(candidates[0].bucket_bytes, int64_t{25} << 20);
+  EXPECT_EQ(std::count_if(candidates.begin(), candidates.end(), [](const BucketCandidate& c) { return c.is_default; }), 1);
+  // one bucket holds every gradient; the smaller ones make more buckets than the default's two
+  std::vector<size_t> counts;
+  for (const BucketCandidate& c : candidates) {
+    DdpOptions o;
+    o.first_bucket_bytes = c.first_bucket_bytes;
+    o.bucket_bytes = c.bucket_bytes;
+    counts.push_back(ddp_bucket_assignment(params, o).size());
+  }
+  EXPECT_EQ(counts[0], 2u);  // 1 MiB first (a bucket closes at the limit), then the rest
+  EXPECT_NE(std::find(counts.begin(), counts.end(), 1u), counts.end());
+  EXPECT_GT(*std::max_element(counts.begin(), counts.end()), 3u);
+  // every parameter in exactly one bucket, in each candidate
+  for (const BucketCandidate& c : candidates) {
+    DdpOptions o;
+    o.first_bucket_bytes = c.first_bucket_bytes;
+    o.bucket_bytes = c.bucket_bytes;
+    std::vector<size_t> all;
+    for (const auto& b : ddp_bucket_assignment(params, o)) all.insert(all.end(), b.begin(), b.end());
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(all.size(), params.size());
+    for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], i);
+  }
+  // a tiny model: no bucket under 64 KiB, and sizes that build the same buckets come once
+  const auto tiny = bucket_candidates(4096, DdpOptions{});
+  for (const BucketCandidate& c : tiny) EXPECT_GE(c.bucket_bytes, 4096);
+  for (size_t i = 0; i < tiny.size(); ++i)
+    for (size_t j = i + 1; j < tiny.size(); ++j)
+      EXPECT_FALSE(tiny[i].first_bucket_bytes == tiny[j].first_bucket_bytes && tiny[i].bucket_bytes == tiny[j].bucket_bytes);
 }
 
 }  // namespace

@@ -568,3 +568,80 @@ TEST(DistProcessTest, TrainBatchAutoOnRanksWithUnequalBudgetsUsesTheSmallerRanks
 
 }  // namespace
 }  // namespace saturate
+
+namespace saturate {
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(DistProcessTest, TunedBucketsAreTimedTogetherKeptOnlyWhenFasterAndLeaveTheTrainingAsItWouldBe) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_buckets");
+  // a convnet (batch norm: its running statistics move in every training-mode forward), 443 KiB
+  // of gradients; 6 steps of a global batch of 32
+  const std::string train = kBin + " train --model convnet --width 8 --data fashion-mnist --device cpu --threads 1 "
+                                   "--workers 0 --no-augment --optimizer sgd --lr 0.05 --steps 6 --global-batch 32 "
+                                   "--batch 16 ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(
+                launch(2, "exec " + train + "--fast-paths try --json " + dir + "/tuned.json --save " + dir + "/tuned.pt"),
+                &out),
+            0)
+      << out;
+  const auto tuned = read_json(dir + "/tuned.json");
+  ASSERT_TRUE(tuned.contains("gradient_bucket_tuning")) << tuned.dump();
+  const auto& t = tuned["gradient_bucket_tuning"];
+  const auto& candidates = t["candidates"];
+  ASSERT_GE(candidates.size(), 3u) << t.dump();
+  double best = 1e300, default_ms = 0;
+  int defaults = 0;
+  for (const auto& c : candidates) {
+    EXPECT_GT(c["step_ms"].get<double>(), 0) << t.dump();
+    EXPECT_GE(c["buckets"].get<int64_t>(), 1) << t.dump();
+    best = std::min(best, c["step_ms"].get<double>());
+    if (c["default"].get<bool>()) {
+      ++defaults;
+      default_ms = c["step_ms"].get<double>();
+    }
+  }
+  EXPECT_EQ(defaults, 1) << t.dump();
+  // the default stays unless another was timed 1.05x faster; then the fastest is taken
+  const auto& chosen = t["chosen"];
+  const double chosen_ms = [&] {
+    for (const auto& c : candidates)
+      if (c["bucket_bytes"] == chosen["bucket_bytes"] && c["first_bucket_bytes"] == chosen["first_bucket_bytes"])
+        return c["step_ms"].get<double>();
+    ADD_FAILURE() << "the chosen buckets are not a candidate: " << t.dump();
+    return 0.0;
+  }();
+  if (t["default_kept"].get<bool>())
+    EXPECT_LT(default_ms, 1.05 * best) << t.dump();
+  else
+    EXPECT_TRUE(chosen_ms == best && default_ms >= 1.05 * best) << t.dump();
+  // training ran with the chosen buckets, and said so
+  EXPECT_EQ(tuned["gradient_buckets"], chosen["buckets"]) << t.dump();
+  EXPECT_NE(out.find("buckets     "), std::string::npos) << out;
+
+  // the same run with the buckets given (no tuning) and the same compression choice: the timing
+  // passes left nothing behind (weights, batch norm's statistics, generators), so the losses and
+  // the saved model are equal bit for bit (on 2 ranks the buckets do not change the sums)
+  const bool bf16 = tuned["gradient_compression"]["chosen"] == "bf16";
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + train + "--bucket-mb 25 --fast-paths " +
+                                               (bf16 ? "compress_bf16" : "none") + " --json " + dir +
+                                               "/given.json --save " + dir + "/given.pt"),
+                                 &out),
+            0)
+      << out;
+  const auto given = read_json(dir + "/given.json");
+  EXPECT_FALSE(given.contains("gradient_bucket_tuning"));
+  EXPECT_EQ(tuned["losses"], given["losses"]);
+  const std::string saved = file_bytes(dir + "/tuned.pt");
+  EXPECT_FALSE(saved.empty());
+  EXPECT_TRUE(saved == file_bytes(dir + "/given.pt")) << "the saved models differ";
+}
+
+}  // namespace
+}  // namespace saturate

@@ -20,7 +20,7 @@ struct DistFlags {
   double timeout_s = 300;
   bool rank_max_exact = true;
   // train only
-  double bucket_mb = 25;
+  double bucket_mb = 0;  // not given: 25 MiB, or tuned under --fast-paths auto|try
   std::string parallel = "ddp";
   std::string shares;  // each rank's samples of every global batch, "48,16"
 };

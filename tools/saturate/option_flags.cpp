@@ -65,7 +65,7 @@ const FlagRow kRows[] = {
     {"checkpoint_every", "--checkpoint-every"}, {"resume", "--resume"}, {"save", "--save"},
     {"loss_every", "--loss-every", kShown}, {"log_every", "--log-every", kShown}, {"profile_ops", "--profile-ops"},
     {"backend", "--backend", kShown, "SATURATE_BACKEND"}, {"dist_timeout", "--dist-timeout", kShown, "SATURATE_DIST_TIMEOUT"},
-    {"bucket_mb", "--bucket-mb", kShown}, {"parallel", "--parallel", kShown}, {"shares", "--shares"},
+    {"bucket_mb", "--bucket-mb"}, {"parallel", "--parallel", kShown}, {"shares", "--shares"},
     {"nproc_per_node", "--nproc-per-node", kShown, "SATURATE_NPROC_PER_NODE"}, {"nnodes", "--nnodes", kShown},
     {"node_rank", "--node-rank", kShown}, {"master_addr", "--master-addr", kShown, "MASTER_ADDR"},
     {"master_port", "--master-port", kShown}, {"kill_grace", "--kill-grace", kShown}, {"html", "--html"},

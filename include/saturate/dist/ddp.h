@@ -46,6 +46,11 @@ struct DdpStats {
   double overlap_fraction() const { return allreduce_ms > 0 ? overlapped_ms / allreduce_ms : 0; }
 };
 
+/// The buckets DDP would build over `parameters` (those that require grad) with `options`' sizes:
+/// each bucket's parameter indices, in the order they are all-reduced.
+std::vector<std::vector<size_t>> ddp_bucket_assignment(const std::vector<torch::Tensor>& parameters,
+                                                       const DdpOptions& options);
+
 class DistributedDataParallel {
  public:
   /// A collective: every rank constructs it with the same model. Checks that the models agree

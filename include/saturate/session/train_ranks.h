@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "saturate/data/loader.h"
+#include "saturate/dist/bucket_tuning.h"
 #include "saturate/dist/data_parallel.h"
 #include "saturate/dist/ddp.h"
 #include "saturate/dist/ddp_sync.h"
@@ -28,8 +29,11 @@ struct TrainRanksOptions {
   DistBackend backend = DistBackend::kAuto;
   /// timeout_s > 0: how long a rendezvous or collective waits for the other ranks.
   double timeout_s = 300;
-  /// bucket_mb > 0: DDP's gradient bucket size in MiB (PyTorch's default 25).
-  double bucket_mb = 25;
+  /// bucket_mb > 0: DDP's gradient bucket size in MiB; 0 (not given): PyTorch's 25 with a 1 MiB
+  /// first bucket, and under measure_compression the buckets are tuned by measurement
+  /// (dist/bucket_tuning.h: the default kept unless another is min_bucket_speedup faster).
+  double bucket_mb = 0;
+  double min_bucket_speedup = 1.05;
   /// parallel: "ddp" (several ranks, DistributedDataParallel) or "dp" (DataParallel in one
   /// process over the visible GPUs).
   std::string parallel = "ddp";
@@ -97,6 +101,8 @@ struct TrainRanksSummary {
   std::string compression_by;
   double min_compression_speedup = 0;
   double compression_speedup = 0;  ///< float32 / bf16 all-reduce time, the ranks' mean (measured)
+  /// The gradient buckets as tuned at the start (`fast_paths` auto|try without `bucket_mb`).
+  std::optional<BucketTuning> bucket_tuning;
   std::vector<RankTraining> ranks;  ///< each rank (DDP; empty until finish_training)
   std::string shares_by = "equal";  ///< equal | given | speed (`shares` auto)
   double step_ms = 0;               ///< a training step's wall time (every rank steps together)
@@ -166,6 +172,11 @@ class TrainRanks {
 
  private:
   void measure_network_once(Workload& workload, bool compression_named);
+  /// DDP's bucket size in bytes: bucket_mb's, or PyTorch's 25 MiB when not given.
+  int64_t bucket_bytes() const;
+  /// Tunes `ddp`'s bucket sizes at the training step's micro-batch (forward and synced backward
+  /// passes; the weights, buffers and generators restored after).
+  void tune_buckets_for(Workload& workload, const TrainOptions& train, DdpOptions& ddp);
 
   TrainRanksOptions options_;
   DistEnv env_;
@@ -178,6 +189,7 @@ class TrainRanks {
   bool compress_bf16_ = false;
   std::string compression_by_;
   double compression_speedup_ = 0;
+  std::optional<BucketTuning> bucket_tuning_;
   double last_rank_allreduce_ms_ = 0;
   std::vector<RankTraining> rank_rows_;
   std::vector<int64_t> shares_;
