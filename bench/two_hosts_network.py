@@ -5,7 +5,9 @@ bench): network namespaces joined by a bridge (tests/dist/hosts_fixture.py; root
 Fashion-MNIST for 200 optimizer steps, three ways on each link:
 
   plain      --fast-paths none, global batch 32 (16 a rank)
-  choice     --fast-paths auto: bf16 compression kept when its all-reduce is measured >= 1.2x faster
+  choice     --fast-paths auto: bf16 compression kept when its all-reduce is measured >= 1.2x faster,
+             and DDP's gradient buckets timed at the start (the default kept unless another is
+             >= 1.05x faster)
   goodput    --adaptive from base batch 32 (the goodput's global batch; the all-reduce each step
              predicted from the measured network is counted in its samples/s) with --fast-paths auto
 
@@ -41,9 +43,14 @@ WAYS = {
 
 NOTES = """
 How to read it: predicted is the network measured at the start (buckets x latency + bytes / algbw);
-measured is the step's wall time with a bucket in flight. On the shaped link the wire decides and
-the prediction holds; unshaped, most of the step's all-reduce is one rank waiting for the other to
-reach the bucket (two hosts' ranks share 2 cores), which no network measurement sees. Where the
+measured is the step's wall time with a bucket in flight, on this rank and as the last rank to
+arrive saw it (each step's least over the ranks: no wait for a peer in it). On the shaped link the
+wire decides and the prediction holds; unshaped, the first bucket's all-reduce runs beside the
+rest of the backward on the same 2 cores (both hosts' ranks share them), so its time in flight
+holds compute and contention that no measurement of the network alone sees. Buckets: with
+--fast-paths auto the default (a 1 MiB first bucket, then 25 MiB), one bucket and smaller ones are
+timed (forward + synced backward, the slowest rank's, median of 6), and another is kept only when
+1.1x faster. Where the
 choice keeps float32 (bf16 measured slower: the conversions cost more than the bytes save on a
 fast link), plain and choice run the same configuration and their samples/s differ by the
 machine's noise. Goodput's global batch grows where the noise scale allows it and the all-reduce
@@ -75,12 +82,21 @@ def row(link, way, j):
     n = j.get("network", {})
     c = j.get("gradient_compression", {})
     predicted, measured = n.get("predicted_allreduce_ms", 0), j["allreduce_ms"]
+    last = n.get("measured_last_rank_allreduce_ms", 0)
     off = f"{100 * (predicted / measured - 1):+.0f} %" if measured > 0 else "n/a"
+    off_last = f"{100 * (predicted / last - 1):+.0f} %" if last > 0 else "n/a"
     comp = (f"{c['chosen']} ({c['speedup']:.2f}x measured)" if c else "none (not asked)")
+    t = j.get("gradient_bucket_tuning")
+    if t:
+        tried = ", ".join(f"{x['buckets']}: {x['step_ms']:.1f}" for x in t["candidates"])
+        kept = "default kept" if t["default_kept"] else f"{t['speedup']:.2f}x the default"
+        buckets = f"{t['chosen']['buckets']} ({kept}; ms a step with {tried})"
+    else:
+        buckets = f"{j['gradient_buckets']} (default, not tuned)"
     adaptive = j.get("adaptive") or {}
     global_batch = adaptive.get("global_batch", j["global_batch"])
     return (f"| {link} | {way} | {n.get('busbw_bytes_per_s', 0) / 1e6:.1f} | {n.get('latency_ms', 0):.2f} | "
-            f"{predicted:.1f} | {measured:.1f} ({off}) | {comp} | {global_batch} | {j['samples_per_s']:.1f} | "
+            f"{predicted:.1f} | {measured:.1f} ({off}); last rank {last:.1f} ({off_last}) | {comp} | {buckets} | {global_batch} | {j['samples_per_s']:.1f} | "
             f"{last_losses(j):.4f} | {j['samples_seen']} |")
 
 
@@ -107,9 +123,10 @@ def main():
         f"one rank each, Gloo. mlp (2 layers of 512, 2.6 MiB of float32 gradients) on Fashion-MNIST, SGD lr 0.05, "
         f"{STEPS} optimizer steps each.",
         "",
-        "| link | way | bus bandwidth MB/s | latency ms | all-reduce predicted ms/step | measured ms/step | "
-        "compression | global batch (end) | samples/s | loss, mean of steps 101-200 | samples seen |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| link | way | bus bandwidth MB/s | latency ms | all-reduce predicted ms/step | measured ms/step: this rank; "
+        "the last rank to arrive (predicted vs it) | "
+        "compression | buckets | global batch (end) | samples/s | loss, mean of steps 101-200 | samples seen |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
     ]

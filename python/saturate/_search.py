@@ -199,7 +199,9 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     budget is the smallest rank's (seed M8); `result.data["ranks"]` has each rank's own budget and
     maximum (exact for every rank with `exact_ranks=True`). 'auto' (default): the default group
     when there are several ranks; None: each rank alone; or a process group. A collective: call it
-    on every rank. The objective is then memory (the throughput curve is timed in one process).
+    on every rank. objective='throughput' times the curve with every rank's step run together (its own
+    collectives, the gradients' all-reduce among them, in its time; each point the slowest rank's),
+    so every rank gets the same curve and knee, in samples/s of all ranks; 'goodput' is refused there.
     A model you sharded with FSDP2 (`fully_shard`) is searched too: during the trials every rank
     agrees at each sharded unit's forward and backward whether any rank has run out of memory, so
     that one rank's out-of-memory inside a sharded step stops every rank at the same point instead

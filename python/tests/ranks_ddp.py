@@ -6,6 +6,9 @@ test_ranks.py under torchrun; each rank a CPU device of its own budget.
         where rank 1 runs out of memory first), then 3 OomGuard(model=) steps on batches that do
         not fit rank 1 whole; writes OUT_DIR/ddp<R>.json (rank 0 also the largest weight difference
         from one process on both ranks' batches together)
+    ranks_ddp.py throughput OUT_DIR TIMEOUT_S
+        saturate.search(objective="throughput") on the DDP model: the curve timed with every rank's
+        step together (the all-reduce in its time); writes OUT_DIR/tp<R>.json
     ranks_ddp.py fresh OUT_DIR TIMEOUT_S BATCH
         3 plain DDP steps at BATCH in new processes (no saturate in the step): each rank writes "ok",
         "oom" or "peer-gone" to OUT_DIR/fresh<R>.txt"""
@@ -68,6 +71,15 @@ if __name__ == "__main__":
         opt.zero_grad()
 
     started = time.perf_counter()
+    if mode == "throughput":
+        r = saturate.search(step, device="cpu", memory_budget=budget, model=model, optimizer=opt,
+                            objective="throughput", timed_steps=1)
+        with open(os.path.join(out_dir, f"tp{rank}.json"), "w") as f:
+            json.dump({"data": r.data, "text": str(r), "batch": r.batch,
+                       "search_s": time.perf_counter() - started}, f, default=str)
+        dist.barrier()
+        sys.stdout.flush()
+        os._exit(0)
     r = saturate.search(step, device="cpu", memory_budget=budget, model=model, optimizer=opt)
     search_s = time.perf_counter() - started
     # OomGuard on batches of 1.3 times the common max: rank 1 cannot hold one whole, rank 0 can

@@ -90,3 +90,27 @@ def test_a_users_ddp_model_searches_and_backs_off_on_unequal_ranks_without_a_han
     assert r0["micro_batch"] == r1["micro_batch"] < r0["batch"]
     assert r0["replicas_differ"] == 0.0 and r1["replicas_differ"] == 0.0
     assert r0["max_abs_diff"] < 1e-5, r0["max_abs_diff"]
+
+
+def test_the_throughput_objective_on_a_users_ddp_model_times_every_ranks_step_together_and_agrees(tmp_path):
+    # the step all-reduces the gradients inside its backward, so its curve is timed with the real
+    # collectives: every rank runs each timed batch together and sees the same trial (the slowest
+    # rank's time, its own speed too), so the curve's rounds, its points and its knee are the same
+    # on both ranks; unequal budgets (64 and 40 MiB), no collective timeout (60 s) waited out
+    out = ranks_util.torchrun("ranks_ddp.py", "throughput", tmp_path, 60, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    r0, r1 = [json.loads((tmp_path / f"tp{r}.json").read_text()) for r in (0, 1)]
+    o0, o1 = r0["data"]["objective"], r1["data"]["objective"]
+    assert o0["objective"] == "throughput", o0
+    c0, c1 = o0["throughput_curve"], o1["throughput_curve"]
+    assert c0["world_size"] == 2 and c0["allreduce_ms_per_step"] == 0, c0
+    p0 = [(p["batch"], p["ok"], p["samples_per_s"], p["rounds"]) for p in c0["points"]]
+    p1 = [(p["batch"], p["ok"], p["samples_per_s"], p["rounds"]) for p in c1["points"]]
+    assert p0 == p1 and len(p0) >= 3, (p0, p1)
+    assert r0["batch"] == r1["batch"] == o0["batch"] == c0["knee_batch"], (r0["batch"], r1["batch"], c0["knee_batch"])
+    assert 1 <= r0["batch"] <= r0["data"]["max_batch"]
+    # the job's samples/s: both ranks' samples of each step
+    assert all(abs(p["samples_per_s"] - 2 * p["compute_samples_per_s"]) <= 1e-6 * p["samples_per_s"]
+               for p in c0["points"] if p["ok"])
+    assert "every timed step run on all of them together" in o0["reason"], o0["reason"]
+    assert r0["search_s"] < 45 and r1["search_s"] < 45

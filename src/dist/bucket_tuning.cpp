@@ -85,7 +85,9 @@ BucketTuning tune_buckets(const std::vector<torch::Tensor>& parameters, DistGrou
   }
   std::vector<std::vector<double>> times(t.candidates.size());
   for (int round = 0; round < options.rounds; ++round) {
-    for (size_t i = 0; i < t.candidates.size(); ++i) {
+    for (size_t k = 0; k < t.candidates.size(); ++k) {
+      // every other pass in reverse: no candidate is always the first after the network's measure
+      const size_t i = round % 2 ? t.candidates.size() - 1 - k : k;
       DdpOptions o = base;
       o.first_bucket_bytes = t.candidates[i].first_bucket_bytes;
       o.bucket_bytes = t.candidates[i].bucket_bytes;

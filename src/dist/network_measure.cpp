@@ -26,11 +26,16 @@ void allreduce(DistGroup& group, at::Tensor& values, bool compressed) {
   if (compressed) values.copy_(wire[0]);
 }
 
-/// The median milliseconds of `repeats` all-reduces of `elements` floats (after 2 warm-ups), each
-/// as the last rank to start it saw it: the least time of any rank. The ranks leave the barrier
-/// before each at slightly different times (on shared cores by up to a scheduler slice), and a
-/// rank that starts early waits inside the all-reduce for the others; the last one does not.
-/// Every rank gets the same number.
+/// The median milliseconds of all-reduces of `elements` floats (after 2 warm-ups), each as the
+/// last rank to start it saw it: the least time of any rank. The ranks leave the barrier before
+/// each at slightly different times (on shared cores by up to a scheduler slice), and a rank that
+/// starts early waits inside the all-reduce for the others; the last one does not. At least
+/// `repeats`, and as many more as fit in kMeasureMs (at most kMostRepeats; the same count on every
+/// rank, from the slowest rank's second warm-up): a fast link's all-reduce of a few ms moved 2x
+/// between runs with 5 (the cores' scheduling), a slow link's 240 ms one does not. Every rank gets
+/// the same number.
+constexpr double kMeasureMs = 300;
+constexpr int kMostRepeats = 40;
 double time_allreduce(DistGroup& group, const c10::Device& device, int64_t elements, int repeats,
                       bool compressed = false) {
   at::Tensor t = torch::ones({std::max<int64_t>(1, elements)}, torch::TensorOptions().device(device));
@@ -42,6 +47,11 @@ double time_allreduce(DistGroup& group, const c10::Device& device, int64_t eleme
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
     const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     if (i >= 2) ns.push_back(elapsed.count());
+    if (i == 1) {  // the count, from the second warm-up's slowest rank
+      const double warm_ms = static_cast<double>(group.all_reduce_max({elapsed.count()})[0]) / 1e6;
+      const double fit = warm_ms > 0 ? kMeasureMs / warm_ms : kMostRepeats;
+      repeats = std::max(repeats, static_cast<int>(std::min<double>(kMostRepeats, fit)));
+    }
   }
   const std::vector<int64_t> every = group.all_gather(ns);
   std::vector<double> ms;
@@ -109,8 +119,9 @@ nlohmann::json to_json(const NetworkMeasure& m) {
           {"latency_ms", m.latency_ms},
           {"algbw_bytes_per_s", m.algbw_bytes_per_s},
           {"busbw_bytes_per_s", m.busbw_bytes_per_s},
-          {"method", "median of 5 all-reduces of 4 bytes (latency) and of the measured bytes, after 2 warm-ups; "
-                     "algbw = bytes / (time - latency), busbw = algbw x 2(n-1)/n (nccl-tests)"}};
+          {"method", "median of 5 to 40 all-reduces (as many as fit in 0.3 s) of 4 bytes (latency) and of the "
+                     "measured bytes, after 2 warm-ups, each the last rank to arrive's; algbw = bytes / (time - "
+                     "latency), busbw = algbw x 2(n-1)/n (nccl-tests)"}};
   if (m.compressed_allreduce_ms > 0) {
     j["compressed_allreduce_ms"] = m.compressed_allreduce_ms;
     j["compression_speedup"] = m.compression_speedup();

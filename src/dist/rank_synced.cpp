@@ -22,6 +22,8 @@ enum Slot : size_t {
   kAfter,
   kSecondsNs,
   kNegBudget,  // min via max of the negation
+  kOwnStepNs,  // a step's own time (less its wait for a CPU): the slowest rank's
+  kNoOwn,      // some rank could not tell its own time
   kSlots
 };
 
@@ -58,6 +60,10 @@ Trial RankSyncedRunner::run(int64_t batch, const TrialRequest& request) {
   v[kAfter] = t.after_bytes;
   v[kSecondsNs] = static_cast<int64_t>(std::llround(t.seconds * 1e9));
   v[kNegBudget] = -t.budget_bytes;
+  v[kOwnStepNs] = t.own_samples_per_s > 0 ? static_cast<int64_t>(std::llround(static_cast<double>(batch) * 1e9 /
+                                                                               t.own_samples_per_s))
+                                          : 0;
+  v[kNoOwn] = t.own_samples_per_s > 0 ? 0 : 1;
   // which ranks failed, for the message: one flag per rank
   std::vector<int64_t> failed(static_cast<size_t>(comm_.world_size()), 0);
   failed[static_cast<size_t>(comm_.rank())] = t.status == TrialStatus::kOk ? 0 : static_cast<int64_t>(t.status) + 1;
@@ -80,10 +86,15 @@ Trial RankSyncedRunner::run(int64_t batch, const TrialRequest& request) {
   if (out.ok()) {
     out.step_time_ms = static_cast<double>(all[kStepTimeNs]) / 1e6;  // the slowest rank sets the pace
     out.samples_per_s = out.step_time_ms > 0 ? static_cast<double>(batch) * 1000.0 / out.step_time_ms : 0;
+    // the same on every rank (what a throughput curve reads, so that its rounds agree)
+    out.own_samples_per_s = all[kNoOwn] || all[kOwnStepNs] <= 0
+                                ? 0
+                                : static_cast<double>(batch) * 1e9 / static_cast<double>(all[kOwnStepNs]);
     out.error.clear();
   } else {
     out.step_time_ms = 0;
     out.samples_per_s = 0;
+    out.own_samples_per_s = 0;
     std::string ranks;
     for (int r = 0; r < comm_.world_size(); ++r)
       if (all[kSlots + static_cast<size_t>(r)] == static_cast<int64_t>(out.status) + 1)

@@ -61,7 +61,11 @@ ObjectiveOutcome pick_by_objective(TrialRunner& runner, const ObjectiveOptions& 
                              "samples/s; best {:.0f} at batch {}); a larger one adds memory, not speed",
                              out.batch, 100 * options.knee_fraction, out.curve->plateau_samples_per_s,
                              out.curve->best_samples_per_s, out.curve->best_batch);
-    if (ranks.world_size > 1)
+    if (ranks.world_size > 1 && ranks.step_collectives)
+      out.reason += fmt::format("; samples/s of {} ranks, every timed step run on all of them together with its own "
+                                "collectives (the gradients' all-reduce) in its time, the slowest rank's",
+                                ranks.world_size);
+    else if (ranks.world_size > 1)
       out.reason += fmt::format("; samples/s of {} ranks, each step with the gradients' all-reduce ({:.3g} ms "
                                 "predicted{}{})",
                                 ranks.world_size, ranks.allreduce_ms, ranks.network.empty() ? "" : " from ",

@@ -84,10 +84,9 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
                                  const UserSearchRanks& ranks) {
   options.check();
   const int world = ranks.comm ? ranks.comm->world_size() : 1;
-  if (world > 1 && options.objective.objective != Objective::kMemory)
-    throw UsageError("objective", fmt::format("{}: the throughput curve is timed in one process; search with one "
-                                              "rank (the batch per GPU), or use the memory objective across ranks",
-                                              to_string(options.objective.objective)));
+  if (world > 1 && options.objective.objective == Objective::kGoodput)
+    throw UsageError("objective", "goodput across ranks: the noise scale is measured in one process; search with one "
+                                  "rank (the batch per GPU), or use objective throughput or memory across ranks");
   if (options.objective.objective == Objective::kGoodput && !noise)
     throw UsageError("objective", "goodput needs the step's gradients to measure the noise scale; give a way to "
                                   "measure it, or use objective memory or throughput");
@@ -134,7 +133,17 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
   const SearchResult& r = out.search;
   if (options.objective.objective != Objective::kMemory && r.error.empty() && r.max_batch > 0) {
     const int64_t top = r.recommended_batch > 0 ? r.recommended_batch : r.max_batch;
-    out.objective = pick_by_objective(probe, options.objective, top, noise, noise_data);
+    if (world > 1) {
+      // the step communicates (a DDP or FSDP model): every rank times each batch together and sees
+      // the same trial, the slowest rank's, so the curve's rounds and its knee agree on every rank
+      RankSyncedRunner synced(probe, *ranks.comm);
+      ObjectiveRanks every;
+      every.world_size = world;
+      every.step_collectives = true;
+      out.objective = pick_by_objective(synced, options.objective, top, noise, noise_data, {}, every);
+    } else {
+      out.objective = pick_by_objective(probe, options.objective, top, noise, noise_data);
+    }
   }
   out.peak = compute.peak();
   out.mfu_note = compute.mfu_note();

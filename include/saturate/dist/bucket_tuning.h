@@ -21,13 +21,14 @@ namespace saturate {
 class DistGroup;
 
 struct BucketTuningOptions {
-  /// Passes over the candidates (interleaved, so a drift of the machine's speed hits each alike).
+  /// Passes over the candidates (interleaved, every other one in reverse order, so that a drift of
+  /// the machine's speed or a first pass's cost hits each alike).
   int rounds = 2;
   /// Per candidate and pass: one warm-up step, then this many timed ones.
   int timed_steps = 3;
   /// A candidate replaces the default only when the default's median step takes at least this
   /// many times the candidate's.
-  double min_speedup = 1.05;
+  double min_speedup = 1.1;
 };
 
 struct BucketCandidate {

@@ -1,7 +1,8 @@
 // Implements: rank-synced batch-size search (seed M10; the cross-rank OOM synchronisation that
 // Lightning's finder lacks). RankSyncedRunner wraps this rank's TrialRunner: it runs the local
 // trial, then one all-reduce makes every rank see the same result: an OOM (or error) on any
-// rank is one for all, the peaks and step time are the worst rank's, the budget the smallest.
+// rank is one for all, the peaks and step time (and own speed) are the worst rank's, the budget
+// the smallest.
 // The search itself (search_batch_size) is deterministic in what it is told, so it takes the
 // same path on every rank and no rank waits in a collective the others never enter.
 // After the search, rank_maxima() reports each rank's own largest batch (ranks with more

@@ -63,6 +63,10 @@ struct ObjectiveRanks {
   std::function<ThroughputCurve(const ThroughputCurve&)> combine;
   /// The network, for the reason ("bus bandwidth 11.4 MB/s, latency 0.31 ms").
   std::string network;
+  /// The runner ran every rank's step together (RankSyncedRunner) and the steps communicate
+  /// themselves (a user's DDP or FSDP step): its times already hold the all-reduce (allreduce_ms
+  /// is then 0), the slowest rank's.
+  bool step_collectives = false;
 };
 
 struct ObjectiveOutcome {

@@ -33,7 +33,7 @@ struct TrainRanksOptions {
   /// first bucket, and under measure_compression the buckets are tuned by measurement
   /// (dist/bucket_tuning.h: the default kept unless another is min_bucket_speedup faster).
   double bucket_mb = 0;
-  double min_bucket_speedup = 1.05;
+  double min_bucket_speedup = 1.1;
   /// parallel: "ddp" (several ranks, DistributedDataParallel) or "dp" (DataParallel in one
   /// process over the visible GPUs).
   std::string parallel = "ddp";
