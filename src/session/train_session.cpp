@@ -4,6 +4,7 @@
 #include "saturate/train/checkpoint_file.h"
 
 #include <algorithm>
+#include <numeric>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -397,13 +398,12 @@ void choose_shares_by_speed(Workload& workload, MemoryMeter& meter, const Traini
 
 /// Unequal shares (`shares`) need data the sampler splits by sample.
 void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData& data) {
-  const char* what = o.objective.objective != Objective::kMemory ? "an `objective` other than memory"
-                     : data.tokens || data.text_documents()        ? "token and text data (split by stream position)"
-                                                                   : nullptr;
-  if (what)
-    throw UsageError("shares", fmt::format("unequal shares are not supported with {} yet; train with equal shares "
-                                           "(leave `shares` out), or without it",
-                                           what));
+  if (o.objective.objective != Objective::kMemory)
+    throw UsageError("shares", "unequal shares are not supported with an `objective` other than memory yet; train "
+                               "with equal shares (leave `shares` out), or with `objective` memory");
+  if (data.text_documents() && o.max_tokens != 0)
+    throw UsageError("shares", "unequal shares split a global batch of documents, and `max_tokens` makes batches of "
+                               "a token budget instead; give `max_tokens` 0 (fixed batches), or leave `shares` out");
 }
 
 /// The trainer's data and evaluation: tokens (each rank its share of the stream) or the loader.
@@ -415,16 +415,19 @@ RunData open_run_data(const TrainSessionData& data, const Workload& workload, co
                       int64_t eval_batch, uint64_t seed, const TrainRanks& ranks, int64_t max_tokens,
                       int64_t max_documents) {
   RunData d;
+  // every rank's samples of a step together: equal shares, or the shares' sum
+  int64_t global = lo.batch_size * ranks.world_size();
+  if (!ranks.shares().empty()) global = std::accumulate(ranks.shares().begin(), ranks.shares().end(), int64_t{0});
   if (data.text_documents()) {
-    d.train = std::make_unique<TextTrainData>(data.text, max_tokens > 0 ? max_documents : lo.batch_size * ranks.world_size(),
-                                              seed, ranks.rank(), ranks.world_size(), max_tokens);
+    d.train = std::make_unique<TextTrainData>(data.text, max_tokens > 0 ? max_documents : global, seed, ranks.rank(),
+                                              ranks.world_size(), max_tokens, ranks.shares());
     if (data.text.val.size() > 0) d.eval = std::make_unique<TextEvalData>(data.text.val, eval_batch);
     return d;
   }
   if (data.tokens) {
     d.train = std::make_unique<TokenTrainData>(data.corpus, workload.built().spec.seq_len, workload.built().classes,
-                                               lo.batch_size * ranks.world_size(), seed, ranks.rank(),
-                                               ranks.world_size());
+                                               global, seed, ranks.rank(), ranks.world_size(), kSyntheticTokenSamples,
+                                               ranks.shares());
     if (data.corpus.val.defined())
       d.eval = std::make_unique<TokenEvalData>(data.corpus.val, workload.built().spec.seq_len, eval_batch);
     return d;

@@ -82,6 +82,22 @@ int64_t global_batch_of(const BatchRequest& r) {
   return sum;
 }
 
+RankSlice rank_slice(int64_t global_batch, int rank, int world_size, const std::vector<int64_t>& shares) {
+  if (shares.empty()) {
+    const int64_t share = rank_share(global_batch, world_size);
+    return {rank * share, share};
+  }
+  BatchRequest r;
+  r.global_batch = global_batch;
+  r.world_size = world_size;
+  r.shares = shares;
+  r.rank = rank;
+  RankSlice slice;
+  slice.count = rank_share(r);  // checks them
+  for (int i = 0; i < rank; ++i) slice.offset += shares[static_cast<size_t>(i)];
+  return slice;
+}
+
 int64_t rank_share(const BatchRequest& r) {
   if (r.shares.empty()) return rank_share(r.global_batch, r.world_size);
   if (static_cast<int64_t>(r.shares.size()) != r.world_size)

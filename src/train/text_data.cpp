@@ -123,11 +123,12 @@ Batch text_batch(const TextDocs& docs, const std::vector<int64_t>& items) {
 }
 
 TextTrainData::TextTrainData(const TextCorpus& corpus, int64_t global_batch, uint64_t seed, int rank, int world_size,
-                             int64_t max_tokens)
+                             int64_t max_tokens, const std::vector<int64_t>& shares)
     : docs_(corpus.train), global_batch_(global_batch), max_tokens_(max_tokens), seed_(seed), rank_(rank),
       world_size_(world_size), name_(corpus.name) {
-  if (max_tokens_ == 0 && (global_batch_ <= 0 || global_batch_ % world_size_ != 0))
+  if (max_tokens_ == 0 && (global_batch_ <= 0 || (shares.empty() && global_batch_ % world_size_ != 0)))
     throw UsageError("global_batch", fmt::format("{} does not split over {} rank(s)", global_batch_, world_size_));
+  if (max_tokens_ == 0) slice_ = rank_slice(global_batch_, rank_, world_size_, shares);
   if (max_tokens_ > 0 && world_size_ > 1)
     throw UsageError("max_tokens", "token-budget batches run on one rank for now (ranks would draw unequal batches); "
                                    "give a fixed batch with several ranks");
@@ -164,9 +165,8 @@ Batch TextTrainData::batch_for_step(int64_t step) {
     // an epoch's batch count can differ from the first's: wrap within this epoch's batches
     return text_batch(docs_, batches_[static_cast<size_t>(in_epoch % static_cast<int64_t>(batches_.size()))]);
   }
-  const int64_t share = global_batch_ / world_size_;
-  const int64_t first = in_epoch * global_batch_ + rank_ * share;
-  return text_batch(docs_, std::vector<int64_t>(order_.begin() + first, order_.begin() + first + share));
+  const int64_t first = in_epoch * global_batch_ + slice_.offset;
+  return text_batch(docs_, std::vector<int64_t>(order_.begin() + first, order_.begin() + first + slice_.count));
 }
 
 TextEvalData::TextEvalData(TextDocs docs, int64_t batch) : docs_(std::move(docs)), batch_(batch) {

@@ -78,12 +78,14 @@ TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int6
 }
 
 TokenTrainData::TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64_t vocab, int64_t global_batch,
-                               uint64_t seed, int rank, int world_size, int64_t synthetic_samples)
+                               uint64_t seed, int rank, int world_size, int64_t synthetic_samples,
+                               const std::vector<int64_t>& shares)
     : tokens_(corpus.train), seq_len_(seq_len), vocab_(vocab), global_batch_(global_batch), seed_(seed),
       rank_(rank), world_size_(world_size), name_(corpus.train.defined() ? corpus.name : "synthetic tokens") {
   if (seq_len_ <= 0) throw UsageError("seq_len", fmt::format("{} is not a positive number of tokens", seq_len_));
-  if (global_batch_ <= 0 || global_batch_ % world_size_ != 0)
+  if (global_batch_ <= 0 || (shares.empty() && global_batch_ % world_size_ != 0))
     throw UsageError("global_batch", fmt::format("{} does not split over {} rank(s)", global_batch_, world_size_));
+  slice_ = rank_slice(global_batch_, rank_, world_size_, shares);
   if (tokens_.defined() && vocab_ < 256)
     throw UsageError(fmt::format("`vocab` {}: `data` tokens: is byte-level (256 token ids); give `vocab` 256 or more",
                                  vocab_));
@@ -93,11 +95,11 @@ TokenTrainData::TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64
 
 Batch TokenTrainData::batch_for_step(int64_t step) {
   const int64_t epoch = step / std::max<int64_t>(1, steps_per_epoch_);
-  const int64_t share = global_batch_ / world_size_;
+  const int64_t share = slice_.count;
   if (!tokens_.defined()) {  // synthetic: ids drawn from (seed, step), the same in every process
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed_ * 1000003ull + static_cast<uint64_t>(step));
     const torch::Tensor ids = torch::randint(vocab_, {global_batch_, seq_len_ + 1}, gen, torch::kLong);
-    const torch::Tensor mine = ids.slice(0, rank_ * share, (rank_ + 1) * share);
+    const torch::Tensor mine = ids.slice(0, slice_.offset, slice_.offset + share);
     return {mine.slice(1, 0, seq_len_).contiguous(), mine.slice(1, 1, seq_len_ + 1).contiguous()};
   }
   if (epoch != epoch_) {
@@ -105,7 +107,7 @@ Batch TokenTrainData::batch_for_step(int64_t step) {
     order_ = torch::randperm(windows_, gen, torch::kLong);
     epoch_ = epoch;
   }
-  const int64_t first = (step % steps_per_epoch_) * global_batch_ + rank_ * share;
+  const int64_t first = (step % steps_per_epoch_) * global_batch_ + slice_.offset;
   return gather_windows(tokens_, order_.slice(0, first, first + share), seq_len_);
 }
 

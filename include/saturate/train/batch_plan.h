@@ -55,6 +55,15 @@ int64_t rank_share(int64_t global_batch, int world_size);
 /// This rank's share of the request's global batch: its `shares` entry when given (checked: one
 /// positive count per rank, summing to a given global batch), else rank_share's.
 int64_t rank_share(const BatchRequest& request);
+/// Where rank `rank`'s samples stand in every global batch of a stream of global batches (token
+/// windows, text documents): `count` of them from `offset`. `shares` empty: equal shares
+/// (rank_share's); else one positive count per rank summing to `global_batch` (UsageError
+/// "shares" otherwise), rank r after ranks 0..r-1's.
+struct RankSlice {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+RankSlice rank_slice(int64_t global_batch, int rank, int world_size, const std::vector<int64_t>& shares);
 /// The request's global batch: given, or the shares' sum; 0 when neither says.
 int64_t global_batch_of(const BatchRequest& request);
 /// `shares` as given: each rank's count, or `auto` (by each rank's measured speed), or none.

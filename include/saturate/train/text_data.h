@@ -19,6 +19,7 @@
 
 #include "saturate/data/worst_case.h"
 #include "saturate/probe/probe_hooks.h"
+#include "saturate/train/batch_plan.h"
 #include "saturate/train/trainer.h"
 
 namespace saturate {
@@ -53,8 +54,10 @@ class TextTrainData final : public TrainData {
   /// `global_batch` documents per step over all ranks, this rank its `rank`-th share, in an order
   /// drawn from (seed, epoch); with `max_tokens` > 0, batches of similar lengths up to that many
   /// padded tokens instead (global_batch then caps a batch's documents, 0: no cap; one rank only).
+  /// `shares`: one count of documents per rank summing to global_batch (rank r the documents after
+  /// ranks 0..r-1's in every global batch); empty: equal.
   TextTrainData(const TextCorpus& corpus, int64_t global_batch, uint64_t seed, int rank = 0, int world_size = 1,
-                int64_t max_tokens = 0);
+                int64_t max_tokens = 0, const std::vector<int64_t>& shares = {});
   std::string name() const override { return name_; }
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
   Batch batch_for_step(int64_t step) override;
@@ -65,6 +68,7 @@ class TextTrainData final : public TrainData {
   int64_t global_batch_, max_tokens_, steps_per_epoch_ = 0;
   uint64_t seed_;
   int rank_, world_size_;
+  RankSlice slice_;  // this rank's documents of every global batch (fixed batches)
   std::string name_;
   int64_t epoch_ = -1;
   std::vector<int64_t> order_;                 // fixed batches: this epoch's document order

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "saturate/train/batch_plan.h"
 #include "saturate/train/trainer.h"
 
 namespace saturate {
@@ -33,12 +34,18 @@ std::vector<uint8_t> read_corpus_file(const std::string& kind, const std::string
 /// split) and splits it: the last `val_fraction` (0 <= f < 1) is held out.
 TokenCorpus read_token_corpus(const std::string& path, double val_fraction, int64_t seq_len);
 
+/// Windows in an epoch of synthetic tokens (no corpus).
+constexpr int64_t kSyntheticTokenSamples = 8192;
+
 class TokenTrainData final : public TrainData {
  public:
   /// `corpus` empty (undefined train tensor): synthetic ids below `vocab`, `synthetic_samples` a
-  /// epoch. `global_batch` is the batch of all ranks; this rank takes its `rank`-th share.
+  /// epoch. `global_batch` is the batch of all ranks; this rank takes its `rank`-th share: equal,
+  /// or `shares` (one count per rank, summing to global_batch: rank r the windows after ranks
+  /// 0..r-1's in every global batch).
   TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64_t vocab, int64_t global_batch, uint64_t seed,
-                 int rank = 0, int world_size = 1, int64_t synthetic_samples = 8192);
+                 int rank = 0, int world_size = 1, int64_t synthetic_samples = kSyntheticTokenSamples,
+                 const std::vector<int64_t>& shares = {});
   std::string name() const override { return name_; }
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
   Batch batch_for_step(int64_t step) override;
@@ -48,6 +55,7 @@ class TokenTrainData final : public TrainData {
   int64_t seq_len_, vocab_, global_batch_, windows_, steps_per_epoch_ = 0;
   uint64_t seed_;
   int rank_, world_size_;
+  RankSlice slice_;  // this rank's windows of every global batch
   std::string name_;
   int64_t epoch_ = -1;
   torch::Tensor order_;  // this epoch's window order
