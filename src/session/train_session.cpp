@@ -312,13 +312,25 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
     // several ranks: the job's curve, the slowest rank's steps each with the gradients' all-reduce
     // predicted from the network measured between the ranks
     ObjectiveRanks across;
-    if (world > 1) {
+    const bool own_split = world > 1 && !choice.request.shares.empty();
+    int64_t top = micro;
+    if (own_split) {
+      // unequal shares: each rank its own micro-batch, its part of every global batch fixed; the
+      // all-reduce (once a step however a rank splits its part) does not move a rank's best
+      // micro-batch, so each rank's own curve (no collective in its steps) picks it: its knee,
+      // at most its share
+      top = std::min(micro, rank_share(choice.request));
+    } else if (world > 1) {
       const double allreduce_ms = ranks.step_allreduce_ms(workload, footprint.fast_paths.compress_bf16);
       across = objective_ranks(*ranks.group(), oo, micro, allreduce_ms, ranks.network_text());
     }
-    choice.objective = pick_by_objective(probe, oo, micro, source.next, source.name,
+    choice.objective = pick_by_objective(probe, oo, top, source.next, source.name,
                                          events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial,
                                          across);
+    if (own_split)
+      choice.objective.reason += fmt::format("; rank {}'s own curve up to its share {} (unequal shares: each rank "
+                                             "trains at its own knee)",
+                                             ranks.rank(), rank_share(choice.request));
     choice.request.micro_batch = choice.objective.batch;
     if (choice.objective.goodput) {  // goodput chose (not when its noise scale was not measurable)
       choice.request.accumulation = 1;
@@ -397,10 +409,11 @@ void choose_shares_by_speed(Workload& workload, MemoryMeter& meter, const Traini
 }
 
 /// Unequal shares (`shares`) need data the sampler splits by sample.
-void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData& data) {
-  if (o.objective.objective != Objective::kMemory)
-    throw UsageError("shares", "unequal shares are not supported with an `objective` other than memory yet; train "
-                               "with equal shares (leave `shares` out), or with `objective` memory");
+void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData& data, bool by_speed) {
+  if (o.objective.objective != Objective::kMemory && by_speed && !o.adaptive)
+    throw UsageError("shares", "auto splits the global batch by each rank's speed at its micro-batch, and an "
+                               "`objective` other than memory chooses the micro-batch afterwards; give the shares "
+                               "(e.g. 48,16: each rank then trains at its own knee), or `objective` memory");
   if (data.text_documents() && o.max_tokens != 0)
     throw UsageError("shares", "unequal shares split a global batch of documents, and `max_tokens` makes batches of "
                                "a token budget instead; give `max_tokens` 0 (fixed batches), or leave `shares` out");
@@ -629,7 +642,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
                                                 "global batch); give `shares`, or one micro-batch for every rank",
                                                 options.micro_batches));
   if (ranks.shares_by_speed() || !ranks.shares().empty()) {
-    check_shares_supported(options, data);
+    check_shares_supported(options, data, ranks.shares_by_speed());
     settings.push_back(
         {"shares", ranks.shares_by_speed() ? "auto" : fmt::format("{}", fmt::join(ranks.shares(), ",")), true});
   }

@@ -706,3 +706,52 @@ TEST(DistProcessTest, UnequalSharesOfTokenAndTextDataTrainEachRankItsPartOfEvery
 
 }  // namespace
 }  // namespace saturate
+
+namespace saturate {
+namespace {
+
+TEST(DistProcessTest, TheThroughputObjectiveWithUnequalSharesGivesEachRankItsOwnKneeAndTrainsTheOneProcessCurve) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_shares_objective");
+  // rank 0 takes 192 and rank 1 64 of every 256 samples, budgets 48 and 24 MiB: each rank times its
+  // own curve up to its share and trains at its knee; the split changes nothing in the step
+  const std::string flags = "--steps 10 --global-batch 256 --shares 192,64 --batch auto --objective throughput "
+                            "--memory-budget 48MiB,24MiB ";
+  std::string out;
+  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist.json --save " +
+                                               dir + "/dist.pt"),
+                                 &out),
+            0)
+      << out;
+  std::string single_out;
+  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 10 --global-batch 256 --batch 64 --json " +
+                                     dir + "/single.json --save " + dir + "/single.pt -q",
+                                 &single_out),
+            0)
+      << single_out;
+  const auto dist = read_json(dir + "/dist.json");
+  const auto single = read_json(dir + "/single.json");
+  ASSERT_TRUE(dist.contains("objective")) << dist.dump();
+  const auto& o = dist["objective"];
+  EXPECT_EQ(o["objective"].get<std::string>(), "throughput");
+  EXPECT_NE(o["reason"].get<std::string>().find("rank 0's own curve up to its share 192"), std::string::npos)
+      << o["reason"];
+  ASSERT_EQ(dist["ranks"].size(), 2u) << dist.dump();
+  const int64_t shares[] = {192, 64};
+  for (int r = 0; r < 2; ++r) {
+    const auto& row = dist["ranks"][static_cast<size_t>(r)];
+    const int64_t micro = row["micro_batch"].get<int64_t>();
+    EXPECT_EQ(row["share"].get<int64_t>(), shares[r]);
+    EXPECT_GE(micro, 1);
+    EXPECT_LE(micro, shares[r]) << "rank " << r << ": a micro-batch above its share";
+    EXPECT_LE(micro, row["max_batch"].get<int64_t>());
+    EXPECT_EQ(row["accumulation"].get<int64_t>(), (shares[r] + micro - 1) / micro);
+  }
+  // rank 0's knee is its curve's, which rank 0 reports
+  EXPECT_EQ(dist["ranks"][0]["micro_batch"].get<int64_t>(), o["batch"].get<int64_t>());
+  EXPECT_EQ(o["throughput_curve"]["points"].back()["batch"].get<int64_t>(), 192);  // timed up to its share
+  expect_one_process_run(dist, dir + "/dist.pt", single, dir + "/single.pt", 10);
+}
+
+}  // namespace
+}  // namespace saturate
