@@ -24,6 +24,7 @@ struct CommLog {
   std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;  // [launch, done]
   Clock::time_point last_launch{};
   int64_t bytes = 0;
+  double step_weight = 0;  // > 0: this step's weight of the rank's gradient (set_step_weight)
 };
 
 /// Average = divide by the world size, then sum-all-reduce (as c10d's AllReduceCommHook), timed.
@@ -38,7 +39,13 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     at::Tensor& buffer = bucket.getBufferRef();
-    if (weight_ > 0) buffer.mul_(weight_);  // unequal shares: this rank's share of the batch
+    double step_weight = 0;
+    {
+      std::lock_guard<std::mutex> lock(log_->mu);
+      step_weight = log_->step_weight;
+    }
+    if (step_weight > 0) buffer.mul_(step_weight);  // padded documents: this rank's part of the tokens
+    else if (weight_ > 0) buffer.mul_(weight_);     // unequal shares: this rank's share of the batch
     else buffer.div_(group_->getSize());
     const bool compress = compress_bf16_ && buffer.scalar_type() == at::kFloat;
     at::Tensor wire = compress ? buffer.to(at::kBFloat16) : buffer;
@@ -237,6 +244,11 @@ int DistributedDataParallel::world_size() const { return impl_->group.world_size
 double DistributedDataParallel::gradient_weight() const { return impl_->weight; }
 
 bool DistributedDataParallel::weighted() const { return impl_->weighted; }
+
+void DistributedDataParallel::set_step_weight(double weight) {
+  std::lock_guard<std::mutex> lock(impl_->log->mu);
+  impl_->log->step_weight = weight;
+}
 DistGroup& DistributedDataParallel::group() { return impl_->group; }
 
 DdpStats DistributedDataParallel::stats() {

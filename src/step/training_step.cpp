@@ -138,10 +138,12 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
   if (summed) total = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
   // padded token targets (-100 is ignored by the loss): a micro-batch's mean is over its real
   // tokens, so its share of the step's mean is its share of the real tokens, not of the rows
-  double real_tokens = 0;
-  if (micro < global && batch.targets.dim() >= 2 && batch.targets.scalar_type() == torch::kLong) {
+  // (across ranks likewise: a rank's share of the global batch's mean is its share of the tokens)
+  double real_tokens = 0, step_tokens = 0;
+  if ((micro < global || has_peers) && batch.targets.dim() >= 2 && batch.targets.scalar_type() == torch::kLong) {
     const int64_t real = batch.targets.ne(-100).sum().item<int64_t>();
-    if (real > 0 && real < batch.targets.numel()) real_tokens = static_cast<double>(real);
+    step_tokens = static_cast<double>(real);
+    if (real > 0 && real < batch.targets.numel()) real_tokens = step_tokens;
   }
   // batches already on the device (CPU training, synthetic trial batches) need no copy phase
   const bool copies = batch.inputs.device() != device || batch.targets.device() != device;
@@ -158,7 +160,8 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
     PhaseMark fwd(obs, Phase::kForward);
     torch::Tensor loss = workload_.loss(forward(x), y);
     if (loss.scalar_type() != torch::kDouble) loss = loss.to(torch::kFloat);  // autocast may give bf16
-    if (real_tokens > 0) loss = loss * (static_cast<double>(y.ne(-100).sum().item<int64_t>()) / real_tokens);
+    if (real_tokens > 0 && micro < global)
+      loss = loss * (static_cast<double>(y.ne(-100).sum().item<int64_t>()) / real_tokens);
     else if (n != global) loss = loss * (static_cast<double>(n) / static_cast<double>(global));
     fwd.end();
     if (summed) total += loss.detach().to(torch::kDouble);
@@ -167,7 +170,7 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
       // every rank got this far without running out of memory (else all back off together);
       // the step's loss becomes the mean over the ranks, the loss of the whole global batch
       double mean = total.item<double>();
-      if (sync->agree(false, mean)) throw PeerOutOfMemory();
+      if (sync->agree(false, mean, step_tokens, real_tokens > 0)) throw PeerOutOfMemory();
       agreed_ = true;
       total.fill_(mean);
     }

@@ -482,7 +482,7 @@ TrainResult Trainer::run() {
         batch = Batch{};
         if (has_peers()) {
           double unused = 0;
-          (void)opt_.sync->agree(true, unused);
+          (void)opt_.sync->agree(true, unused, 0, false);
         }
         meter_.release_cache();
         halve_micro_batch(step);
@@ -522,7 +522,7 @@ TrainResult Trainer::run() {
                                              "before it: rerun with `micro_batch` {} or more memory",
                                              step, micro_, std::max<int64_t>(1, micro_ / 2)));
           double unused = 0;
-          (void)opt_.sync->agree(true, unused);  // the other ranks back off with this one
+          (void)opt_.sync->agree(true, unused, 0, false);  // the other ranks back off with this one
         }
         // the step's graph and activations died with the exception; drop its gradients too.
         release_failed_backward();

@@ -81,6 +81,9 @@ class DistributedDataParallel {
   double gradient_weight() const;
   /// True where DdpOptions::gradient_weight was given (unequal shares).
   bool weighted() const;
+  /// The weight of this rank's gradient in the next synced backward's sum (its real tokens' part
+  /// of the step's, for padded documents); 0: gradient_weight() again.
+  void set_step_weight(double weight);
   DistGroup& group();
   /// Timing so far (completes the last synced step's accounting).
   DdpStats stats();

@@ -29,13 +29,24 @@ class DdpStepSync final : public StepSync {
     return std::llround(static_cast<double>(rank_samples) / ddp_.gradient_weight());
   }
   /// The loss of the whole global batch: the ranks' mean, each rank's weighted by its share
-  /// where the shares are unequal.
-  bool agree(bool oom, double& loss) override {
+  /// where the shares are unequal; by its real tokens where the batches are padded documents
+  /// (each rank's loss and gradient a mean over its own tokens), and the step's gradients then
+  /// weighted alike (DistributedDataParallel::set_step_weight).
+  bool agree(bool oom, double& loss, double tokens, bool padded) override {
     const double weighted = ddp_.weighted() ? loss * ddp_.gradient_weight() : loss;
+    const bool counted = !oom && tokens > 0;
     const auto started = std::chrono::steady_clock::now();
-    const std::vector<double> sums = ddp_.group().all_reduce_sum({oom ? 1.0 : 0.0, oom ? 0.0 : weighted});
+    const std::vector<double> sums = ddp_.group().all_reduce_sum(
+        {oom ? 1.0 : 0.0, oom ? 0.0 : weighted, counted ? loss * tokens : 0.0, counted ? tokens : 0.0,
+         counted ? 0.0 : 1.0, counted && padded ? 1.0 : 0.0});
     agree_ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
-    loss = ddp_.weighted() ? sums[1] : sums[1] / static_cast<double>(ddp_.world_size());
+    if (sums[4] == 0 && sums[3] > 0 && sums[5] > 0) {  // padded documents on some rank: the token mean
+      loss = sums[2] / sums[3];
+      ddp_.set_step_weight(tokens / sums[3]);
+    } else {
+      loss = ddp_.weighted() ? sums[1] : sums[1] / static_cast<double>(ddp_.world_size());
+      ddp_.set_step_weight(0);
+    }
     return sums[0] > 0;
   }
   std::vector<double> mean(std::vector<double> values) override {

@@ -32,9 +32,13 @@ class StepSync {
   virtual int64_t global_samples(int64_t rank_samples) const { return rank_samples * world_size(); }
   /// Once per attempt of a step, before the backward that communicates (or, after an OOM, from
   /// the back-off): `oom` says this rank ran out of memory in the step; `loss` is this rank's
-  /// step loss, replaced by the mean over the ranks. Returns true when any rank ran out of
-  /// memory: every rank then halves its micro-batch and redoes the step, none hangs.
-  virtual bool agree(bool oom, double& loss) { return oom; }
+  /// step loss, replaced by the mean over the ranks. `tokens`: the real (not padding) target
+  /// tokens of this rank's batch when its loss is a mean over tokens, else 0; `padded`: some
+  /// were padding (documents of unequal lengths). When every rank counts tokens and some rank's
+  /// batch is padded, the ranks' losses and gradients are weighted by their tokens (the global
+  /// batch's token mean), not by their samples. Returns true when any rank ran out of memory:
+  /// every rank then halves its micro-batch and redoes the step, none hangs.
+  virtual bool agree(bool oom, double& loss, double tokens, bool padded) { return oom; }
   /// Every rank calls it at the same point: each value becomes its mean over the ranks (numbers
   /// that decisions are made on, such as the gradient noise scale's averages).
   virtual std::vector<double> mean(std::vector<double> values) { return values; }
