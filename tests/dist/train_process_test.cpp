@@ -385,6 +385,32 @@ TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameG
   EXPECT_LT(losses.back(), losses.front());  // it learned something
 }
 
+/// `rank_train` (a `saturate train` command line after the binary) on `ranks` ranks and
+/// `one_train` in one process, each writing DIR/dist.json and dist.pt (rank 0), single.json and
+/// single.pt; returns their JSON and the ranks' output. Fails the test when either run fails.
+struct RanksAndAlone {
+  nlohmann::json dist, single;
+  std::string out;
+};
+RanksAndAlone train_on_ranks_and_alone(const std::string& dir, int ranks, const std::string& rank_train,
+                                       const std::string& one_train) {
+  RanksAndAlone r;
+  EXPECT_EQ(testing::run_command(
+                launch(ranks, "exec " + kBin + rank_train + "--json " + dir + "/dist.json --save " + dir + "/dist.pt"),
+                &r.out),
+            0)
+      << r.out;
+  std::string single_out;
+  EXPECT_EQ(testing::run_command("timeout 300 " + kBin + one_train + "--json " + dir + "/single.json --save " + dir +
+                                     "/single.pt -q",
+                                 &single_out),
+            0)
+      << single_out;
+  r.dist = read_json(dir + "/dist.json");
+  r.single = read_json(dir + "/single.json");
+  return r;
+}
+
 TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTrainTheOneProcessWeights) {
   SKIP_OUTSIDE_DIST_LABEL();
   const std::string dir = testing::temp_dir("dist_train_shares_auto");
@@ -392,19 +418,8 @@ TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTr
   const std::string flags = "--steps 10 --global-batch 96 --batch 32 --shares auto ";
   const std::string train = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 0 "
                             "--no-augment --optimizer sgd --lr 0.05 --threads $((2 - RANK)) ";
-  std::string out;
-  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + train + flags + "--json " + dir + "/dist.json --save " +
-                                               dir + "/dist.pt"),
-                                 &out),
-            0)
-      << out;
-  std::string single_out;
-  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 10 --global-batch 96 --batch 32 --json " +
-                                     dir + "/single.json --save " + dir + "/single.pt -q",
-                                 &single_out),
-            0)
-      << single_out;
-  const auto dist = read_json(dir + "/dist.json");
+  const auto [dist, single, out] =
+      train_on_ranks_and_alone(dir, 2, train + flags, kTrain + "--steps 10 --global-batch 96 --batch 32 ");
   ASSERT_EQ(dist["shares_by"].get<std::string>(), "speed") << dist.dump();
   ASSERT_EQ(dist["ranks"].size(), 2u);
   double speed_sum = 0;
@@ -722,20 +737,8 @@ TEST(DistProcessTest, TheThroughputObjectiveWithUnequalSharesGivesEachRankItsOwn
   // own curve up to its share and trains at its knee; the split changes nothing in the step
   const std::string flags = "--steps 10 --global-batch 256 --shares 192,64 --batch auto --objective throughput "
                             "--memory-budget 48MiB,24MiB ";
-  std::string out;
-  ASSERT_EQ(testing::run_command(launch(2, "exec " + kBin + kTrain + flags + "--json " + dir + "/dist.json --save " +
-                                               dir + "/dist.pt"),
-                                 &out),
-            0)
-      << out;
-  std::string single_out;
-  ASSERT_EQ(testing::run_command("timeout 300 " + kBin + kTrain + "--steps 10 --global-batch 256 --batch 64 --json " +
-                                     dir + "/single.json --save " + dir + "/single.pt -q",
-                                 &single_out),
-            0)
-      << single_out;
-  const auto dist = read_json(dir + "/dist.json");
-  const auto single = read_json(dir + "/single.json");
+  const auto [dist, single, out] =
+      train_on_ranks_and_alone(dir, 2, kTrain + flags, kTrain + "--steps 10 --global-batch 256 --batch 64 ");
   ASSERT_TRUE(dist.contains("objective")) << dist.dump();
   const auto& o = dist["objective"];
   EXPECT_EQ(o["objective"].get<std::string>(), "throughput");
