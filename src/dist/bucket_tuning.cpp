@@ -23,7 +23,7 @@ double median(std::vector<double> v) {
 
 void drop_gradients(const std::vector<torch::Tensor>& parameters) {
   for (const torch::Tensor& p : parameters)
-    if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
+    if (p.grad().defined()) p.mutable_grad().reset();  // mutable_grad is const: the tensor is shared
 }
 }  // namespace
 
