@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
+#include "saturate/core/statistics.h"
 #include "saturate/core/units.h"
 #include "saturate/dist/process_group.h"
 
@@ -13,13 +14,6 @@ namespace saturate {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 void drop_gradients(const std::vector<torch::Tensor>& parameters) {
   for (const torch::Tensor& p : parameters)
