@@ -8,8 +8,11 @@ one run:
   smallest   --batch auto: equal shares, every rank at the smallest rank's micro-batch (before issue 28)
   equal      --batch auto --shares 1:1 of the global batch given by hand: each rank its own
              micro-batch, equal shares (memory alone does not help a rank that computes slower)
-  speed      --batch auto --shares auto: each rank's step timed at its own micro-batch, shares
-             in proportion to the samples/s, gradients weighted by the shares
+  once       --batch auto --shares auto --reshare-every 0: each rank's step timed at its own
+             micro-batch before training, shares in proportion to the samples/s, gradients weighted
+             by the shares; that split kept for the whole run
+  speed      --batch auto --shares auto: the same start, then every 10 steps the ranks' busy times
+             (step less wait) gathered and the shares re-split when that is predicted >= 1.05x faster
 
 For each: the shares, each rank's micro-batch x accumulation, samples/s of the whole job and each
 rank's wait at the all-reduce, the wall time of the 200 steps, and the last loss (the same global
@@ -36,6 +39,7 @@ TRAIN = ("train --model mlp --layers 2 --width 512 --data fashion-mnist --device
 WAYS = {
     "smallest": "",
     "equal": f"--shares {GLOBAL // 2},{GLOBAL // 2}",
+    "once": "--shares auto --reshare-every 0",
     "speed": "--shares auto",
 }
 
@@ -48,8 +52,9 @@ all-reduce beyond the last rank to arrive's: the faster rank waits for the strag
 a step), and by speed neither waits long. The job's samples/s is over the 200 training steps; the wall time
 also holds the start, each rank's exact search and (speed) the timing. Equal shares with each rank's own
 micro-batch are no faster than the smallest's (the slow rank still has half the batch). The losses agree to
-rounding: the same global batches, weighted by the shares. Over four runs of this bench on this machine
-speed/smallest was 1.31-1.53x (the 2-core machine's noise).
+rounding: the same global batches, weighted by the shares. "once" is the split made before training and
+kept; "speed" re-splits it while training from the busy speeds (the table's busy speeds and waits are over
+the whole run, the shares the last split's).
 """
 
 def run(binary, way, out):
@@ -65,6 +70,18 @@ def run(binary, way, out):
     with open(path) as f:
         j = json.load(f)
     return j, seconds
+
+
+def resplits(j):
+    """The re-splits during training: "-" without `--shares auto`, else their count and the steps."""
+    b = j.get("share_balance")
+    if not b:
+        return "-"
+    changes = b.get("changes", [])
+    if not changes:
+        return f"0 of {b['looks']} looks"
+    moves = ", ".join(f"{'/'.join(map(str, c['to']))} at {c['step']}" for c in changes)
+    return f"{len(changes)} of {b['looks']} looks: {moves}"
 
 
 def main():
@@ -85,21 +102,22 @@ def main():
                 speeds = " / ".join(f"{r['samples_per_s']:.0f}" for r in ranks)
                 waits = " / ".join(f"{r['wait_ms']:.1f}" for r in ranks)
                 measured = " / ".join(f"{r['measured_samples_per_s']:.0f}" for r in ranks if "measured_samples_per_s" in r)
-                rows.append((way, split, measured or "-", speeds, waits, j["samples_per_s"], seconds,
+                rows.append((way, split, measured or "-", resplits(j), speeds, waits, j["samples_per_s"], seconds,
                              j["losses"][-1]))
     finally:
         hog.kill()
         hog.wait()
-    base = {r[0]: r[5] for r in rows}
+    base = {r[0]: r[6] for r in rows}
     lines = [f"# Unequal ranks: shares by speed (bench/hetero_shares.py, {time.strftime('%Y-%m-%d')})", "",
              f"{platform.machine()}, {os.cpu_count()} cores. 2 DDP ranks (Gloo), rank 0 on core 0 with 48 MiB, rank 1 on "
              "core 1 beside a spinning process (half a core) with 20 MiB; mlp 2x512 on Fashion-MNIST, global batch "
              f"{GLOBAL}, {STEPS} optimizer steps, `--batch auto`. Per rank: rank 0 / rank 1.", "",
-             "| way | share = micro x accumulation | timed alone (samples/s) | busy speed in training (samples/s) | "
-             "wait for a slower rank (ms a step) | job samples/s | vs smallest | wall s (launch to exit) | last loss |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for way, split, measured, speeds, waits, sps, seconds, loss in rows:
-        lines.append(f"| {way} | {split} | {measured} | {speeds} | {waits} | {sps:.0f} | "
+             "| way | share = micro x accumulation (at the end) | timed alone (samples/s) | re-splits while training | "
+             "busy speed in training (samples/s) | wait for a slower rank (ms a step) | job samples/s | vs smallest | "
+             "wall s (launch to exit) | last loss |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for way, split, measured, moved, speeds, waits, sps, seconds, loss in rows:
+        lines.append(f"| {way} | {split} | {measured} | {moved} | {speeds} | {waits} | {sps:.0f} | "
                      f"{sps / base['smallest']:.2f}x | {seconds:.1f} | {loss:.4f} |")
     text = "\n".join(lines) + "\n" + NOTES
     with open(args.out, "w") as f:

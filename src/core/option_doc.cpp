@@ -169,7 +169,16 @@ const std::vector<OptionDoc> kDocs = {
                      "seconds"},
     {"shares", "each rank's samples of every global batch, one per rank (e.g. 48,16: rank 0 trains on 48, rank 1 "
                "on 16 of every 64; gradients are averaged weighted by them, so the step is the one-process step "
-               "of the whole batch): for ranks of unequal speed or memory. Default: equal shares"},
+               "of the whole batch): for ranks of unequal speed or memory; auto (with `global_batch`): in "
+               "proportion to each rank's samples/s, timed before training and re-split while training "
+               "(`reshare_every`). Default: equal shares"},
+    {"reshare_every", "with `shares` auto: every N steps the ranks' busy times (each step less its waits for the "
+                      "others) are gathered and the global batch split anew by them when that is predicted 1.05x "
+                      "faster or more; 0: keep the split made before training (default 10)",
+     0, 1e12, "optimizer steps; 0: never"},
+    {"reshare_min_gain", "with `shares` auto: re-split only when the slowest rank's busy time a step is predicted to "
+                         "shrink at least this many times (default 1.05; 1: whenever the split by speed differs)",
+     1, 100, "a factor, e.g. 1.05"},
     {"bucket_mb", "DDP gradient bucket size in MiB (several ranks). Default: PyTorch's 25, after a 1 MiB first "
                   "bucket; with `fast_paths` auto or try, bucket sizes are timed at the start and the fastest kept",
      0.001, 1048576, "MiB"},
@@ -225,7 +234,7 @@ std::string_view option_group(std::string_view key) {
                     "eval_batch", "checkpoint_dir", "checkpoint_every", "resume", "save", "loss_every", "log_every",
                     "profile_ops"}},
       {"Monitor", {"sample_hz", "trace", "no_monitor", "watch.sample_hz", "interval", "log", "pid", "gpu"}},
-      {"Ranks", {"backend", "dist_timeout", "shares", "bucket_mb", "parallel", "nproc_per_node", "nnodes", "node_rank",
+      {"Ranks", {"backend", "dist_timeout", "shares", "reshare_every", "reshare_min_gain", "bucket_mb", "parallel", "nproc_per_node", "nnodes", "node_rank",
                  "master_addr", "master_port", "kill_grace"}},
       {"Output", {"json", "html"}},
   };

@@ -25,6 +25,7 @@ struct CommLog {
   Clock::time_point last_launch{};
   int64_t bytes = 0;
   double step_weight = 0;  // > 0: this step's weight of the rank's gradient (set_step_weight)
+  double share_weight = 0;  // > 0: this rank's share of every global batch (unequal shares)
 };
 
 /// Average = divide by the world size, then sum-all-reduce (as c10d's AllReduceCommHook), timed.
@@ -33,19 +34,19 @@ struct CommLog {
 /// the gradients the optimizer sees (and their accumulation) stay float32.
 class TimedAllReduceHook final : public c10d::CommHookInterface {
  public:
-  TimedAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::shared_ptr<CommLog> log, bool compress_bf16,
-                     double weight)
-      : group_(std::move(group)), log_(std::move(log)), compress_bf16_(compress_bf16), weight_(weight) {}
+  TimedAllReduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, std::shared_ptr<CommLog> log, bool compress_bf16)
+      : group_(std::move(group)), log_(std::move(log)), compress_bf16_(compress_bf16) {}
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     at::Tensor& buffer = bucket.getBufferRef();
-    double step_weight = 0;
+    double step_weight = 0, share_weight = 0;
     {
       std::lock_guard<std::mutex> lock(log_->mu);
       step_weight = log_->step_weight;
+      share_weight = log_->share_weight;
     }
-    if (step_weight > 0) buffer.mul_(step_weight);  // padded documents: this rank's part of the tokens
-    else if (weight_ > 0) buffer.mul_(weight_);     // unequal shares: this rank's share of the batch
+    if (step_weight > 0) buffer.mul_(step_weight);        // padded documents: this rank's part of the tokens
+    else if (share_weight > 0) buffer.mul_(share_weight);  // unequal shares: this rank's share of the batch
     else buffer.div_(group_->getSize());
     const bool compress = compress_bf16_ && buffer.scalar_type() == at::kFloat;
     at::Tensor wire = compress ? buffer.to(at::kBFloat16) : buffer;
@@ -83,7 +84,6 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::shared_ptr<CommLog> log_;
   bool compress_bf16_;
-  double weight_;
 };
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -193,8 +193,8 @@ DistributedDataParallel::DistributedDataParallel(std::vector<torch::Tensor> para
       impl_->params, std::move(buckets), pg, sparse, options.bucket_bytes, /*find_unused_parameters=*/false,
       /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{}, options.first_bucket_bytes,
       /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::move(caps));
-  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log, options.compress_bf16,
-                                                                          options.gradient_weight));
+  impl_->log->share_weight = options.gradient_weight;
+  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log, options.compress_bf16));
   impl_->weighted = options.gradient_weight > 0;
   impl_->weight = options.gradient_weight > 0 ? options.gradient_weight : 1.0 / group.world_size();
 }
@@ -248,6 +248,15 @@ bool DistributedDataParallel::weighted() const { return impl_->weighted; }
 void DistributedDataParallel::set_step_weight(double weight) {
   std::lock_guard<std::mutex> lock(impl_->log->mu);
   impl_->log->step_weight = weight;
+}
+
+void DistributedDataParallel::set_gradient_weight(double weight) {
+  if (!impl_->weighted || !(weight > 0) || weight > 1)
+    throw InternalError(fmt::format("gradient weight {} for a rank of {}", weight,
+                                    impl_->weighted ? "weighted shares" : "equal shares"));
+  std::lock_guard<std::mutex> lock(impl_->log->mu);
+  impl_->log->share_weight = weight;
+  impl_->weight = weight;
 }
 DistGroup& DistributedDataParallel::group() { return impl_->group; }
 

@@ -6,6 +6,7 @@
 #include "saturate/search/objective.h"
 #include "saturate/train/batch_plan.h"
 #include "saturate/train/eta.h"
+#include "saturate/train/share_balance.h"
 
 namespace saturate {
 
@@ -133,6 +134,11 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
     line(fmt::format("saturate: out of memory at step {}: micro-batch {} -> {}, accumulation doubled, global batch "
                      "unchanged; redoing the step",
                      step, old_micro, new_micro));
+  };
+  e.on_reshare = [line](const ShareBalance& b, int64_t micro, int64_t accumulation) {
+    line(fmt::format("saturate: `shares` auto re-split by the speeds measured while training, {}; this rank now "
+                     "micro-batch {} x {}",
+                     share_change_text(b), micro, accumulation));
   };
   e.on_eval_backoff = [line](int64_t step, int64_t old_chunk, int64_t new_chunk) {
     line(fmt::format("saturate: out of memory in the evaluation after step {}: evaluation batches now run in chunks "

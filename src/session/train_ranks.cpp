@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
+#include "saturate/core/statistics.h"
 #include "saturate/models/zoo.h"
 #include "saturate/step/model_snapshot.h"
 #include "saturate/step/training_step.h"
@@ -26,6 +28,12 @@ void TrainRanksOptions::check() const {
   if (!(min_bucket_speedup >= 1))
     throw UsageError("min_bucket_speedup", fmt::format("{} is below 1 (other buckets must be at least as fast as "
                                                        "PyTorch's default)", min_bucket_speedup));
+  if (share_balance.every_steps < 0)
+    throw UsageError("reshare_every", fmt::format("{} is negative; give a number of steps, or 0 to keep the shares "
+                                                  "split before training", share_balance.every_steps));
+  if (!(share_balance.min_gain >= 1))
+    throw UsageError("reshare_min_gain", fmt::format("{} is below 1 (a re-split must be predicted faster)",
+                                                     share_balance.min_gain));
   if (parallel != "ddp" && parallel != "dp")
     throw UsageError("parallel", fmt::format("unknown value '{}' (expected ddp or dp)", parallel));
 }
@@ -242,6 +250,75 @@ void TrainRanks::finish_training(RankTraining mine_row, double step_ms) {
   }
 }
 
+namespace {
+/// This window's per-step times from a rank's record of every step (`all`, from index `from`):
+/// one per step when it holds one per step, else its sum spread evenly (an OOM redo adds entries).
+std::vector<double> per_step(const std::vector<double>& all, size_t from, size_t steps) {
+  std::vector<double> out(all.begin() + static_cast<std::ptrdiff_t>(std::min(from, all.size())), all.end());
+  if (out.size() == steps) return out;
+  double sum = 0;
+  for (double v : out) sum += v;
+  return std::vector<double>(steps, steps > 0 ? sum / static_cast<double>(steps) : 0.0);
+}
+}  // namespace
+
+std::optional<std::vector<int64_t>> TrainRanks::rebalance_shares(int64_t step, double step_ms) {
+  const int64_t every = options_.share_balance.every_steps;
+  if (!options_.shares.by_speed || every <= 0 || !ddp_ || !sync_ || !group_ || shares_.empty()) return std::nullopt;
+  const auto window_begins = [&] {
+    window_step_ms_.clear();
+    window_agree_from_ = sync_->agree_ms().size();
+    window_allreduce_from_ = ddp_->stats().step_allreduce_ms.size();
+  };
+  if (!window_open_) {  // this step warmed up (the run's first, or the first after a change)
+    window_begins();
+    window_open_ = true;
+    return std::nullopt;
+  }
+  window_step_ms_.push_back(step_ms);
+  const size_t n = window_step_ms_.size();
+  if (static_cast<int64_t>(n) < every) return std::nullopt;
+  // each rank's steps of the window: wall time, time at the agreement point, time in the
+  // all-reduce; at each step a rank's wait is its time there beyond the least any rank spent (the
+  // last to arrive's), its busy time the rest of its step; a rank's busy time is the median of its
+  // steps' (a step preempted by other load moves it less than a mean)
+  std::vector<int64_t> mine;
+  for (const std::vector<double>& v : {window_step_ms_, per_step(sync_->agree_ms(), window_agree_from_, n),
+                                       per_step(ddp_->stats().step_allreduce_ms, window_allreduce_from_, n)})
+    for (double ms : v) mine.push_back(std::llround(ms * 1e6));
+  const std::vector<int64_t> all = group_->all_gather(mine);
+  const int world = world_size();
+  const auto at = [&](int r, size_t part, size_t i) {
+    return static_cast<double>(all[static_cast<size_t>(r) * 3 * n + part * n + i]) / 1e6;
+  };
+  std::vector<std::vector<double>> busy_steps(static_cast<size_t>(world));
+  for (size_t i = 0; i < n; ++i) {
+    double least_agree = std::numeric_limits<double>::max(), least_allreduce = least_agree;
+    for (int r = 0; r < world; ++r) {
+      least_agree = std::min(least_agree, at(r, 1, i));
+      least_allreduce = std::min(least_allreduce, at(r, 2, i));
+    }
+    for (int r = 0; r < world; ++r)
+      busy_steps[static_cast<size_t>(r)].push_back(at(r, 0, i) - (at(r, 1, i) - least_agree) -
+                                                   (at(r, 2, i) - least_allreduce));
+  }
+  std::vector<double> busy_ms;
+  for (const std::vector<double>& b : busy_steps) busy_ms.push_back(median(b));
+  ++share_looks_;
+  ShareBalance b = balance_shares(shares_, busy_ms, options_.share_balance.min_gain);
+  b.step = step + 1;
+  if (!b.resplit) {
+    window_begins();
+    return std::nullopt;
+  }
+  shares_ = b.proposed;
+  const int64_t global = std::accumulate(shares_.begin(), shares_.end(), int64_t{0});
+  ddp_->set_gradient_weight(static_cast<double>(shares_[static_cast<size_t>(rank())]) / static_cast<double>(global));
+  share_changes_.push_back(std::move(b));
+  window_open_ = false;  // the next step restarts the loader: not counted
+  return shares_;
+}
+
 double TrainRanksSummary::most_wait_ms() const {
   double most = 0;
   for (const RankTraining& r : ranks) most = std::max(most, r.wait_ms);
@@ -307,6 +384,11 @@ TrainRanksSummary TrainRanks::summary() const {
   r.ranks = rank_rows_;
   r.step_ms = step_ms_;
   r.shares_by = options_.shares.by_speed ? "speed" : shares_.empty() ? "equal" : "given";
+  if (options_.shares.by_speed) {
+    r.share_balance = options_.share_balance;
+    r.share_looks = share_looks_;
+    r.share_changes = share_changes_;
+  }
   return r;
 }
 
@@ -342,6 +424,14 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     }
     j["ranks"] = a;
     j["shares_by"] = shares_by;
+    if (shares_by == "speed") {  // the re-splits during training
+      nlohmann::json changes = nlohmann::json::array();
+      for (const ShareBalance& c : share_changes)
+        changes.push_back({{"step", c.step}, {"from", c.shares}, {"to", c.proposed}, {"busy_ms", c.busy_ms},
+                           {"samples_per_s", c.samples_per_s}, {"predicted_speedup", c.gain}});
+      j["share_balance"] = {{"every_steps", share_balance.every_steps}, {"min_gain", share_balance.min_gain},
+                            {"looks", share_looks}, {"changes", changes}};
+    }
     if (const int s = straggler(); s >= 0) j["straggler"] = {{"rank", s}, {"most_wait_ms", most_wait_ms()}, {"step_ms", step_ms}};
   }
   if (!compression_by.empty()) {

@@ -790,6 +790,20 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
                                plan.rank_batch, total, per_epoch, t.schedule.peak_lr});
   LeakWatch leak_watch(meter);
   wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
+  if (ranks.shares_by_speed() && !choice.adaptive && max_tokens == 0) {
+    // `shares` auto: re-split while training by the speeds the ranks show (their busy times)
+    const int64_t most = choice.request.micro_batch;  // this rank's largest micro-batch
+    t.reshare = [&ranks, most](int64_t step, double step_ms) -> std::optional<Reshare> {
+      std::optional<std::vector<int64_t>> shares = ranks.rebalance_shares(step, step_ms);
+      if (!shares) return std::nullopt;
+      const int64_t mine = shares->at(static_cast<size_t>(ranks.rank()));
+      return Reshare{std::move(*shares), mine, most};
+    };
+    if (events.on_reshare)
+      t.on_reshare = [&ranks, on_reshare = events.on_reshare](int64_t micro, int64_t accumulation) {
+        on_reshare(ranks.share_changes().back(), micro, accumulation);
+      };
+  }
 
   Trainer trainer(workload, meter, *run_data.train, run_data.eval.get(), t);
   OpProfile op_profile;
@@ -819,7 +833,9 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   // steps together); with unequal shares and a searched micro-batch, its own largest too
   const double step_ms = r.samples_per_s > 0 ? 1e3 * static_cast<double>(r.global_batch) / r.samples_per_s : 0.0;
   RankTraining mine{ranks.rank(), meter.budget_bytes(), r.micro_batch, r.accumulation,
-                    choice.adaptive ? choice.adaptive->rank_batch() : rank_batch};
+                    choice.adaptive               ? choice.adaptive->rank_batch()
+                    : !ranks.shares().empty() ? ranks.shares().at(static_cast<size_t>(ranks.rank()))  // as re-split
+                                              : rank_batch};
   if (auto_batch && !ranks.shares().empty()) {
     mine.max_batch = auto_batch->search.max_batch;
     mine.max_batch_exact = auto_batch->search.max_batch_exact;

@@ -1,6 +1,12 @@
 #include "saturate/train/loader_data.h"
 
 #include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "saturate/core/errors.h"
 
 namespace saturate {
 
@@ -18,6 +24,18 @@ void LoaderTrainData::set_parts(int64_t parts) {
   if (parts == options_.parts) return;
   options_.parts = parts;
   next_step_ = -1;  // a new loader at the next batch (batch k of the stream is a pure function of k)
+}
+
+void LoaderTrainData::set_shares(const std::vector<int64_t>& shares) {
+  const std::vector<int64_t>& before = options_.shard.shares;
+  if (before.empty() || shares.size() != before.size() ||
+      std::accumulate(shares.begin(), shares.end(), int64_t{0}) != std::accumulate(before.begin(), before.end(), int64_t{0}))
+    throw InternalError(fmt::format("`data` {}: shares {} cannot replace {} (one per rank, the same global batch)",
+                                    name(), fmt::join(shares, ","), fmt::join(before, ",")));
+  options_.shard.shares = shares;
+  options_.batch_size = shares.at(static_cast<size_t>(options_.shard.rank));
+  options_.parts = std::min(options_.parts, options_.batch_size);
+  next_step_ = -1;  // a new loader at the next batch: global batch k split by the new shares
 }
 
 Batch LoaderTrainData::batch_for_step(int64_t step) {

@@ -158,6 +158,11 @@ void TextTrainData::plan_epoch(int64_t epoch) {
   }
 }
 
+void TextTrainData::set_shares(const std::vector<int64_t>& shares) {
+  if (max_tokens_ > 0) TrainData::set_shares(shares);  // token budgets: no shares
+  slice_ = rank_slice(global_batch_, rank_, world_size_, shares);
+}
+
 Batch TextTrainData::batch_for_step(int64_t step) {
   plan_epoch(step / steps_per_epoch_);
   const int64_t in_epoch = step % steps_per_epoch_;

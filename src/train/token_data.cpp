@@ -93,6 +93,10 @@ TokenTrainData::TokenTrainData(const TokenCorpus& corpus, int64_t seq_len, int64
   steps_per_epoch_ = windows_ / global_batch_;
 }
 
+void TokenTrainData::set_shares(const std::vector<int64_t>& shares) {
+  slice_ = rank_slice(global_batch_, rank_, world_size_, shares);
+}
+
 Batch TokenTrainData::batch_for_step(int64_t step) {
   const int64_t epoch = step / std::max<int64_t>(1, steps_per_epoch_);
   const int64_t share = slice_.count;

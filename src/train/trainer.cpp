@@ -1,5 +1,6 @@
 #include "saturate/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -21,6 +22,11 @@
 #include "saturate/step/rng_state.h"
 
 namespace saturate {
+
+void TrainData::set_shares(const std::vector<int64_t>& shares) {
+  throw InternalError(fmt::format("`data` {}: {} shares given to data that is not split by shares", name(),
+                                  shares.size()));
+}
 
 TensorTrainData::TensorTrainData(torch::Tensor inputs, torch::Tensor targets, int64_t global_batch, std::string name)
     : inputs_(std::move(inputs)), targets_(std::move(targets)), global_batch_(global_batch), name_(std::move(name)) {
@@ -440,12 +446,14 @@ TrainResult Trainer::run() {
   };
   // an OOM back-off, in the step or while the loader joined its batch: half the micro-batch, twice
   // the accumulation (the global batch stays), the loader's pieces with it
+  int64_t micro_cap = std::numeric_limits<int64_t>::max();  // the micro-batch an OOM back-off left
   const auto halve_micro_batch = [&](int64_t at_step) {
     const int64_t old_micro = micro_;
     micro_ = (micro_ + 1) / 2;
     accumulation_ *= 2;
     training_step.set_micro_batch(micro_);
     if (adaptive) adaptive->lower_max_micro_batch(micro_);
+    micro_cap = micro_;
     data_.set_parts(accumulation_);
     result.oom_backoffs.push_back({at_step, old_micro, micro_});
     if (opt_.on_backoff) opt_.on_backoff(at_step, old_micro, micro_);
@@ -453,6 +461,7 @@ TrainResult Trainer::run() {
   for (; !finished(); ++step) {
     // the run's first step warms up (allocator, caches, loader start): not measured
     bool measured = step > first_step;
+    const auto step_started = clock::now();
     if (obs) {
       obs->step_begin(static_cast<int>(step), measured);
       obs->phase_begin(Phase::kDataWait);
@@ -586,6 +595,19 @@ TrainResult Trainer::run() {
         accumulation_ = (adaptive->rank_batch() + micro_ - 1) / micro_;
         training_step.set_micro_batch(micro_);
         if (opt_.on_adapt) opt_.on_adapt(adaptive->changes().back());
+      }
+    }
+    if (opt_.reshare && !adaptive && !last) {  // `shares` auto: the ranks' shares re-split by speed
+      const double step_ms = std::chrono::duration<double, std::milli>(clock::now() - step_started).count();
+      if (std::optional<Reshare> c = opt_.reshare(step, step_ms)) {
+        opt_.shares = c->shares;
+        data_.set_shares(c->shares);
+        const int64_t most = c->max_micro_batch > 0 ? c->max_micro_batch : c->rank_share;
+        micro_ = std::max<int64_t>(1, std::min({most, micro_cap, c->rank_share}));
+        accumulation_ = (c->rank_share + micro_ - 1) / micro_;
+        training_step.set_micro_batch(micro_);
+        data_.set_parts(accumulation_);
+        if (opt_.on_reshare) opt_.on_reshare(micro_, accumulation_);
       }
     }
     if (eval_due) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <thread>
 
 #include <fmt/format.h>
@@ -415,7 +416,7 @@ TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTr
   SKIP_OUTSIDE_DIST_LABEL();
   const std::string dir = testing::temp_dir("dist_train_shares_auto");
   // rank 0 with two threads, rank 1 with one (whatever each measures, the split must follow it)
-  const std::string flags = "--steps 10 --global-batch 96 --batch 32 --shares auto ";
+  const std::string flags = "--steps 10 --global-batch 96 --batch 32 --shares auto --reshare-every 0 ";
   const std::string train = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 0 "
                             "--no-augment --optimizer sgd --lr 0.05 --threads $((2 - RANK)) ";
   const auto [dist, single, out] =
@@ -437,6 +438,42 @@ TEST(DistProcessTest, SharesAutoSplitTheGlobalBatchByEachRanksMeasuredSpeedAndTr
   EXPECT_NE(out.find("shares      by speed"), std::string::npos) << out;
   // whatever the split, the update is the one-process update of the same 96 samples
   expect_one_process_run(dist, dir + "/dist.pt", read_json(dir + "/single.json"), dir + "/single.pt", 10);
+}
+
+TEST(DistProcessTest, SharesAutoReSplitWhileTrainingByTheRanksBusyTimesAndStillTrainTheOneProcessWeights) {
+  SKIP_OUTSIDE_DIST_LABEL();
+  const std::string dir = testing::temp_dir("dist_train_shares_rebalance");
+  // a look every 3 steps, and a re-split whenever the split by the busy times differs (gain 1):
+  // the split moves during the run, and every global batch must still be the one-process batch
+  const std::string flags = "--steps 20 --global-batch 96 --batch 32 --shares auto --reshare-every 3 "
+                            "--reshare-min-gain 1 ";
+  const std::string train = " train --model mlp --layers 1 --width 64 --data fashion-mnist --device cpu --workers 1 "
+                            "--no-augment --optimizer sgd --lr 0.05 --threads $((2 - RANK)) ";
+  const auto [dist, single, out] =
+      train_on_ranks_and_alone(dir, 2, train + flags, kTrain + "--steps 20 --global-batch 96 --batch 32 ");
+  ASSERT_TRUE(dist.contains("share_balance")) << dist.dump();
+  const auto& balance = dist["share_balance"];
+  EXPECT_EQ(balance["every_steps"].get<int64_t>(), 3);
+  EXPECT_GE(balance["looks"].get<int64_t>(), 2);
+  const auto& changes = balance["changes"];
+  ASSERT_GE(changes.size(), 1u) << balance.dump();
+  std::vector<int64_t> before;
+  for (const auto& r : dist["ranks"]) before.push_back(r["share"].get<int64_t>());
+  int64_t last_step = 0;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const auto to = changes[i]["to"].get<std::vector<int64_t>>();
+    EXPECT_EQ(std::accumulate(to.begin(), to.end(), int64_t{0}), 96) << changes[i];
+    EXPECT_GE(changes[i]["predicted_speedup"].get<double>(), 1.0) << changes[i];
+    EXPECT_GT(changes[i]["step"].get<int64_t>(), last_step);  // in order, each after steps of its own
+    last_step = changes[i]["step"].get<int64_t>();
+    if (i > 0) {
+      EXPECT_EQ(changes[i]["from"], changes[i - 1]["to"]);
+    }
+  }
+  EXPECT_EQ(changes.back()["to"].get<std::vector<int64_t>>(), before) << "the ranks' table shows the last split";
+  EXPECT_NE(out.find("auto re-split by the speeds measured while training, step"), std::string::npos) << out;
+  // whatever the splits, every step is the one-process update of the same 96 samples
+  expect_one_process_run(dist, dir + "/dist.pt", single, dir + "/single.pt", 20);
 }
 
 TEST(DistProcessTest, ResumingOnAnotherNumberOfRanksWithOtherSharesContinuesTheOneProcessCurve) {

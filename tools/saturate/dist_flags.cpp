@@ -1,13 +1,10 @@
 #include "dist_flags.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
-#include "saturate/models/zoo.h"
 #include "saturate/train/batch_plan.h"
 
 namespace saturate::cli {
@@ -20,6 +17,8 @@ void add_dist_flags(CLI::App& app, DistFlags& f, bool search) {
     add_option_flag(app, "bucket_mb", f.bucket_mb);
     add_option_flag(app, "parallel", f.parallel);
     add_option_flag(app, "shares", f.shares);
+    add_option_flag(app, "reshare_every", f.share_balance.every_steps);
+    add_option_flag(app, "reshare_min_gain", f.share_balance.min_gain);
   }
 }
 
@@ -39,7 +38,6 @@ std::unique_ptr<DistGroup> open_dist(const DistFlags& f, const DistEnv& env, con
   return DistGroup::connect(env, o, device.is_cuda(), device.is_cuda() ? device.index() : 0);
 }
 
-// ---- train ----------------------------------------------------------------------------------
 TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w, const StepSettings& step) {
   TrainRanksOptions o;
   o.measure_compression = step.measures_compression();
@@ -47,6 +45,7 @@ TrainRanks prepare_train_ranks(const DistFlags& f, WorkloadFlags& w, const StepS
   o.bucket_mb = f.bucket_mb;
   o.parallel = f.parallel;
   o.shares = parse_shares(f.shares);
+  o.share_balance = f.share_balance;
   o.check();
   DistEnv env = prepare_dist(f, w);
   o.backend = parse_dist_backend(f.backend);

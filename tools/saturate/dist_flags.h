@@ -23,6 +23,7 @@ struct DistFlags {
   double bucket_mb = 0;  // not given: 25 MiB, or tuned under --fast-paths auto|try
   std::string parallel = "ddp";
   std::string shares;  // each rank's samples of every global batch, "48,16"
+  ShareBalanceOptions share_balance;  // --shares auto: re-split while training
 };
 void add_dist_flags(CLI::App& app, DistFlags& f, bool search);
 

@@ -66,9 +66,10 @@ const FlagRow kRows[] = {
     {"loss_every", "--loss-every", kShown}, {"log_every", "--log-every", kShown}, {"profile_ops", "--profile-ops"},
     {"backend", "--backend", kShown, "SATURATE_BACKEND"}, {"dist_timeout", "--dist-timeout", kShown, "SATURATE_DIST_TIMEOUT"},
     {"bucket_mb", "--bucket-mb"}, {"parallel", "--parallel", kShown}, {"shares", "--shares"},
+    {"reshare_every", "--reshare-every"}, {"reshare_min_gain", "--reshare-min-gain"}, {"html", "--html"},
     {"nproc_per_node", "--nproc-per-node", kShown, "SATURATE_NPROC_PER_NODE"}, {"nnodes", "--nnodes", kShown},
     {"node_rank", "--node-rank", kShown}, {"master_addr", "--master-addr", kShown, "MASTER_ADDR"},
-    {"master_port", "--master-port", kShown}, {"kill_grace", "--kill-grace", kShown}, {"html", "--html"},
+    {"master_port", "--master-port", kShown}, {"kill_grace", "--kill-grace", kShown},
     // the command line's own options
     {"quiet", "--quiet,-q", false, nullptr, "no progress lines on stderr"},
     {"watch.quiet", "--quiet,-q", false, nullptr, "no live lines, only the summary"},

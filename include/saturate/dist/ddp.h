@@ -84,6 +84,9 @@ class DistributedDataParallel {
   /// The weight of this rank's gradient in the next synced backward's sum (its real tokens' part
   /// of the step's, for padded documents); 0: gradient_weight() again.
   void set_step_weight(double weight);
+  /// Unequal shares re-split during training: this rank's weight (its new share / the global
+  /// batch) from the next synced backward on. Only where the weight was given (weighted()).
+  void set_gradient_weight(double weight);
   DistGroup& group();
   /// Timing so far (completes the last synced step's accounting).
   DdpStats stats();

@@ -17,6 +17,7 @@
 #include "saturate/dist/ddp_sync.h"
 #include "saturate/dist/network_measure.h"
 #include "saturate/train/batch_plan.h"
+#include "saturate/train/share_balance.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/probe/findings.h"
 #include "saturate/step/workload.h"
@@ -48,6 +49,9 @@ struct TrainRanksOptions {
   /// sampler gives each rank its part of every global batch and DDP weights each rank's
   /// gradient by its share (exact: the one-process step).
   SharesOption shares;
+  /// `shares` auto: how often the ranks' busy times are looked at during training, and the gain
+  /// that re-splits the shares (train/share_balance.h).
+  ShareBalanceOptions share_balance;
   /// UsageError naming the option.
   void check() const;
 };
@@ -105,6 +109,10 @@ struct TrainRanksSummary {
   std::optional<BucketTuning> bucket_tuning;
   std::vector<RankTraining> ranks;  ///< each rank (DDP; empty until finish_training)
   std::string shares_by = "equal";  ///< equal | given | speed (`shares` auto)
+  /// `shares` auto: the looks at the ranks' busy times during training and the re-splits they made.
+  ShareBalanceOptions share_balance;
+  int64_t share_looks = 0;
+  std::vector<ShareBalance> share_changes;
   double step_ms = 0;               ///< a training step's wall time (every rank steps together)
   /// The straggler: the rank the others wait for most, when some rank waits over a tenth of the
   /// step for it (-1: none). The summary then names it and `shares` auto.
@@ -156,6 +164,15 @@ class TrainRanks {
   /// Before setup: the shares chosen for `shares` auto (by speed: `by` says how, for the summary).
   void set_shares(std::vector<int64_t> shares, std::vector<double> measured_samples_per_s);
   bool shares_by_speed() const { return options_.shares.by_speed; }
+  /// `shares` auto, during training, after step `step` (0-based) of `step_ms` wall time, on every
+  /// rank: every share_balance.every_steps steps (the first step and the one after a change not
+  /// counted) each rank's steps are gathered (a collective) and its busy time per step taken: the
+  /// median over the window of its step less its waits for the others (at the agreement point and
+  /// in the all-reduce); the shares are re-split when balance_shares says so; then DDP weights each rank's gradient by its new share and the new
+  /// shares are returned (the caller re-splits the data). nullopt: unchanged.
+  std::optional<std::vector<int64_t>> rebalance_shares(int64_t step, double step_ms);
+  /// The re-splits rebalance_shares made, in order.
+  const std::vector<ShareBalance>& share_changes() const { return share_changes_; }
   /// Rank 0 (or the only process) reports, writes the summary, the model and checkpoints.
   bool writer() const { return env_.rank == 0; }
   /// The devices DataParallel replicates over (empty: none).
@@ -195,6 +212,13 @@ class TrainRanks {
   std::vector<int64_t> shares_;
   double step_ms_ = 0;
   std::vector<double> measured_samples_per_s_;  // shares auto: each rank's speed they were chosen by
+  // rebalance_shares' window: its steps' wall times; where the agreement points' and the
+  // all-reduces' per-step times stood when it began
+  bool window_open_ = false;  // false: the next step warms up (not counted)
+  std::vector<double> window_step_ms_;
+  size_t window_agree_from_ = 0, window_allreduce_from_ = 0;
+  int64_t share_looks_ = 0;
+  std::vector<ShareBalance> share_changes_;
 };
 
 }  // namespace saturate

@@ -198,6 +198,9 @@ struct TrainEvents {
   std::function<void(int64_t epoch, double loss, double accuracy)> on_eval;
   std::function<void(const AdaptiveChange&, int64_t micro_batch, double lr_gain)> on_adapt;
   std::function<void(int64_t step, int64_t old_micro, int64_t new_micro)> on_backoff;
+  /// `shares` auto re-split the ranks' shares during training (from the next step on): what was
+  /// looked at and this rank's micro-batch and accumulation now.
+  std::function<void(const ShareBalance&, int64_t micro_batch, int64_t accumulation)> on_reshare;
   /// An evaluation ran out of memory: its batches now run in chunks of new_chunk.
   std::function<void(int64_t step, int64_t old_chunk, int64_t new_chunk)> on_eval_backoff;
   std::function<void(const std::string&)> on_warning;  ///< a leak seen, no NVML, ...

@@ -24,6 +24,8 @@ class LoaderTrainData final : public TrainData {
   double last_wait_ms() const override { return last_wait_ms_; }
   /// At most the batch's rows; the loader restarts at the next batch asked for.
   void set_parts(int64_t parts) override;
+  /// The shard's shares (LoaderOptions::shard.shares) anew; the loader restarts at the next batch.
+  void set_shares(const std::vector<int64_t>& shares) override;
   const Loader* loader() const { return loader_.get(); }
 
  private:

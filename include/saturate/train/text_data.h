@@ -61,6 +61,8 @@ class TextTrainData final : public TrainData {
   std::string name() const override { return name_; }
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
   Batch batch_for_step(int64_t step) override;
+  /// This rank's part of every global batch by `shares` from the next step on.
+  void set_shares(const std::vector<int64_t>& shares) override;
 
  private:
   void plan_epoch(int64_t epoch);

@@ -49,6 +49,8 @@ class TokenTrainData final : public TrainData {
   std::string name() const override { return name_; }
   int64_t steps_per_epoch() const override { return steps_per_epoch_; }
   Batch batch_for_step(int64_t step) override;
+  /// This rank's part of every global batch by `shares` from the next step on.
+  void set_shares(const std::vector<int64_t>& shares) override;
 
  private:
   torch::Tensor tokens_;

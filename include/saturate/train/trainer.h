@@ -43,6 +43,10 @@ class TrainData {
   /// OOM back-off while a batch was joined asks for smaller ones. Data that is not joined from
   /// pieces ignores it.
   virtual void set_parts(int64_t parts) { (void)parts; }
+  /// Unequal shares re-split during training (`shares` auto): from the next batch_for_step on,
+  /// this rank's part of every global batch by `shares` (one per rank, the same sum as before).
+  /// InternalError where the data has no shares.
+  virtual void set_shares(const std::vector<int64_t>& shares);
 };
 
 /// Evaluation batches, in order, restarted for each evaluation.
@@ -65,6 +69,13 @@ class TensorTrainData final : public TrainData {
   torch::Tensor inputs_, targets_;
   int64_t global_batch_;
   std::string name_;
+};
+
+/// The ranks' shares re-split between two steps (TrainOptions::reshare).
+struct Reshare {
+  std::vector<int64_t> shares;  ///< every rank's new share of each global batch
+  int64_t rank_share = 0;       ///< this rank's
+  int64_t max_micro_batch = 0;  ///< this rank's largest micro-batch (0: its share, whole)
 };
 
 struct TrainOptions {
@@ -124,6 +135,14 @@ struct TrainOptions {
   /// TrainResult::stopped_by_signal. Ranks of a data-parallel run agree on it at the steps whose
   /// losses they read (every loss_every steps), so all stop after the same step.
   const std::atomic<int>* stop = nullptr;
+  /// `shares` auto (issue 28): called on every rank after every step but the last (not with
+  /// `adaptive`), given the step's wall time, evaluations left out. It may re-split the ranks'
+  /// shares (a collective every so often; the gradient weights are its business) and then returns
+  /// them: from the next step on, the data gives this rank its new share, in micro-batches of at
+  /// most max_micro_batch (and of no more than an OOM back-off left), and checkpoints record them.
+  std::function<std::optional<Reshare>(int64_t step, double step_ms)> reshare;
+  /// Called after a re-split with this rank's micro-batch and accumulation from then on.
+  std::function<void(int64_t micro_batch, int64_t accumulation)> on_reshare;
   /// Called after every optimizer step (progress, leak checks); may be empty.
   std::function<void(int64_t step, double loss, double lr)> on_step;
   /// Called after each evaluation.
