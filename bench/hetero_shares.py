@@ -14,7 +14,9 @@ one run:
   speed      --batch auto --shares auto: the same start, then every 10 steps the ranks' busy times
              (step less wait) gathered and the shares re-split when that is predicted >= 1.05x faster
 
-For each: the shares, each rank's micro-batch x accumulation, samples/s of the whole job and each
+Twice: with the spinning process there from the start ("start"), and arriving only once training
+starts, after the search and the timing ("late": a co-tenant that ramps up; "equal" left out). For
+each: the shares, each rank's micro-batch x accumulation, samples/s of the whole job and each
 rank's wait at the all-reduce, the wall time of the 200 steps, and the last loss (the same global
 batches in every way: the losses agree to rounding).
 
@@ -34,7 +36,8 @@ ROOT = os.path.join(HERE, "..")
 STEPS = 200
 GLOBAL = 2048
 TRAIN = ("train --model mlp --layers 2 --width 512 --data fashion-mnist --device cpu --threads 1 --workers 0 "
-         f"--no-augment --optimizer sgd --lr 0.05 --steps {STEPS} --global-batch {GLOBAL} --batch auto --no-monitor -q "
+         f"--no-augment --optimizer sgd --lr 0.05 --steps {STEPS} --global-batch {GLOBAL} --batch auto --no-monitor "
+         "--log-every 1000 "
          "--memory-budget 48MiB,20MiB")
 WAYS = {
     "smallest": "",
@@ -57,16 +60,34 @@ kept; "speed" re-splits it while training from the busy speeds (the table's busy
 the whole run, the shares the last split's).
 """
 
-def run(binary, way, out):
+def spin_on_core_1():
+    return subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", "while True: pass"])
+
+
+def run(binary, way, out, late):
+    """One way's run. late: the spinning process starts only when rank 0 says training starts (after
+    the search and the timing), as a co-tenant that arrives later; else it spins from the start."""
     path = os.path.join(out, way + ".json")
     # rank r on core r; the launch itself and the hog are pinned too, so nothing else moves
     rank_cmd = (f"exec taskset -c $RANK {binary} {TRAIN} {WAYS[way]} --json {path}")
     cmd = [binary, "launch", "--nproc-per-node", "2", "--", "sh", "-c", rank_cmd]
+    hog = None if late else spin_on_core_1()
     started = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(f"{way}: exit {done.returncode}\n{done.stderr[-4000:]}")
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        tail = []
+        for line in proc.stderr:  # the ranks' progress lines, prefixed by the launch
+            tail = (tail + [line])[-40:]
+            if late and hog is None and "saturate: training " in line:
+                hog = spin_on_core_1()
+        code = proc.wait(timeout=1800)
+        seconds = time.perf_counter() - started
+    finally:
+        if hog:
+            hog.kill()
+            hog.wait()
+    if code != 0:
+        sys.exit(f"{way}: exit {code}\n{''.join(tail)}")
     with open(path) as f:
         j = json.load(f)
     return j, seconds
@@ -78,6 +99,8 @@ def resplits(j):
     if not b:
         return "-"
     changes = b.get("changes", [])
+    if b.get("every_steps", 0) == 0:
+        return "none (kept)"
     if not changes:
         return f"0 of {b['looks']} looks"
     moves = ", ".join(f"{'/'.join(map(str, c['to']))} at {c['step']}" for c in changes)
@@ -91,34 +114,33 @@ def main():
     args = ap.parse_args()
     if (os.cpu_count() or 1) < 2:
         sys.exit("needs 2 cores (one per rank)")
-    hog = subprocess.Popen(["taskset", "-c", "1", sys.executable, "-c", "while True: pass"])
     rows = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        for late in (False, True):
             for way in WAYS:
-                j, seconds = run(args.binary, way, tmp)
+                if late and way == "equal":
+                    continue
+                j, seconds = run(args.binary, way, tmp, late)
                 ranks = j.get("ranks", [])
                 split = " / ".join(f"{r['share']} = {r['micro_batch']} x {r['accumulation']}" for r in ranks)
                 speeds = " / ".join(f"{r['samples_per_s']:.0f}" for r in ranks)
                 waits = " / ".join(f"{r['wait_ms']:.1f}" for r in ranks)
                 measured = " / ".join(f"{r['measured_samples_per_s']:.0f}" for r in ranks if "measured_samples_per_s" in r)
-                rows.append((way, split, measured or "-", resplits(j), speeds, waits, j["samples_per_s"], seconds,
-                             j["losses"][-1]))
-    finally:
-        hog.kill()
-        hog.wait()
-    base = {r[0]: r[6] for r in rows}
+                rows.append(("late" if late else "start", way, split, measured or "-", resplits(j), speeds, waits,
+                             j["samples_per_s"], seconds, j["losses"][-1]))
+    base = {r[0]: r[7] for r in rows if r[1] == "smallest"}
     lines = [f"# Unequal ranks: shares by speed (bench/hetero_shares.py, {time.strftime('%Y-%m-%d')})", "",
              f"{platform.machine()}, {os.cpu_count()} cores. 2 DDP ranks (Gloo), rank 0 on core 0 with 48 MiB, rank 1 on "
              "core 1 beside a spinning process (half a core) with 20 MiB; mlp 2x512 on Fashion-MNIST, global batch "
-             f"{GLOBAL}, {STEPS} optimizer steps, `--batch auto`. Per rank: rank 0 / rank 1.", "",
-             "| way | share = micro x accumulation (at the end) | timed alone (samples/s) | re-splits while training | "
+             f"{GLOBAL}, {STEPS} optimizer steps, `--batch auto`. Per rank: rank 0 / rank 1. Spinner: there from the "
+             "start, or arriving late (when rank 0 starts training, after the search and the timing).", "",
+             "| spinner | way | share = micro x accumulation (at the end) | timed alone (samples/s) | re-splits while training | "
              "busy speed in training (samples/s) | wait for a slower rank (ms a step) | job samples/s | vs smallest | "
              "wall s (launch to exit) | last loss |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for way, split, measured, moved, speeds, waits, sps, seconds, loss in rows:
-        lines.append(f"| {way} | {split} | {measured} | {moved} | {speeds} | {waits} | {sps:.0f} | "
-                     f"{sps / base['smallest']:.2f}x | {seconds:.1f} | {loss:.4f} |")
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for when, way, split, measured, moved, speeds, waits, sps, seconds, loss in rows:
+        lines.append(f"| {when} | {way} | {split} | {measured} | {moved} | {speeds} | {waits} | {sps:.0f} | "
+                     f"{sps / base[when]:.2f}x | {seconds:.1f} | {loss:.4f} |")
     text = "\n".join(lines) + "\n" + NOTES
     with open(args.out, "w") as f:
         f.write(text)
