@@ -24,6 +24,7 @@ struct CommLog {
   std::vector<std::pair<Clock::time_point, Clock::time_point>> intervals;  // [launch, done]
   Clock::time_point last_launch{};
   int64_t bytes = 0;
+  int64_t last_bytes = 0;  // the last launched bucket's
   double step_weight = 0;  // > 0: this step's weight of the rank's gradient (set_step_weight)
   double share_weight = 0;  // > 0: this rank's share of every global batch (unequal shares)
 };
@@ -58,6 +59,7 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
       log_->intervals.push_back({launched, launched});
       log_->last_launch = launched;
       log_->bytes += static_cast<int64_t>(wire.numel() * wire.element_size());
+      log_->last_bytes = static_cast<int64_t>(wire.numel() * wire.element_size());
     }
     std::vector<at::Tensor> tensors{wire};
     auto fut = group_->allreduce(tensors)->getFuture();
@@ -157,6 +159,7 @@ struct DistributedDataParallel::Impl {
     stats.step_allreduce_ms.push_back(total);
     stats.buckets = static_cast<int64_t>(iv.size());
     stats.gradient_bytes = log->bytes;
+    stats.last_bucket_bytes = log->last_bytes;
     log->bytes = 0;
   }
 };

@@ -19,10 +19,18 @@ namespace {
 
 
 /// One all-reduce of `values` as DDP's hook runs it: in place, or (compressed) rounded to bf16,
-/// all-reduced and copied back.
-void allreduce(DistGroup& group, at::Tensor& values, bool compressed) {
+/// all-reduced and copied back. `beside`: products of two matrices on the values' device, one
+/// after another, until it completes (as the backward computes beside a bucket in flight).
+void allreduce(DistGroup& group, at::Tensor& values, bool compressed, const at::Tensor* beside = nullptr) {
   std::vector<at::Tensor> wire{compressed ? values.to(at::kBFloat16) : values};
-  group.c10d_group()->allreduce(wire)->wait();
+  auto work = group.c10d_group()->allreduce(wire);
+  if (beside) {
+    while (!work->isCompleted()) {
+      (void)at::mm(*beside, *beside);
+      if (beside->is_cuda()) torch::cuda::synchronize(beside->device().index());
+    }
+  }
+  work->wait();
   if (compressed) values.copy_(wire[0]);
 }
 
@@ -37,13 +45,15 @@ void allreduce(DistGroup& group, at::Tensor& values, bool compressed) {
 constexpr double kMeasureMs = 300;
 constexpr int kMostRepeats = 40;
 double time_allreduce(DistGroup& group, const c10::Device& device, int64_t elements, int repeats,
-                      bool compressed = false) {
+                      bool compressed = false, bool beside_compute = false) {
   at::Tensor t = torch::ones({std::max<int64_t>(1, elements)}, torch::TensorOptions().device(device));
+  // a small product (128 x 128: about 4 MFLOP), so that the loop ends soon after the all-reduce
+  const at::Tensor compute = beside_compute ? torch::ones({128, 128}, torch::TensorOptions().device(device)) : at::Tensor();
   std::vector<int64_t> ns;
   for (int i = 0; i < repeats + 2; ++i) {
     group.barrier();  // every rank starts together: the time is the collective's, not a late rank's
     const auto start = std::chrono::steady_clock::now();
-    allreduce(group, t, compressed);
+    allreduce(group, t, compressed, beside_compute ? &compute : nullptr);
     if (device.is_cuda()) torch::cuda::synchronize(device.index());
     const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     if (i >= 2) ns.push_back(elapsed.count());
@@ -65,17 +75,25 @@ double time_allreduce(DistGroup& group, const c10::Device& device, int64_t eleme
 
 }  // namespace
 
-double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets) const {
+double NetworkMeasure::overlap_slowdown() const {
+  return beside_compute_ms > 0 && allreduce_ms > 0 ? std::max(1.0, beside_compute_ms / allreduce_ms) : 1.0;
+}
+
+double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets, int64_t overlapped_bytes) const {
   if (algbw_bytes_per_s <= 0) return 0;
-  return static_cast<double>(std::max<int64_t>(1, buckets)) * latency_ms +
-         1000.0 * static_cast<double>(b) / algbw_bytes_per_s;
+  const int64_t overlapped = std::clamp<int64_t>(overlapped_bytes, 0, b);
+  const double sent = static_cast<double>(b - overlapped) + static_cast<double>(overlapped) * overlap_slowdown();
+  return static_cast<double>(std::max<int64_t>(1, buckets)) * latency_ms + 1000.0 * sent / algbw_bytes_per_s;
 }
 
 double NetworkMeasure::predicted_ddp_ms(int64_t gradient_bytes, int64_t bucket_bytes, int64_t first_bucket_bytes) const {
   const int64_t bucket = std::max<int64_t>(1, bucket_bytes);
   const int64_t first = std::min(std::max<int64_t>(1, first_bucket_bytes), bucket);
   const int64_t buckets = 1 + std::max<int64_t>(0, gradient_bytes - first + bucket - 1) / bucket;
-  return predicted_ms(gradient_bytes, buckets);
+  // the last bucket (the model's first parameters) is sent once the backward is done
+  const int64_t rest = gradient_bytes - first;
+  const int64_t last = buckets == 1 ? gradient_bytes : rest - (buckets - 2) * bucket;
+  return predicted_ms(gradient_bytes, buckets, gradient_bytes - last);
 }
 
 /// The relative error of a bf16 all-reduce of normal random values (a seed per rank) against the
@@ -100,6 +118,7 @@ NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int6
   const double transfer_ms = std::max(1e-6, m.allreduce_ms - m.latency_ms);
   m.algbw_bytes_per_s = 1000.0 * static_cast<double>(m.bytes) / transfer_ms;
   m.busbw_bytes_per_s = m.algbw_bytes_per_s * 2.0 * (m.world_size - 1) / m.world_size;
+  m.beside_compute_ms = time_allreduce(group, device, m.bytes / 4, repeats, false, true);
   if (compressed) {
     m.compressed_allreduce_ms = time_allreduce(group, device, m.bytes / 4, repeats, true);
     m.compression_error = compression_error(group, device, std::min<int64_t>(m.bytes / 4, int64_t{1} << 18));
@@ -119,9 +138,12 @@ nlohmann::json to_json(const NetworkMeasure& m) {
           {"latency_ms", m.latency_ms},
           {"algbw_bytes_per_s", m.algbw_bytes_per_s},
           {"busbw_bytes_per_s", m.busbw_bytes_per_s},
+          {"beside_compute_ms", m.beside_compute_ms},
+          {"overlap_slowdown", m.overlap_slowdown()},
           {"method", "median of 5 to 40 all-reduces (as many as fit in 0.3 s) of 4 bytes (latency) and of the "
                      "measured bytes, after 2 warm-ups, each the last rank to arrive's; algbw = bytes / (time - "
-                     "latency), busbw = algbw x 2(n-1)/n (nccl-tests)"}};
+                     "latency), busbw = algbw x 2(n-1)/n (nccl-tests); beside_compute_ms: the same all-reduce while the "
+                     "rank multiplies matrices until it completes, for the buckets sent during the backward"}};
   if (m.compressed_allreduce_ms > 0) {
     j["compressed_allreduce_ms"] = m.compressed_allreduce_ms;
     j["compression_speedup"] = m.compression_speedup();

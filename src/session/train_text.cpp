@@ -76,12 +76,13 @@ std::string train_rank_text(const TrainRanksSummary& r) {
                      "bucket(s) of {} in all\n",
                      r.world_size, r.backend, r.allreduce_ms, 100.0 * r.allreduce_overlap_fraction.value_or(0),
                      r.gradient_buckets, format_bytes(r.gradient_bytes)) +
-         (r.network ? fmt::format("network     all-reduce bus bandwidth {:.1f} MB/s, latency {:.2f} ms (measured at {}); "
-                                  "per step predicted {:.2f} ms, measured {:.2f} ms ({:.2f} ms as the last rank to "
-                                  "arrive saw it: the rest is waiting for a peer)\n",
+         (r.network ? fmt::format("network     all-reduce bus bandwidth {:.1f} MB/s, latency {:.2f} ms (measured at {}; "
+                                  "{:.2f}x the time beside computation); per step predicted {:.2f} ms, measured "
+                                  "{:.2f} ms ({:.2f} ms as the last rank to arrive saw it: the rest is waiting for a "
+                                  "peer)\n",
                                   r.network->busbw_bytes_per_s / 1e6, r.network->latency_ms,
-                                  format_bytes(r.network->bytes), r.predicted_allreduce_ms, r.allreduce_ms,
-                                  r.last_rank_allreduce_ms)
+                                  format_bytes(r.network->bytes), r.network->overlap_slowdown(),
+                                  r.predicted_allreduce_ms, r.allreduce_ms, r.last_rank_allreduce_ms)
                     : "") +
          compression_text(r) + (r.bucket_tuning ? "buckets     " + bucket_tuning_text(*r.bucket_tuning) + "\n" : "") +
          rank_rows_text(r);

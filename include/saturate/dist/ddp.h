@@ -39,6 +39,7 @@ struct DdpStats {
   int64_t synced_steps = 0;    ///< backward passes that communicated
   int64_t buckets = 0;         ///< buckets per synced backward
   int64_t gradient_bytes = 0;  ///< bytes all-reduced per synced backward (as sent: bf16 when compressed)
+  int64_t last_bucket_bytes = 0;  ///< of which the last bucket launched (after the backward's end)
   double allreduce_ms = 0;     ///< wall time with a bucket in flight, summed over synced steps
   double overlapped_ms = 0;    ///< of which while backward was still computing gradients
   /// Each synced backward's wall time with a bucket in flight, in order (allreduce_ms's parts).

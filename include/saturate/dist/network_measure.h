@@ -25,14 +25,23 @@ struct NetworkMeasure {
   double compressed_allreduce_ms = 0;
   /// ||bf16 result - float32 result|| / ||float32 result|| on normal random gradients (measured).
   double compression_error = 0;
+  /// The same all-reduce of `bytes` while this rank computes beside it (matrix products on the
+  /// device until it completes), median ms: what a DDP bucket sent while the backward still runs
+  /// takes. On a CPU the two share the cores; on a GPU the wire and the kernels share the card.
+  double beside_compute_ms = 0;
+  /// beside_compute_ms / allreduce_ms, at least 1 (1 when not measured).
+  double overlap_slowdown() const;
   /// allreduce_ms / compressed_allreduce_ms (1.9: the compressed all-reduce takes 1/1.9 the time).
   double compression_speedup() const {
     return compressed_allreduce_ms > 0 ? allreduce_ms / compressed_allreduce_ms : 0;
   }
-  /// `bytes` all-reduced in `buckets` all-reduces one after another (DDP's buckets).
-  double predicted_ms(int64_t bytes, int64_t buckets) const;
+  /// `bytes` all-reduced in `buckets` all-reduces one after another (DDP's buckets), of which
+  /// `overlapped_bytes` are sent while the backward still computes (every bucket but the last),
+  /// at overlap_slowdown() times the time alone.
+  double predicted_ms(int64_t bytes, int64_t buckets, int64_t overlapped_bytes = 0) const;
   /// `gradient_bytes` all-reduced as DDP sends them: a first bucket of `first_bucket_bytes`, then
-  /// buckets of `bucket_bytes` (PyTorch's 1 MiB and 25 MiB by default).
+  /// buckets of `bucket_bytes` (PyTorch's 1 MiB and 25 MiB by default); all but the last
+  /// overlapped with the backward.
   double predicted_ddp_ms(int64_t gradient_bytes, int64_t bucket_bytes = int64_t{25} << 20,
                           int64_t first_bucket_bytes = int64_t{1} << 20) const;
 };
