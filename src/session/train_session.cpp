@@ -457,6 +457,21 @@ RunData open_run_data(const TrainSessionData& data, const Workload& workload, co
 }
 
 /// The progress events around the trainer's callbacks; the leak watch after every step.
+/// `shares` auto: the trainer re-splits while training by the speeds the ranks show (their busy
+/// times, TrainRanks::rebalance_shares); `most` is this rank's largest micro-batch.
+void wire_reshare(TrainOptions& t, TrainRanks& ranks, int64_t most, const TrainEvents& events) {
+  t.reshare = [&ranks, most](int64_t step, double step_ms) -> std::optional<Reshare> {
+    std::optional<std::vector<int64_t>> shares = ranks.rebalance_shares(step, step_ms);
+    if (!shares) return std::nullopt;
+    const int64_t mine = shares->at(static_cast<size_t>(ranks.rank()));
+    return Reshare{std::move(*shares), mine, most};
+  };
+  if (events.on_reshare)
+    t.on_reshare = [&ranks, on_reshare = events.on_reshare](int64_t micro, int64_t accumulation) {
+      on_reshare(ranks.share_changes().back(), micro, accumulation);
+    };
+}
+
 void wire_events(TrainOptions& t, const TrainEvents& events, int64_t total, TrainMonitor* monitor,
                  std::shared_ptr<GradientNoiseScale> noise, AdaptiveBatch* adaptive, LeakWatch& leak_watch) {
   auto eta = std::make_shared<EtaEstimator>();
@@ -790,20 +805,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
                                plan.rank_batch, total, per_epoch, t.schedule.peak_lr});
   LeakWatch leak_watch(meter);
   wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
-  if (ranks.shares_by_speed() && !choice.adaptive && max_tokens == 0) {
-    // `shares` auto: re-split while training by the speeds the ranks show (their busy times)
-    const int64_t most = choice.request.micro_batch;  // this rank's largest micro-batch
-    t.reshare = [&ranks, most](int64_t step, double step_ms) -> std::optional<Reshare> {
-      std::optional<std::vector<int64_t>> shares = ranks.rebalance_shares(step, step_ms);
-      if (!shares) return std::nullopt;
-      const int64_t mine = shares->at(static_cast<size_t>(ranks.rank()));
-      return Reshare{std::move(*shares), mine, most};
-    };
-    if (events.on_reshare)
-      t.on_reshare = [&ranks, on_reshare = events.on_reshare](int64_t micro, int64_t accumulation) {
-        on_reshare(ranks.share_changes().back(), micro, accumulation);
-      };
-  }
+  if (ranks.shares_by_speed() && !choice.adaptive && max_tokens == 0)
+    wire_reshare(t, ranks, choice.request.micro_batch, events);
 
   Trainer trainer(workload, meter, *run_data.train, run_data.eval.get(), t);
   OpProfile op_profile;

@@ -374,6 +374,48 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
   return steps_done;
 }
 
+void Trainer::adapt_batch(int64_t step, TrainingStep& training_step) {
+  AdaptiveBatch& adaptive = *opt_.adaptive;
+  // every rank decides on the same numbers: the ranks' mean of the noise scale's averages
+  const std::vector<double> state = opt_.noise->state();  // decay, count, |G|^2, tr(Sigma)
+  std::vector<double> averages = {state[2], state[3]};
+  if (has_peers()) averages = opt_.sync->mean(averages);
+  std::optional<double> phi;
+  if (state[1] > 0 && averages[0] > 0) phi = std::max(0.0, averages[1] / averages[0]);
+  const bool changed = adaptive.after_step(step, phi);
+  if (has_peers()) {  // the same numbers give the same choice; say so loudly if they did not
+    const double mine = static_cast<double>(adaptive.units());
+    if (opt_.sync->mean({mine})[0] != mine)
+      throw InternalError(fmt::format("`adaptive`: the ranks chose different batches at step {} (this rank {} units)",
+                                      step + 1, adaptive.units()));
+  }
+  if (!changed) return;
+  micro_ = adaptive.micro_batch();
+  accumulation_ = (adaptive.rank_batch() + micro_ - 1) / micro_;
+  training_step.set_micro_batch(micro_);
+  if (opt_.on_adapt) opt_.on_adapt(adaptive.changes().back());
+}
+
+void Trainer::take_shares(const Reshare& c, int64_t micro_cap, TrainingStep& training_step) {
+  opt_.shares = c.shares;
+  data_.set_shares(c.shares);
+  const int64_t most = c.max_micro_batch > 0 ? c.max_micro_batch : c.rank_share;
+  micro_ = std::max<int64_t>(1, std::min({most, micro_cap, c.rank_share}));
+  accumulation_ = (c.rank_share + micro_ - 1) / micro_;
+  training_step.set_micro_batch(micro_);
+  data_.set_parts(accumulation_);
+  if (opt_.on_reshare) opt_.on_reshare(micro_, accumulation_);
+}
+
+int Trainer::agreed_stop_signal() {
+  int signal = opt_.stop->load();
+  if (has_peers()) {  // a signal on any rank stops every rank (the signal number of one that got it)
+    const std::vector<double> any = opt_.sync->mean({signal > 0 ? 1.0 : 0.0, static_cast<double>(signal)});
+    if (signal == 0 && any[0] > 0) signal = static_cast<int>(std::lround(any[1] / any[0]));
+  }
+  return signal;
+}
+
 TrainResult Trainer::run() {
   using clock = std::chrono::steady_clock;
   TrainResult result;
@@ -575,40 +617,10 @@ TrainResult Trainer::run() {
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
     if (read_now) read_losses();
     samples_this_run += global;
-    if (adaptive && !last && adaptive->due(step)) {  // a batch after the last step would never run
-      // every rank decides on the same numbers: the ranks' mean of the noise scale's averages
-      const std::vector<double> state = opt_.noise->state();  // decay, count, |G|^2, tr(Sigma)
-      std::vector<double> averages = {state[2], state[3]};
-      if (has_peers()) averages = opt_.sync->mean(averages);
-      std::optional<double> phi;
-      if (state[1] > 0 && averages[0] > 0) phi = std::max(0.0, averages[1] / averages[0]);
-      const bool changed = adaptive->after_step(step, phi);
-      if (has_peers()) {  // the same numbers give the same choice; say so loudly if they did not
-        const double mine = static_cast<double>(adaptive->units());
-        if (opt_.sync->mean({mine})[0] != mine)
-          throw InternalError(fmt::format("`adaptive`: the ranks chose different batches at step {} (this rank {} "
-                                          "units)",
-                                          step + 1, adaptive->units()));
-      }
-      if (changed) {
-        micro_ = adaptive->micro_batch();
-        accumulation_ = (adaptive->rank_batch() + micro_ - 1) / micro_;
-        training_step.set_micro_batch(micro_);
-        if (opt_.on_adapt) opt_.on_adapt(adaptive->changes().back());
-      }
-    }
+    if (adaptive && !last && adaptive->due(step)) adapt_batch(step, training_step);  // never after the last step
     if (opt_.reshare && !adaptive && !last) {  // `shares` auto: the ranks' shares re-split by speed
       const double step_ms = std::chrono::duration<double, std::milli>(clock::now() - step_started).count();
-      if (std::optional<Reshare> c = opt_.reshare(step, step_ms)) {
-        opt_.shares = c->shares;
-        data_.set_shares(c->shares);
-        const int64_t most = c->max_micro_batch > 0 ? c->max_micro_batch : c->rank_share;
-        micro_ = std::max<int64_t>(1, std::min({most, micro_cap, c->rank_share}));
-        accumulation_ = (c->rank_share + micro_ - 1) / micro_;
-        training_step.set_micro_batch(micro_);
-        data_.set_parts(accumulation_);
-        if (opt_.on_reshare) opt_.on_reshare(micro_, accumulation_);
-      }
+      if (std::optional<Reshare> c = opt_.reshare(step, step_ms)) take_shares(*c, micro_cap, training_step);
     }
     if (eval_due) {
       const auto eval_started = clock::now();
@@ -631,12 +643,7 @@ TrainResult Trainer::run() {
     // a graceful stop (SIGTERM before a preemption, Ctrl-C): after this step, with a checkpoint.
     // Ranks agree on it where they read their losses anyway, so none waits in a collective alone.
     if (opt_.stop && !last && (!has_peers() || read_now)) {
-      int signal = opt_.stop->load();
-      if (has_peers()) {
-        const std::vector<double> any = opt_.sync->mean({signal > 0 ? 1.0 : 0.0, static_cast<double>(signal)});
-        if (signal == 0 && any[0] > 0) signal = static_cast<int>(std::lround(any[1] / any[0]));
-      }
-      if (signal != 0) {
+      if (const int signal = agreed_stop_signal(); signal != 0) {
         read_losses();
         if (!opt_.checkpoint_dir.empty() && !checkpoint) try_checkpoint(step + 1, units_done, *optimizer, scaler, result);
         result.stopped_by_signal = signal;

@@ -230,6 +230,14 @@ class Trainer {
   /// Other processes take part in each step (DDP): OOMs and losses are agreed on with them. A
   /// sync within one process (DataParallel) backs off alone, at any point of the step.
   bool has_peers() const { return opt_.sync && opt_.sync->communicates(); }
+  /// --adaptive after `step`: the ranks' mean noise averages decide the next batch (a collective
+  /// with peers); the micro-batch and accumulation follow a change.
+  void adapt_batch(int64_t step, TrainingStep& training_step);
+  /// `shares` auto re-split: this rank's data, micro-batch (at most `micro_cap`, what an OOM
+  /// back-off left) and accumulation from the next step on.
+  void take_shares(const Reshare& c, int64_t micro_cap, TrainingStep& training_step);
+  /// TrainOptions::stop's signal, agreed with the peers (a collective with them): 0 for none.
+  int agreed_stop_signal();
 
   Workload& workload_;
   MemoryMeter& meter_;
