@@ -31,7 +31,9 @@ ShareBalance balance_shares(const std::vector<int64_t>& shares, const std::vecto
     b.predicted_slowest_ms =
         std::max(b.predicted_slowest_ms, static_cast<double>(b.proposed[r]) * 1e3 / b.samples_per_s[r]);
   b.gain = b.predicted_slowest_ms > 0 ? b.slowest_busy_ms / b.predicted_slowest_ms : 1.0;
-  b.resplit = b.proposed != shares && b.gain >= min_gain;
+  // min_gain 1: whenever the split by speed differs (its rounding to whole samples may predict a
+  // hair slower than the exact split, which never is)
+  b.resplit = b.proposed != shares && (b.gain >= min_gain || min_gain <= 1.0);
   return b;
 }
 

@@ -28,6 +28,18 @@ TEST(ShareBalance, RanksThatFinishTheirPartsTogetherKeepTheirShares) {
   EXPECT_EQ(b.shares, (std::vector<int64_t>{90, 38}));
 }
 
+TEST(ShareBalance, AGainOfOneReSplitsWheneverTheSplitBySpeedDiffersEvenWhenRoundingPredictsAHairSlower) {
+  // 4 and 1 of 5 samples at 2 and 0.98 samples/ms: the exact split 3.36 / 1.64 rounds to 3 / 2,
+  // whose slower part (2 / 0.98 = 2.04 ms) is a hair over today's 2 ms
+  const ShareBalance b = balance_shares({4, 1}, {2.0, 1.0 / 0.98}, 1.0);
+  EXPECT_EQ(b.proposed, (std::vector<int64_t>{3, 2}));
+  EXPECT_LT(b.gain, 1.0);
+  EXPECT_TRUE(b.resplit);
+  EXPECT_FALSE(balance_shares({4, 1}, {2.0, 1.0 / 0.98}, 1.05).resplit);
+  // already in proportion: the split by speed is the same, nothing to do
+  EXPECT_FALSE(balance_shares({48, 48}, {20.0, 20.0}, 1.0).resplit);
+}
+
 TEST(ShareBalance, ANoisyLookOrAMissingTimeLeavesTheSharesAlone) {
   EXPECT_FALSE(balance_shares({64, 64}, {0.0, 50.0}, 1.05).resplit);
   EXPECT_FALSE(balance_shares({64, 64}, {50.0}, 1.05).resplit);

@@ -33,7 +33,7 @@ struct ShareBalance {
   double slowest_busy_ms = 0;          ///< the largest busy_ms: what every rank's step waits for
   double predicted_slowest_ms = 0;     ///< the largest of proposed share / speed
   double gain = 1;                     ///< slowest_busy_ms / predicted_slowest_ms
-  bool resplit = false;                ///< proposed differs and gain >= min_gain
+  bool resplit = false;                ///< proposed differs and gain >= min_gain (min_gain 1: differs)
 };
 
 /// The decision for `shares` (one per rank, their sum the global batch) and each rank's busy time
