@@ -457,6 +457,34 @@ RunData open_run_data(const TrainSessionData& data, const Workload& workload, co
 }
 
 /// The progress events around the trainer's callbacks; the leak watch after every step.
+/// The trainer's options from the session's and the batch plan (the events, monitor, data and
+/// learning rate are wired afterwards).
+TrainOptions trainer_options(const TrainSessionOptions& options, const BatchPlan& plan, const TrainRanks& ranks,
+                             const std::vector<RunSetting>& settings) {
+  TrainOptions t;
+  t.stop = options.stop;
+  t.precision = options.step.precision;
+  t.checkpointing = options.step.checkpointing;
+  t.fast_paths = options.step.fast_paths;
+  t.loss_every = options.loss_every;
+  t.count_flops = true;
+  t.micro_batch = plan.micro_batch;
+  t.accumulation = plan.accumulation;
+  if (!ranks.shares().empty()) {
+    t.global_batch = plan.global_batch;
+    t.shares = ranks.shares();
+  }
+  t.epochs = options.epochs;
+  t.max_steps = options.max_steps;
+  t.clip_grad_norm = options.clip_grad_norm;
+  t.oom_backoff = options.oom_backoff;
+  t.checkpoint_dir = options.checkpoint_dir;
+  t.checkpoint_every = options.checkpoint_every;
+  t.resume = options.resume;
+  t.resume_settings = resume_checked_settings(settings);
+  return t;
+}
+
 /// `shares` auto: the trainer re-splits while training by the speeds the ranks show (their busy
 /// times, TrainRanks::rebalance_shares); `most` is this rank's largest micro-batch.
 void wire_reshare(TrainOptions& t, TrainRanks& ranks, int64_t most, const TrainEvents& events) {
@@ -733,27 +761,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (before_probing) before_probing->restore();
   const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step
 
-  TrainOptions t;
-  t.stop = options.stop;
-  t.precision = options.step.precision;
-  t.checkpointing = options.step.checkpointing;
-  t.fast_paths = options.step.fast_paths;
-  t.loss_every = options.loss_every;
-  t.count_flops = true;
-  t.micro_batch = plan.micro_batch;
-  t.accumulation = plan.accumulation;
-  if (!ranks.shares().empty()) {
-    t.global_batch = plan.global_batch;
-    t.shares = ranks.shares();
-  }
-  t.epochs = options.epochs;
-  t.max_steps = options.max_steps;
-  t.clip_grad_norm = options.clip_grad_norm;
-  t.oom_backoff = options.oom_backoff;
-  t.checkpoint_dir = options.checkpoint_dir;
-  t.checkpoint_every = options.checkpoint_every;
-  t.resume = options.resume;
-  t.resume_settings = resume_checked_settings(settings);
+  TrainOptions t = trainer_options(options, plan, ranks, settings);
   LoaderOptions lo = loader_options(workload, data, options.seed, meter.device());
   lo.batch_size = rank_batch;
   lo.parts = plan.accumulation;  // the loader's window holds micro-batches (training_footprint)
