@@ -174,7 +174,8 @@ const std::vector<OptionDoc> kDocs = {
                "(`reshare_every`). Default: equal shares"},
     {"reshare_every", "with `shares` auto: every N steps the ranks' busy times (each step less its waits for the "
                       "others) are gathered and the global batch split anew by them when that is predicted 1.05x "
-                      "faster or more; 0: keep the split made before training (default 10)",
+                      "faster or more; 0: keep the split made before training (default 10; with `adaptive` the "
+                      "split is kept)",
      0, 1e12, "optimizer steps; 0: never"},
     {"reshare_min_gain", "with `shares` auto: re-split only when the slowest rank's busy time a step is predicted to "
                          "shrink at least this many times (default 1.05; 1: whenever the split by speed differs)",

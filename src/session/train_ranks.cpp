@@ -36,6 +36,12 @@ void TrainRanksOptions::check() const {
                                                      share_balance.min_gain));
   if (parallel != "ddp" && parallel != "dp")
     throw UsageError("parallel", fmt::format("unknown value '{}' (expected ddp or dp)", parallel));
+  const ShareBalanceOptions defaults;
+  if (!shares.by_speed &&
+      (share_balance.every_steps != defaults.every_steps || share_balance.min_gain != defaults.min_gain))
+    throw UsageError(share_balance.every_steps != defaults.every_steps ? "reshare_every" : "reshare_min_gain",
+                     "re-splits the shares measured by `shares` auto while training, and the shares are not auto; "
+                     "give `shares` auto (with `global_batch`), or leave it out");
 }
 
 TrainRanks::TrainRanks(const TrainRanksOptions& options, DistEnv env, const std::string& device)

@@ -708,6 +708,9 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (ranks.shares_by_speed()) {
     if (split_by_speed == 0)
       throw UsageError("shares", "auto splits a global batch by each rank's speed: give `global_batch`");
+    if (options.adaptive && ranks.share_balance().every_steps != ShareBalanceOptions{}.every_steps)
+      throw UsageError("reshare_every", "`adaptive` keeps the shares split before training (its batch grows by "
+                                        "whole base batches, each split alike); leave `reshare_every` out");
     choice.request.global_batch = 0;  // split once the micro-batch is known and timed
   }
   check_batch_request(choice.request);

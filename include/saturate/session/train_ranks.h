@@ -164,6 +164,7 @@ class TrainRanks {
   /// Before setup: the shares chosen for `shares` auto (by speed: `by` says how, for the summary).
   void set_shares(std::vector<int64_t> shares, std::vector<double> measured_samples_per_s);
   bool shares_by_speed() const { return options_.shares.by_speed; }
+  const ShareBalanceOptions& share_balance() const { return options_.share_balance; }
   /// `shares` auto, during training, after step `step` (0-based) of `step_ms` wall time, on every
   /// rank: every share_balance.every_steps steps (the first step and the one after a change not
   /// counted) each rank's steps are gathered (a collective) and its busy time per step taken: the
