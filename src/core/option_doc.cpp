@@ -172,12 +172,12 @@ const std::vector<OptionDoc> kDocs = {
                "of the whole batch): for ranks of unequal speed or memory; auto (with `global_batch`): in "
                "proportion to each rank's samples/s, timed before training and re-split while training "
                "(`reshare_every`). Default: equal shares"},
-    {"reshare_every", "with `shares` auto: every N steps the ranks' busy times (each step less its waits for the "
-                      "others) are gathered and the global batch split anew by them when that is predicted 1.05x "
-                      "faster or more; 0: keep the split made before training (default 10; with `adaptive` the "
-                      "split is kept)",
+    {"reshare_every", "with unequal shares: every N steps the ranks' busy times (each step less its waits for "
+                      "the others) are gathered and the global batch split anew by them when that is predicted "
+                      "1.05x faster or more. Default: 10 with `shares` auto; with given shares (e.g. 48,48) none, "
+                      "and N re-splits starting from them; 0: keep the split (with `adaptive` it is kept)",
      0, 1e12, "optimizer steps; 0: never"},
-    {"reshare_min_gain", "with `shares` auto: re-split only when the slowest rank's busy time a step is predicted to "
+    {"reshare_min_gain", "when the shares are re-split (`reshare_every`): re-split only when the slowest rank's busy time a step is predicted to "
                          "shrink at least this many times (default 1.05; 1: whenever the split by speed differs)",
      1, 100, "a factor, e.g. 1.05"},
     {"bucket_mb", "DDP gradient bucket size in MiB (several ranks). Default: PyTorch's 25, after a 1 MiB first "

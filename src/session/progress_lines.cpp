@@ -136,7 +136,7 @@ TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, 
                      step, old_micro, new_micro));
   };
   e.on_reshare = [line](const ShareBalance& b, int64_t micro, int64_t accumulation) {
-    line(fmt::format("saturate: `shares` auto re-split by the speeds measured while training, {}; this rank now "
+    line(fmt::format("saturate: shares re-split by the speeds measured while training, {}; this rank now "
                      "micro-batch {} x {}",
                      share_change_text(b), micro, accumulation));
   };

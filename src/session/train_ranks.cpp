@@ -28,20 +28,22 @@ void TrainRanksOptions::check() const {
   if (!(min_bucket_speedup >= 1))
     throw UsageError("min_bucket_speedup", fmt::format("{} is below 1 (other buckets must be at least as fast as "
                                                        "PyTorch's default)", min_bucket_speedup));
-  if (share_balance.every_steps < 0)
+  if (share_balance.every_steps.value_or(0) < 0)
     throw UsageError("reshare_every", fmt::format("{} is negative; give a number of steps, or 0 to keep the shares "
-                                                  "split before training", share_balance.every_steps));
+                                                  "split before training", *share_balance.every_steps));
   if (!(share_balance.min_gain >= 1))
     throw UsageError("reshare_min_gain", fmt::format("{} is below 1 (a re-split must be predicted faster)",
                                                      share_balance.min_gain));
   if (parallel != "ddp" && parallel != "dp")
     throw UsageError("parallel", fmt::format("unknown value '{}' (expected ddp or dp)", parallel));
-  const ShareBalanceOptions defaults;
-  if (!shares.by_speed &&
-      (share_balance.every_steps != defaults.every_steps || share_balance.min_gain != defaults.min_gain))
-    throw UsageError(share_balance.every_steps != defaults.every_steps ? "reshare_every" : "reshare_min_gain",
-                     "re-splits the shares measured by `shares` auto while training, and the shares are not auto; "
-                     "give `shares` auto (with `global_batch`), or leave it out");
+  // re-splitting starts from unequal shares: measured (auto) or given; a flag that would not act is refused
+  if (share_balance.every_steps.value_or(0) > 0 && !shares.given())
+    throw UsageError("reshare_every", "re-splits unequal shares while training, and no shares are given; give "
+                                      "`shares` auto (split by speed before training), or the split to start from "
+                                      "(e.g. 48,48), or leave `reshare_every` out");
+  if (share_balance.min_gain != ShareBalanceOptions{}.min_gain && resplits() == 0)
+    throw UsageError("reshare_min_gain", "decides the re-splits of the shares while training, and none are made; give "
+                                         "`shares` auto, or shares with `reshare_every`, or leave it out");
 }
 
 TrainRanks::TrainRanks(const TrainRanksOptions& options, DistEnv env, const std::string& device)
@@ -269,8 +271,8 @@ std::vector<double> per_step(const std::vector<double>& all, size_t from, size_t
 }  // namespace
 
 std::optional<std::vector<int64_t>> TrainRanks::rebalance_shares(int64_t step, double step_ms) {
-  const int64_t every = options_.share_balance.every_steps;
-  if (!options_.shares.by_speed || every <= 0 || !ddp_ || !sync_ || !group_ || shares_.empty()) return std::nullopt;
+  const int64_t every = options_.resplits();
+  if (every <= 0 || !ddp_ || !sync_ || !group_ || shares_.empty()) return std::nullopt;
   const auto window_begins = [&] {
     window_step_ms_.clear();
     window_agree_from_ = sync_->agree_ms().size();
@@ -391,8 +393,9 @@ TrainRanksSummary TrainRanks::summary() const {
   r.ranks = rank_rows_;
   r.step_ms = step_ms_;
   r.shares_by = options_.shares.by_speed ? "speed" : shares_.empty() ? "equal" : "given";
-  if (options_.shares.by_speed) {
+  if (options_.resplits() > 0) {
     r.share_balance = options_.share_balance;
+    r.share_balance.every_steps = options_.resplits();
     r.share_looks = share_looks_;
     r.share_changes = share_changes_;
   }
@@ -431,12 +434,12 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
     }
     j["ranks"] = a;
     j["shares_by"] = shares_by;
-    if (shares_by == "speed") {  // the re-splits during training
+    if (share_balance.every_steps.value_or(0) > 0) {  // the re-splits during training
       nlohmann::json changes = nlohmann::json::array();
       for (const ShareBalance& c : share_changes)
         changes.push_back({{"step", c.step}, {"from", c.shares}, {"to", c.proposed}, {"busy_ms", c.busy_ms},
                            {"samples_per_s", c.samples_per_s}, {"predicted_speedup", c.gain}});
-      j["share_balance"] = {{"every_steps", share_balance.every_steps}, {"min_gain", share_balance.min_gain},
+      j["share_balance"] = {{"every_steps", *share_balance.every_steps}, {"min_gain", share_balance.min_gain},
                             {"looks", share_looks}, {"changes", changes}};
     }
     if (const int s = straggler(); s >= 0) j["straggler"] = {{"rank", s}, {"most_wait_ms", most_wait_ms()}, {"step_ms", step_ms}};

@@ -485,7 +485,7 @@ TrainOptions trainer_options(const TrainSessionOptions& options, const BatchPlan
   return t;
 }
 
-/// `shares` auto: the trainer re-splits while training by the speeds the ranks show (their busy
+/// Unequal shares (auto, or given with `reshare_every`): the trainer re-splits while training by the speeds the ranks show (their busy
 /// times, TrainRanks::rebalance_shares); `most` is this rank's largest micro-batch.
 void wire_reshare(TrainOptions& t, TrainRanks& ranks, int64_t most, const TrainEvents& events) {
   t.reshare = [&ranks, most](int64_t step, double step_ms) -> std::optional<Reshare> {
@@ -705,12 +705,12 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   choice.request.rank = ranks.rank();
   // `shares` auto splits the global batch; with `adaptive`, the base batch (its unit)
   const int64_t split_by_speed = options.adaptive ? base_batch_of(options) : options.global_batch;
+  if (options.adaptive && ranks.share_balance().every_steps.value_or(0) > 0)
+    throw UsageError("reshare_every", "`adaptive` keeps the shares split before training (its batch grows by "
+                                      "whole base batches, each split alike); leave `reshare_every` out");
   if (ranks.shares_by_speed()) {
     if (split_by_speed == 0)
       throw UsageError("shares", "auto splits a global batch by each rank's speed: give `global_batch`");
-    if (options.adaptive && ranks.share_balance().every_steps != ShareBalanceOptions{}.every_steps)
-      throw UsageError("reshare_every", "`adaptive` keeps the shares split before training (its batch grows by "
-                                        "whole base batches, each split alike); leave `reshare_every` out");
     choice.request.global_batch = 0;  // split once the micro-batch is known and timed
   }
   check_batch_request(choice.request);
@@ -816,7 +816,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
                                plan.rank_batch, total, per_epoch, t.schedule.peak_lr});
   LeakWatch leak_watch(meter);
   wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
-  if (ranks.shares_by_speed() && !choice.adaptive && max_tokens == 0)
+  if (ranks.resplits() > 0 && !choice.adaptive && max_tokens == 0)
     wire_reshare(t, ranks, choice.request.micro_batch, events);
 
   Trainer trainer(workload, meter, *run_data.train, run_data.eval.get(), t);

@@ -169,18 +169,20 @@ def the_network_is_measured_and_predicts_the_all_reduce_on_a_shaped_link():
     if not 0.4 * rate <= busbw <= 1.5 * rate:
         fail(f"bus bandwidth {busbw / 1e6:.2f} MB/s on a {rate / 1e6:.2f} MB/s link", json.dumps(n))
     predicted, measured = n["predicted_allreduce_ms"], n["measured_allreduce_ms"]
-    if not (measured > 0 and 0.65 * measured <= predicted <= 1.35 * measured):
-        fail(f"predicted all-reduce {predicted:.1f} ms per step, measured {measured:.1f} ms", json.dumps(n))
-    # the last rank to arrive waits for nobody: its time is at most any rank's, and on this link
-    # (the wire decides) close to it
+    # the last rank to arrive waits for nobody: its time is at most any rank's, and it is the wire's
+    # time the prediction is of (a rank's own time adds its wait for a peer that computed longer,
+    # which on this shared machine is whatever the other tests take of the cores)
     last = n["measured_last_rank_allreduce_ms"]
-    if not 0.5 * measured <= last <= measured * 1.001:
+    if not 0 < last <= measured * 1.001:
         fail(f"the last rank's all-reduce {last:.1f} ms a step against this rank's {measured:.1f} ms", json.dumps(n))
+    if not 0.65 * last <= predicted <= 1.35 * last:
+        fail(f"predicted all-reduce {predicted:.1f} ms per step, measured {last:.1f} ms as the last rank saw it "
+             f"({measured:.1f} ms on this rank)", json.dumps(n))
     if "network     all-reduce bus bandwidth" not in runs[0][1]:
         fail("no network line in node 0's summary", runs[0][1])
     print(f"100 Mbit/s link: bus bandwidth {busbw / 1e6:.2f} MB/s (link {rate / 1e6:.2f}), latency "
-          f"{n['latency_ms']:.2f} ms; all-reduce per step predicted {predicted:.1f} ms, measured {measured:.1f} ms "
-          f"({100 * (predicted / measured - 1):+.0f} %)")
+          f"{n['latency_ms']:.2f} ms; all-reduce per step predicted {predicted:.1f} ms, measured {last:.1f} ms by the "
+          f"last rank to arrive ({100 * (predicted / last - 1):+.0f} %; {measured:.1f} ms on rank 0)")
 
 
 def compression_is_kept_on_a_slow_link_and_doubles_the_samples_per_second():

@@ -49,9 +49,12 @@ struct TrainRanksOptions {
   /// sampler gives each rank its part of every global batch and DDP weights each rank's
   /// gradient by its share (exact: the one-process step).
   SharesOption shares;
-  /// `shares` auto: how often the ranks' busy times are looked at during training, and the gain
-  /// that re-splits the shares (train/share_balance.h).
+  /// How often the ranks' busy times are looked at during training, and the gain that re-splits
+  /// the shares (train/share_balance.h): by default with `shares` auto; from given shares when
+  /// every_steps is given.
   ShareBalanceOptions share_balance;
+  /// Steps between looks at the ranks' busy times while training (0: the shares are kept).
+  int64_t resplits() const { return shares.given() ? share_balance.looks_every(shares.by_speed) : 0; }
   /// UsageError naming the option.
   void check() const;
 };
@@ -109,7 +112,8 @@ struct TrainRanksSummary {
   std::optional<BucketTuning> bucket_tuning;
   std::vector<RankTraining> ranks;  ///< each rank (DDP; empty until finish_training)
   std::string shares_by = "equal";  ///< equal | given | speed (`shares` auto)
-  /// `shares` auto: the looks at the ranks' busy times during training and the re-splits they made.
+  /// The looks at the ranks' busy times during training and the re-splits they made (every_steps
+  /// set when the shares are re-split).
   ShareBalanceOptions share_balance;
   int64_t share_looks = 0;
   std::vector<ShareBalance> share_changes;
@@ -165,8 +169,10 @@ class TrainRanks {
   void set_shares(std::vector<int64_t> shares, std::vector<double> measured_samples_per_s);
   bool shares_by_speed() const { return options_.shares.by_speed; }
   const ShareBalanceOptions& share_balance() const { return options_.share_balance; }
-  /// `shares` auto, during training, after step `step` (0-based) of `step_ms` wall time, on every
-  /// rank: every share_balance.every_steps steps (the first step and the one after a change not
+  /// Steps between looks at the ranks while training; 0: the shares are kept (TrainRanksOptions).
+  int64_t resplits() const { return options_.resplits(); }
+  /// Unequal shares re-split while training (resplits() > 0), after step `step` (0-based) of `step_ms` wall time, on every
+  /// rank: every resplits() steps (the first step and the one after a change not
   /// counted) each rank's steps are gathered (a collective) and its busy time per step taken: the
   /// median over the window of its step less its waits for the others (at the agreement point and
   /// in the all-reduce); the shares are re-split when balance_shares says so; then DDP weights each rank's gradient by its new share and the new

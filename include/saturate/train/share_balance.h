@@ -9,6 +9,7 @@
 // numbers in, the decision out; train_ranks.cpp gathers and applies it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,14 @@ namespace saturate {
 
 struct ShareBalanceOptions {
   /// A look at the ranks' busy times every this many steps (a collective); 0: never re-split.
-  int64_t every_steps = 10;
+  /// Not given: every 10 steps for shares split by speed (`shares` auto), never for given shares
+  /// (given with them, the given split is where the re-splits start).
+  std::optional<int64_t> every_steps;
   /// Re-split only when the slowest rank's busy time per step is predicted to shrink at least
   /// this many times (noise on shared cores moves a balanced split's busy times by a few %).
   double min_gain = 1.05;
+  /// every_steps, or its default for shares split by speed or given.
+  int64_t looks_every(bool shares_by_speed) const { return every_steps.value_or(shares_by_speed ? 10 : 0); }
 };
 
 /// One look at the ranks: each rank's busy time per step over the steps since the last look, the
