@@ -142,90 +142,109 @@ bool is_loopback_address(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+namespace {
+
+/// torchrun (and saturate launch): RANK, WORLD_SIZE, the local pair, MASTER_ADDR/PORT.
+DistEnv read_torchrun_env(const Reader& r) {
+  DistEnv e;
+  e.launcher = Launcher::kTorchrun;
+  e.world_size = r.required("WORLD_SIZE", 1, "a positive count of processes", "RANK or LOCAL_RANK is");
+  e.rank = r.required("RANK", 0, fmt::format("0..{}", e.world_size - 1), "WORLD_SIZE or LOCAL_RANK is");
+  // torchrun always sets the local pair; a hand-made environment on one node may leave it out.
+  e.local_world_size = r.integer("LOCAL_WORLD_SIZE", 1, "a positive count of processes on this node")
+                           .value_or(e.world_size);
+  e.local_rank =
+      r.integer("LOCAL_RANK", 0, fmt::format("0..{}", e.local_world_size - 1)).value_or(e.rank % e.local_world_size);
+  check_consistent(e, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
+  e.node_rank = r.integer("GROUP_RANK", 0, "0 or more").value_or(e.rank / e.local_world_size);
+  if (e.world_size > 1 && !r.has("MASTER_ADDR"))
+    throw UsageError(fmt::format(
+        "MASTER_ADDR is not set but WORLD_SIZE={} (expected the host name or address of rank 0, e.g. 127.0.0.1 "
+        "on one machine); export MASTER_ADDR and MASTER_PORT, or {}",
+        e.world_size, kLaunchHint));
+  if (e.world_size > 1 && !r.has("MASTER_PORT"))
+    throw UsageError(fmt::format(
+        "MASTER_PORT is not set but WORLD_SIZE={} (expected a free TCP port on rank 0's host, e.g. 29500); "
+        "export MASTER_PORT, or {}",
+        e.world_size, kLaunchHint));
+  read_master(r, e, false);
+  e.agent_store = r.raw("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+  e.restart_count = r.integer("TORCHELASTIC_RESTART_COUNT", 0, "0 or more").value_or(0);
+  return e;
+}
+
+/// Open MPI (mpirun): OMPI_COMM_WORLD_*.
+DistEnv read_open_mpi_env(const Reader& r) {
+  DistEnv e;
+  e.launcher = Launcher::kMpi;
+  e.world_size_var = "OMPI_COMM_WORLD_SIZE";
+  e.world_size = r.required("OMPI_COMM_WORLD_SIZE", 1, "a positive count of processes", "OMPI_COMM_WORLD_RANK is");
+  e.rank = r.required("OMPI_COMM_WORLD_RANK", 0, fmt::format("0..{}", e.world_size - 1),
+                      "OMPI_COMM_WORLD_SIZE is");
+  e.local_world_size = r.integer("OMPI_COMM_WORLD_LOCAL_SIZE", 1, "a positive count").value_or(e.world_size);
+  e.local_rank = r.integer("OMPI_COMM_WORLD_LOCAL_RANK", 0, fmt::format("0..{}", e.local_world_size - 1))
+                     .value_or(e.rank % e.local_world_size);
+  check_consistent(e, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                   "OMPI_COMM_WORLD_LOCAL_SIZE");
+  e.node_rank = r.integer("OMPI_COMM_WORLD_NODE_RANK", 0, "0 or more").value_or(e.rank / e.local_world_size);
+  read_master(r, e, e.local_world_size < e.world_size);
+  return e;
+}
+
+/// MPICH and Intel MPI: PMI_RANK, PMI_SIZE, MPI_LOCAL*.
+DistEnv read_pmi_env(const Reader& r) {
+  DistEnv e;
+  e.launcher = Launcher::kMpi;
+  e.world_size_var = "PMI_SIZE";
+  e.world_size = r.required("PMI_SIZE", 1, "a positive count of processes", "PMI_RANK is");
+  e.rank = r.required("PMI_RANK", 0, fmt::format("0..{}", e.world_size - 1), "PMI_SIZE is");
+  e.local_world_size = r.integer("MPI_LOCALNRANKS", 1, "a positive count").value_or(e.world_size);
+  e.local_rank = r.integer("MPI_LOCALRANKID", 0, fmt::format("0..{}", e.local_world_size - 1))
+                     .value_or(e.rank % e.local_world_size);
+  check_consistent(e, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
+  e.node_rank = e.rank / e.local_world_size;
+  read_master(r, e, e.local_world_size < e.world_size);
+  return e;
+}
+
+/// srun: SLURM_PROCID, SLURM_NTASKS, the tasks per node; rank 0 the first host of the step.
+DistEnv read_slurm_env(const Reader& r) {
+  DistEnv e;
+  e.launcher = Launcher::kSlurm;
+  e.world_size_var = "SLURM_NTASKS";
+  e.world_size = r.required("SLURM_NTASKS", 1, "a positive count of tasks", "SLURM_PROCID is");
+  e.rank = r.required("SLURM_PROCID", 0, fmt::format("0..{}", e.world_size - 1), "SLURM_NTASKS is");
+  std::optional<int> per_node;
+  if (auto t = r.raw("SLURM_NTASKS_PER_NODE")) per_node = slurm_tasks_per_node(*t);
+  if (!per_node)
+    if (auto t = r.raw("SLURM_TASKS_PER_NODE")) per_node = slurm_tasks_per_node(*t);
+  e.local_world_size = per_node.value_or(e.world_size);
+  if (e.local_world_size < 1)
+    throw UsageError(fmt::format("SLURM_TASKS_PER_NODE: {} tasks per node (expected at least 1)",
+                                 e.local_world_size));
+  e.local_rank = r.integer("SLURM_LOCALID", 0, fmt::format("0..{}", e.local_world_size - 1))
+                     .value_or(e.rank % e.local_world_size);
+  check_consistent(e, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_TASKS_PER_NODE");
+  e.node_rank = r.integer("SLURM_NODEID", 0, "0 or more").value_or(e.rank / e.local_world_size);
+  if (!r.has("MASTER_ADDR")) {
+    auto nodes = r.raw("SLURM_STEP_NODELIST");
+    if (!nodes) nodes = r.raw("SLURM_JOB_NODELIST");
+    if (nodes && e.local_world_size < e.world_size) e.master_addr = first_slurm_host(*nodes);
+  }
+  read_master(r, e, false);
+  return e;
+}
+
+}  // namespace
+
 DistEnv read_dist_env(const EnvLookup& env) {
   Reader r{env};
-  DistEnv e;
-  const bool torchrun = r.has("RANK") || r.has("WORLD_SIZE") || r.has("LOCAL_RANK") || r.has("LOCAL_WORLD_SIZE");
-  if (torchrun) {
-    e.launcher = Launcher::kTorchrun;
-    e.world_size = r.required("WORLD_SIZE", 1, "a positive count of processes", "RANK or LOCAL_RANK is");
-    e.rank = r.required("RANK", 0, fmt::format("0..{}", e.world_size - 1), "WORLD_SIZE or LOCAL_RANK is");
-    // torchrun always sets the local pair; a hand-made environment on one node may leave it out.
-    e.local_world_size = r.integer("LOCAL_WORLD_SIZE", 1, "a positive count of processes on this node")
-                             .value_or(e.world_size);
-    e.local_rank =
-        r.integer("LOCAL_RANK", 0, fmt::format("0..{}", e.local_world_size - 1)).value_or(e.rank % e.local_world_size);
-    check_consistent(e, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
-    e.node_rank = r.integer("GROUP_RANK", 0, "0 or more").value_or(e.rank / e.local_world_size);
-    if (e.world_size > 1 && !r.has("MASTER_ADDR"))
-      throw UsageError(fmt::format(
-          "MASTER_ADDR is not set but WORLD_SIZE={} (expected the host name or address of rank 0, e.g. 127.0.0.1 "
-          "on one machine); export MASTER_ADDR and MASTER_PORT, or {}",
-          e.world_size, kLaunchHint));
-    if (e.world_size > 1 && !r.has("MASTER_PORT"))
-      throw UsageError(fmt::format(
-          "MASTER_PORT is not set but WORLD_SIZE={} (expected a free TCP port on rank 0's host, e.g. 29500); "
-          "export MASTER_PORT, or {}",
-          e.world_size, kLaunchHint));
-    read_master(r, e, false);
-    e.agent_store = r.raw("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
-    e.restart_count = r.integer("TORCHELASTIC_RESTART_COUNT", 0, "0 or more").value_or(0);
-    return e;
-  }
-  if (r.has("OMPI_COMM_WORLD_RANK") || r.has("OMPI_COMM_WORLD_SIZE")) {
-    e.launcher = Launcher::kMpi;
-    e.world_size_var = "OMPI_COMM_WORLD_SIZE";
-    e.world_size = r.required("OMPI_COMM_WORLD_SIZE", 1, "a positive count of processes", "OMPI_COMM_WORLD_RANK is");
-    e.rank = r.required("OMPI_COMM_WORLD_RANK", 0, fmt::format("0..{}", e.world_size - 1),
-                        "OMPI_COMM_WORLD_SIZE is");
-    e.local_world_size = r.integer("OMPI_COMM_WORLD_LOCAL_SIZE", 1, "a positive count").value_or(e.world_size);
-    e.local_rank = r.integer("OMPI_COMM_WORLD_LOCAL_RANK", 0, fmt::format("0..{}", e.local_world_size - 1))
-                       .value_or(e.rank % e.local_world_size);
-    check_consistent(e, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                     "OMPI_COMM_WORLD_LOCAL_SIZE");
-    e.node_rank = r.integer("OMPI_COMM_WORLD_NODE_RANK", 0, "0 or more").value_or(e.rank / e.local_world_size);
-    read_master(r, e, e.local_world_size < e.world_size);
-    return e;
-  }
-  if (r.has("PMI_RANK") || r.has("PMI_SIZE")) {
-    e.launcher = Launcher::kMpi;
-    e.world_size_var = "PMI_SIZE";
-    e.world_size = r.required("PMI_SIZE", 1, "a positive count of processes", "PMI_RANK is");
-    e.rank = r.required("PMI_RANK", 0, fmt::format("0..{}", e.world_size - 1), "PMI_SIZE is");
-    e.local_world_size = r.integer("MPI_LOCALNRANKS", 1, "a positive count").value_or(e.world_size);
-    e.local_rank = r.integer("MPI_LOCALRANKID", 0, fmt::format("0..{}", e.local_world_size - 1))
-                       .value_or(e.rank % e.local_world_size);
-    check_consistent(e, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
-    e.node_rank = e.rank / e.local_world_size;
-    read_master(r, e, e.local_world_size < e.world_size);
-    return e;
-  }
-  if (r.has("SLURM_PROCID")) {
-    e.launcher = Launcher::kSlurm;
-    e.world_size_var = "SLURM_NTASKS";
-    e.world_size = r.required("SLURM_NTASKS", 1, "a positive count of tasks", "SLURM_PROCID is");
-    e.rank = r.required("SLURM_PROCID", 0, fmt::format("0..{}", e.world_size - 1), "SLURM_NTASKS is");
-    std::optional<int> per_node;
-    if (auto t = r.raw("SLURM_NTASKS_PER_NODE")) per_node = slurm_tasks_per_node(*t);
-    if (!per_node)
-      if (auto t = r.raw("SLURM_TASKS_PER_NODE")) per_node = slurm_tasks_per_node(*t);
-    e.local_world_size = per_node.value_or(e.world_size);
-    if (e.local_world_size < 1)
-      throw UsageError(fmt::format("SLURM_TASKS_PER_NODE: {} tasks per node (expected at least 1)",
-                                   e.local_world_size));
-    e.local_rank = r.integer("SLURM_LOCALID", 0, fmt::format("0..{}", e.local_world_size - 1))
-                       .value_or(e.rank % e.local_world_size);
-    check_consistent(e, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_TASKS_PER_NODE");
-    e.node_rank = r.integer("SLURM_NODEID", 0, "0 or more").value_or(e.rank / e.local_world_size);
-    if (!r.has("MASTER_ADDR")) {
-      auto nodes = r.raw("SLURM_STEP_NODELIST");
-      if (!nodes) nodes = r.raw("SLURM_JOB_NODELIST");
-      if (nodes && e.local_world_size < e.world_size) e.master_addr = first_slurm_host(*nodes);
-    }
-    read_master(r, e, false);
-    return e;
-  }
-  return e;  // one process
+  if (r.has("RANK") || r.has("WORLD_SIZE") || r.has("LOCAL_RANK") || r.has("LOCAL_WORLD_SIZE"))
+    return read_torchrun_env(r);
+  if (r.has("OMPI_COMM_WORLD_RANK") || r.has("OMPI_COMM_WORLD_SIZE")) return read_open_mpi_env(r);
+  if (r.has("PMI_RANK") || r.has("PMI_SIZE")) return read_pmi_env(r);
+  if (r.has("SLURM_PROCID")) return read_slurm_env(r);
+  return DistEnv{};  // one process
 }
 
 }  // namespace saturate

@@ -68,42 +68,61 @@ nlohmann::json adaptive_json(const TrainAdaptiveSummary& a) {
           {"changes", changes},             {"step_comm_ms", a.step_comm_ms}};
 }
 
-}  // namespace
 
-nlohmann::json TrainSummary::to_json() const {
-  const TrainResult& r = result;
+/// The trainer's own result: the batch, the steps, the losses, the back-offs and checkpoints.
+nlohmann::json result_json(const TrainResult& r) {
   nlohmann::json backoffs = nlohmann::json::array();
   for (const auto& b : r.oom_backoffs)
     backoffs.push_back({{"step", b.step}, {"old_micro_batch", b.old_micro_batch}, {"new_micro_batch", b.new_micro_batch}});
   nlohmann::json eval_backoffs = nlohmann::json::array();
   for (const auto& b : r.eval_oom_backoffs)
     eval_backoffs.push_back({{"step", b.step}, {"old_eval_chunk", b.old_micro_batch}, {"new_eval_chunk", b.new_micro_batch}});
+  nlohmann::json evals = nlohmann::json::array();
+  for (const auto& e : r.evals)
+    evals.push_back({{"step", e.step}, {"samples", e.samples}, {"train_seconds", e.train_seconds}, {"loss", e.loss},
+                     {"accuracy", e.accuracy}});
+  return {{"micro_batch", r.micro_batch},
+          {"accumulation", r.accumulation},
+          {"global_batch", r.global_batch},
+          {"steps", r.steps},
+          {"samples_seen", r.samples_seen},
+          {"epochs", r.epochs},
+          {"final_train_loss", r.final_train_loss},
+          {"samples_per_s", r.samples_per_s},
+          {"oom_backoffs", backoffs},
+          {"eval_oom_backoffs", eval_backoffs},
+          {"skipped_steps", r.skipped_steps},
+          {"checkpoints_written", r.checkpoints_written},
+          {"checkpoints_failed", r.checkpoints_failed},
+          {"checkpoint_error", r.checkpoint_error.empty() ? nlohmann::json() : nlohmann::json(r.checkpoint_error)},
+          {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
+          {"resumed_split", r.resumed_from ? nlohmann::json{{"world_size", r.resumed_world_size},
+                                                            {"shares", r.resumed_shares.empty()
+                                                                           ? nlohmann::json()
+                                                                           : nlohmann::json(r.resumed_shares)}}
+                                           : nlohmann::json()},
+          {"losses", r.losses},
+          {"evals", evals},
+          {"reached_accuracy", r.reached_accuracy}};
+}
+
+/// A batch search the run made (its trials as search's JSON has them: the report draws them).
+nlohmann::json search_json(const SearchResult& r) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const Trial& t : r.trials) trials.push_back(trial_json(t));
+  return {{"max_batch", r.max_batch},         {"max_batch_exact", r.max_batch_exact},
+          {"capped", r.capped},               {"recommended_batch", r.recommended_batch},
+          {"trials", trials},                 {"trial_steps", r.trial_steps},
+          {"search_seconds", r.search_seconds}};
+}
+
+}  // namespace
+
+nlohmann::json TrainSummary::to_json() const {
+  const TrainResult& r = result;
   nlohmann::json j = context_json(context);
-  j.update({{"data", data},
-            {"precision", precision},
-            {"checkpointing", checkpointing},
-            {"micro_batch", r.micro_batch},
-            {"accumulation", r.accumulation},
-            {"global_batch", r.global_batch},
-            {"steps", r.steps},
-            {"samples_seen", r.samples_seen},
-            {"epochs", r.epochs},
-            {"final_train_loss", r.final_train_loss},
-            {"samples_per_s", r.samples_per_s},
-            {"oom_backoffs", backoffs},
-            {"eval_oom_backoffs", eval_backoffs},
-            {"skipped_steps", r.skipped_steps},
-            {"checkpoints_written", r.checkpoints_written},
-            {"checkpoints_failed", r.checkpoints_failed},
-            {"checkpoint_error", r.checkpoint_error.empty() ? nlohmann::json() : nlohmann::json(r.checkpoint_error)},
-            {"resumed_from", r.resumed_from ? nlohmann::json(*r.resumed_from) : nlohmann::json()},
-            {"resumed_split", r.resumed_from ? nlohmann::json{{"world_size", r.resumed_world_size},
-                                                              {"shares", r.resumed_shares.empty()
-                                                                             ? nlohmann::json()
-                                                                             : nlohmann::json(r.resumed_shares)}}
-                                             : nlohmann::json()},
-            {"leak", leak_json(leak)},
-            {"losses", r.losses}});
+  j.update(result_json(r));
+  j.update({{"data", data}, {"precision", precision}, {"checkpointing", checkpointing}, {"leak", leak_json(leak)}});
   j["leak"]["sites"] = leak_sites_json(leak_sites);  // filled a few steps after a detection
   // the held-out split's results under its own name: "test" fills final_test_*, "val" final_val_*
   j.update({{"eval_split", eval_split.empty() ? nlohmann::json() : nlohmann::json(eval_split)},
@@ -114,17 +133,6 @@ nlohmann::json TrainSummary::to_json() const {
   j["eval_batch"] = eval_batch > 0 ? nlohmann::json(eval_batch) : nlohmann::json();
   j["workers"] = workers;
   j["workers_auto"] = workers_auto ? workers_auto->to_json() : nlohmann::json();
-  const auto search_json = [](const SearchResult& r) {
-    nlohmann::json trials = nlohmann::json::array();  // as search's JSON has them: the report draws them
-    for (const Trial& t : r.trials) trials.push_back(trial_json(t));
-    return nlohmann::json{{"max_batch", r.max_batch},
-                          {"max_batch_exact", r.max_batch_exact},
-                          {"capped", r.capped},
-                          {"recommended_batch", r.recommended_batch},
-                          {"trials", trials},
-                          {"trial_steps", r.trial_steps},
-                          {"search_seconds", r.search_seconds}};
-  };
   j["eval_batch_search"] = eval_search ? search_json(*eval_search) : nlohmann::json();
   j["batch_search"] = nullptr;
   if (batch_search) {
@@ -141,12 +149,6 @@ nlohmann::json TrainSummary::to_json() const {
   j["loss_every"] = loss_every;
   if (objective) j["objective"] = saturate::to_json(*objective);
   if (adaptive) j["adaptive"] = adaptive_json(*adaptive);
-  nlohmann::json evals = nlohmann::json::array();
-  for (const auto& e : r.evals)
-    evals.push_back({{"step", e.step}, {"samples", e.samples}, {"train_seconds", e.train_seconds}, {"loss", e.loss},
-                     {"accuracy", e.accuracy}});
-  j["evals"] = evals;
-  j["reached_accuracy"] = r.reached_accuracy;
   j["interrupted"] = nullptr;
   if (interrupted)
     j["interrupted"] = {{"signal", interrupted->signal},
