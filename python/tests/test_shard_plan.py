@@ -112,15 +112,14 @@ def test_the_planned_micro_batch_is_exact_on_unequal_ranks(tmp_path):
     # between trials, as below); the issue's 6 is not met every time (noted in issue 42)
     (searched,) = [c for c in plan["candidates"] if c["searched"]]
     assert 0 < searched["trials_to_max"] <= min(7, searched["trials"]), searched
+    print(f"fsdp on {B0 >> 20}/{B1 >> 20} MiB: max {m} in {searched['trials_to_max']} trials ({searched['trials']} in all)")
     # fresh processes running the plain step, wrapped as planned: the planned micro-batch fits on
-    # both ranks, and the search's max is the fresh boundary's to one batch: m + 1 or m + 2 runs out
-    # of memory. Not m + 1 alone: on Gloo the memory near the limit moves from run to run (Gloo frees
-    # its buffer copies on its own threads, later under load): the search answered 7 in 9 of 10
-    # plans and 6 in 1, and a fresh run at 7 fits when the machine is idle and ran out under a
-    # full `make test`
+    # both ranks, and one more than the search's max runs out of memory. (Until the CPU budget left
+    # Gloo's worker threads' staging buffers out, the boundary moved from run to run: the search
+    # answered 7 in 9 of 10 plans and 6 in 1, and a fresh run at 7 ran out 1 time in 3 to 8; now
+    # 7 fit in 16 fresh runs of 16 and 8 ran out in 10 of 10, idle and under load)
     assert fresh(tmp_path, "fsdp", False, plan["micro_batch"]) == ["ok", "ok"]
-    if "oom" not in fresh(tmp_path, "fsdp", False, m + 1):
-        assert "oom" in fresh(tmp_path, "fsdp", False, m + 2)
+    assert "oom" in fresh(tmp_path, "fsdp", False, m + 1)
 
 
 def test_a_rank_that_loses_memory_after_a_candidates_search_stops_it_on_every_rank_without_a_hang(tmp_path):
@@ -159,7 +158,11 @@ def test_bf16_mixed_precision_is_planned_exactly_and_fits_more_than_float32(tmp_
     assert plan["mixed_precision"] == "bf16" and plan["max_batch_exact"] and m == p1["plan"]["max_batch"]
     assert m > float32["max_batch"], (m, float32["max_batch"])
     assert fresh(tmp_path, "fsdp", False, plan["micro_batch"]) == ["ok", "ok"]
-    if "oom" not in fresh(tmp_path, "fsdp", False, m + 1):  # m + 2: Gloo's fuzz, as above
+    # m + 1 or m + 2 runs out: in bf16 a fresh run at the search's m + 1 fitted (2026-12-07, after
+    # Gloo's buffers left the budget; float32's boundary is exact, test above): the search's trial
+    # there ran out, likely beside the agreement points' reservation for FSDP2's bf16 casts, one
+    # batch short of the plain step. Not looked into further (issue 42)
+    if "oom" not in fresh(tmp_path, "fsdp", False, m + 1):
         assert "oom" in fresh(tmp_path, "fsdp", False, m + 2)
 
 

@@ -1,5 +1,9 @@
 #include "saturate/core/cpu_budget_allocator.h"
 
+#include <pthread.h>
+
+#include <thread>
+
 #include <torch/torch.h>
 
 #include "saturate/core/memory_meter.h"
@@ -74,4 +78,33 @@ TEST(CpuBudgetAllocatorTest, MeterReportsPeakSinceReset) {
   EXPECT_EQ(s.allocated_bytes, base);
   EXPECT_EQ(s.peak_allocated_bytes - base, 3 << 20);
   EXPECT_EQ(s.peak_reserved_bytes, s.peak_allocated_bytes);
+}
+
+TEST(CpuBudgetAllocatorTest, GloosWorkerThreadsBuffersAreLeftOutOfTheBudgetAndOtherThreadsAreCounted) {
+  // Gloo stages a collective's buffers on its worker threads ("pt_gloo_runloop") while the
+  // step's thread runs on; counted, they made the same FSDP step fit or run out of memory by
+  // the scheduler's timing. A loader's or any other thread's tensors are counted.
+  const auto allocated_on = [](const char* thread_name) {
+    int64_t counted = -1;
+    std::thread t([&] {
+      pthread_setname_np(pthread_self(), thread_name);
+      const int64_t before = cpu_memory_counters().allocated_bytes;
+      auto staged = torch::empty({1 << 18}, torch::kFloat);  // 1 MiB
+      counted = cpu_memory_counters().allocated_bytes - before;
+    });
+    t.join();
+    return counted;
+  };
+  EXPECT_EQ(allocated_on("pt_gloo_runloop"), 0);
+  EXPECT_EQ(allocated_on("loader"), 1 << 20);
+  // and a buffer Gloo's thread made, freed elsewhere, leaves the count as it was
+  const int64_t before = cpu_memory_counters().allocated_bytes;
+  torch::Tensor kept;
+  std::thread t([&] {
+    pthread_setname_np(pthread_self(), "pt_gloo_runloop");
+    kept = torch::empty({1 << 18}, torch::kFloat);
+  });
+  t.join();
+  kept = torch::Tensor();
+  EXPECT_EQ(cpu_memory_counters().allocated_bytes, before);
 }

@@ -3,7 +3,9 @@
 // byte (parameters, gradients, optimizer state, activations, autograd buffers) and throws
 // c10::OutOfMemoryError when an allocation would pass the budget, as the CUDA caching
 // allocator does when the device is full. Not seen: pinned host memory, oneDNN/BLAS scratch
-// buffers, autograd graph nodes, tensors made with from_blob.
+// buffers, autograd graph nodes, tensors made with from_blob, and what Gloo's worker threads
+// allocate for a collective (its staging buffers, as NCCL's are outside a GPU's allocator; the
+// collective's inputs and outputs, made by the caller, are counted).
 // An optional event log (off by default; one branch per allocation when off) records every
 // allocation and free with its size, address and time, for memory timelines and replays.
 #pragma once
