@@ -173,39 +173,34 @@ DistEnv read_torchrun_env(const Reader& r) {
   return e;
 }
 
-/// Open MPI (mpirun): OMPI_COMM_WORLD_*.
-DistEnv read_open_mpi_env(const Reader& r) {
+/// An MPI launcher's variables: Open MPI's OMPI_COMM_WORLD_*, or MPICH's and Intel MPI's PMI_*.
+struct MpiVars {
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;
+  const char* node_rank;  ///< nullptr: rank / local size
+};
+
+DistEnv read_mpi_env(const Reader& r, const MpiVars& v) {
   DistEnv e;
   e.launcher = Launcher::kMpi;
-  e.world_size_var = "OMPI_COMM_WORLD_SIZE";
-  e.world_size = r.required("OMPI_COMM_WORLD_SIZE", 1, "a positive count of processes", "OMPI_COMM_WORLD_RANK is");
-  e.rank = r.required("OMPI_COMM_WORLD_RANK", 0, fmt::format("0..{}", e.world_size - 1),
-                      "OMPI_COMM_WORLD_SIZE is");
-  e.local_world_size = r.integer("OMPI_COMM_WORLD_LOCAL_SIZE", 1, "a positive count").value_or(e.world_size);
-  e.local_rank = r.integer("OMPI_COMM_WORLD_LOCAL_RANK", 0, fmt::format("0..{}", e.local_world_size - 1))
+  e.world_size_var = v.size;
+  e.world_size = r.required(v.size, 1, "a positive count of processes", fmt::format("{} is", v.rank));
+  e.rank = r.required(v.rank, 0, fmt::format("0..{}", e.world_size - 1), fmt::format("{} is", v.size));
+  e.local_world_size = r.integer(v.local_size, 1, "a positive count").value_or(e.world_size);
+  e.local_rank = r.integer(v.local_rank, 0, fmt::format("0..{}", e.local_world_size - 1))
                      .value_or(e.rank % e.local_world_size);
-  check_consistent(e, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                   "OMPI_COMM_WORLD_LOCAL_SIZE");
-  e.node_rank = r.integer("OMPI_COMM_WORLD_NODE_RANK", 0, "0 or more").value_or(e.rank / e.local_world_size);
+  check_consistent(e, v.rank, v.size, v.local_rank, v.local_size);
+  e.node_rank = v.node_rank ? r.integer(v.node_rank, 0, "0 or more").value_or(e.rank / e.local_world_size)
+                            : e.rank / e.local_world_size;
   read_master(r, e, e.local_world_size < e.world_size);
   return e;
 }
 
-/// MPICH and Intel MPI: PMI_RANK, PMI_SIZE, MPI_LOCAL*.
-DistEnv read_pmi_env(const Reader& r) {
-  DistEnv e;
-  e.launcher = Launcher::kMpi;
-  e.world_size_var = "PMI_SIZE";
-  e.world_size = r.required("PMI_SIZE", 1, "a positive count of processes", "PMI_RANK is");
-  e.rank = r.required("PMI_RANK", 0, fmt::format("0..{}", e.world_size - 1), "PMI_SIZE is");
-  e.local_world_size = r.integer("MPI_LOCALNRANKS", 1, "a positive count").value_or(e.world_size);
-  e.local_rank = r.integer("MPI_LOCALRANKID", 0, fmt::format("0..{}", e.local_world_size - 1))
-                     .value_or(e.rank % e.local_world_size);
-  check_consistent(e, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
-  e.node_rank = e.rank / e.local_world_size;
-  read_master(r, e, e.local_world_size < e.world_size);
-  return e;
-}
+constexpr MpiVars kOpenMpi{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                           "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK"};
+constexpr MpiVars kPmi{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", nullptr};
 
 /// srun: SLURM_PROCID, SLURM_NTASKS, the tasks per node; rank 0 the first host of the step.
 DistEnv read_slurm_env(const Reader& r) {
@@ -241,8 +236,8 @@ DistEnv read_dist_env(const EnvLookup& env) {
   Reader r{env};
   if (r.has("RANK") || r.has("WORLD_SIZE") || r.has("LOCAL_RANK") || r.has("LOCAL_WORLD_SIZE"))
     return read_torchrun_env(r);
-  if (r.has("OMPI_COMM_WORLD_RANK") || r.has("OMPI_COMM_WORLD_SIZE")) return read_open_mpi_env(r);
-  if (r.has("PMI_RANK") || r.has("PMI_SIZE")) return read_pmi_env(r);
+  if (r.has("OMPI_COMM_WORLD_RANK") || r.has("OMPI_COMM_WORLD_SIZE")) return read_mpi_env(r, kOpenMpi);
+  if (r.has("PMI_RANK") || r.has("PMI_SIZE")) return read_mpi_env(r, kPmi);
   if (r.has("SLURM_PROCID")) return read_slurm_env(r);
   return DistEnv{};  // one process
 }
