@@ -103,6 +103,11 @@ class _Agreement(torch.autograd.Function):
     def forward(ctx, sync: "ShardSync", reserve: Callable[[], int], *tensors: torch.Tensor):
         ctx.sync = sync
         ctx.reserve = reserve
+        # an output no gradient reaches (a model's logits beside the loss it computed from them)
+        # passes None on, not zeros: materialized, they were a logits-sized tensor more at the
+        # backward's peak than the plain step holds (bf16 GPT-2: 128 KiB a sample, 2.1 MiB at the
+        # max, the search one batch short of a fresh run)
+        ctx.set_materialize_grads(False)
         return tuple(t.view_as(t) for t in tensors)
 
     @staticmethod
@@ -160,9 +165,10 @@ class ShardSync(_Points):
         self._bytes = [gather for gather, _, _ in sizes]          # all-gathered, in the gather dtype
         self._reduce_sizes = [reduce for _, reduce, _ in sizes]   # reduce-scattered, in the reduce dtype
         self._casts = [cast for _, _, cast in sizes]              # this rank's shards cast for the gather
-        # Gloo's all-gather and reduce-scatter copy their buffer inside the call, before they
-        # communicate (measured: an all-gather of a 6.8 MiB unit allocated 6.8 MiB more in
-        # `_allgather_base`); NCCL works in place
+        # Gloo's all-gather and reduce-scatter copy their buffer inside the call, on the caller's
+        # thread, before they communicate (measured under the CPU budget, which leaves Gloo's
+        # worker threads out: all_gather_into_tensor of 8 MiB out and reduce_scatter_tensor of
+        # 8 MiB in each allocated 8 MiB more); NCCL works in place
         self._backend_copies = 1 if "gloo" in str(getattr(ranks, "backend", "")) else 0
         self._order: List[int] = []  # the units in the order their forward ended, this step
         for i, unit in enumerate(units):

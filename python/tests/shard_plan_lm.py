@@ -200,6 +200,10 @@ if __name__ == "__main__":
                     "max_abs_diff": max((a - b).abs().max().item() for a, b in zip(got, ref.parameters())),
                     "max_abs_diff_accumulated": max((a - b).abs().max().item()
                                                     for a, b in zip(got, acc.parameters())),
+                    # one process against itself: the same batches, one backward each or the
+                    # micro-batches accumulated (only the sums' order differs): the dtype's own floor
+                    "reference_rounding": max((a - b).abs().max().item()
+                                              for a, b in zip(ref.parameters(), acc.parameters())),
                     "moved": max((a - b).abs().max().item() for a, b in zip(ref.parameters(), start.parameters())),
                     "stepped": stepped, "weights": len(list(ref.parameters()))}
         if rank == 0:
