@@ -23,6 +23,7 @@ The points exist only while a trial runs; they are removed when the search ends 
 without them)."""
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, List, Optional, Tuple
 
 import torch
@@ -364,7 +365,11 @@ class DdpSync(_Points):
         self._heard = _OK
         self._dist = dist
         self._group = model.process_group
-        self._reducer = model.reducer
+        # the model by a weak reference: DDP's reducer holds this object (the hook's state) from
+        # C++, where Python's collector cannot see it, so a reference back to the reducer or the
+        # model would keep both alive for good (a plan's ddp candidate held its weights and
+        # buckets, 7.1 MiB, through every later candidate's search: fsdp answered 20, 24 alone)
+        self._model = weakref.ref(model)
         model.register_comm_hook(self, DdpSync._hook)
         # a step of several micro-batches: a rank that heard at a bucket stops at its next forward,
         # before DDP's own (which rebuilds its buckets after a reset: a broadcast the rank that
@@ -416,7 +421,9 @@ class DdpSync(_Points):
         # ("Expected to have finished reduction in the prior iteration"): put back as before a
         # step, on every rank alike (it rebuilds its buckets after the next backward, a
         # broadcast every rank then runs)
-        self._reducer._reset_state()
+        model = self._model()
+        if model is not None:
+            model.reducer._reset_state()
 
     def remove(self) -> None:
         """Nothing to remove: the hook is inert outside a step."""

@@ -13,10 +13,12 @@ test_ranks.py under torchrun; each rank a CPU device of its own budget.
         3 plain DDP steps at BATCH in new processes (no saturate in the step): each rank writes "ok",
         "oom" or "peer-gone" to OUT_DIR/fresh<R>.txt"""
 import datetime
+import gc
 import json
 import os
 import sys
 import time
+import weakref
 
 import saturate  # first: the CPU budget counts the tensors made after it
 import torch
@@ -110,6 +112,12 @@ if __name__ == "__main__":
             ref_opt.zero_grad()
         out["max_abs_diff"] = max((a - b).abs().max().item() for a, b in zip(model.module.parameters(),
                                                                                  ref.parameters()))
+    # the user drops the model: its weights go (the agreement points' hook, which DDP's reducer
+    # holds from C++, once held the reducer back: the weights and buckets stayed for good)
+    first = weakref.ref(next(model.module.parameters()))
+    del model, opt, guard, weights, every
+    gc.collect()
+    out["weights_freed"] = first() is None
     with open(os.path.join(out_dir, f"ddp{rank}.json"), "w") as f:
         json.dump(out, f, default=str)
     dist.barrier()
