@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -20,9 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-}  // namespace
-
-WatchResult watch_process(const WatchOptions& o) {
+void check_watch_options(const WatchOptions& o) {
   if (o.command.empty() && o.pid <= 0)
     throw UsageError("monitor: nothing to watch; give a command after '--' (saturate monitor -- python train.py) or "
                      "`pid` PID");
@@ -31,7 +30,23 @@ WatchResult watch_process(const WatchOptions& o) {
   if (o.sample_hz <= 0) throw UsageError("sample_hz", fmt::format("{} must be positive (e.g. 10)", o.sample_hz));
   if (o.pid > 0 && !process_alive(o.pid))
     throw UsageError(fmt::format("`pid` {}: no such running process", o.pid));
+}
 
+// Whether the watched job has ended: an attached process gone (or the watch told to stop), or
+// the spawned child exited, seen without reaping it, so that a last sample still reads the
+// child's final CPU time.
+bool job_ended(bool attached, int pid, const std::atomic<bool>* stop) {
+  if (attached) return !process_alive(pid) || (stop && stop->load());
+  siginfo_t info{};
+  info.si_pid = 0;
+  const int rc = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+  return (rc == 0 && info.si_pid == pid) || (rc != 0 && errno != EINTR);
+}
+
+}  // namespace
+
+WatchResult watch_process(const WatchOptions& o) {
+  check_watch_options(o);
   WatchResult result;
   const auto start = Clock::now();
   const bool attached = o.pid > 0;
@@ -62,19 +77,7 @@ WatchResult watch_process(const WatchOptions& o) {
   int job_cpus = allowed_cpus(pid);
   auto next_line = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.interval_s));
   int status = 0;
-  bool ended = false;
-  while (!ended) {
-    if (attached) {
-      ended = !process_alive(pid) || (o.stop && o.stop->load());
-    } else {
-      // wait without reaping, so that a last sample still reads the child's final CPU time.
-      siginfo_t info{};
-      info.si_pid = 0;
-      const int rc = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
-      if (rc == 0 && info.si_pid == pid) ended = true;
-      if (rc != 0 && errno != EINTR) ended = true;
-    }
-    if (ended) break;
+  while (!job_ended(attached, pid, o.stop)) {
     if (const int n = allowed_cpus(pid)) job_cpus = n;
     if (o.on_interval && o.interval_s > 0 && Clock::now() >= next_line) {
       Sample s;
