@@ -82,9 +82,10 @@ def test_a_users_ddp_model_searches_and_backs_off_on_unequal_ranks_without_a_han
     assert r0["search_s"] < 45 and r1["search_s"] < 45  # no collective timeout (60 s) waited out
     common = d0["max_batch"]
     assert ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common) == ["ok", "ok"]
-    at_next = ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common + 1)
-    if at_next[1] != "oom":  # Gloo's late frees move the boundary by one (docs/sharding.md)
-        assert ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common + 2)[1] == "oom"
+    # exact: one more runs out on rank 1 (before Gloo's worker threads left the CPU budget, the
+    # boundary moved by one from run to run and max + 2 was allowed; 5 of 5 fresh runs at max + 1
+    # ran out on 2026-12-07)
+    assert ranks_util.fresh_results(tmp_path, "ranks_ddp.py", 60, common + 1)[1] == "oom"
     # the guard: rank 1 backed off, rank 0 split as it did; one model on both ranks, as one process
     assert r1["backoffs"] and not r0["backoffs"], (r0["backoffs"], r1["backoffs"])
     assert r0["micro_batch"] == r1["micro_batch"] < r0["batch"]
