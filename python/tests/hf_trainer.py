@@ -4,6 +4,7 @@ worst one and a fresh process's `trainer.train()` at a batch checks the search's
 
     python3 hf_trainer.py fresh MODEL BATCH BUDGET_BYTES   # prints "ok" or "oom"
     torchrun --nproc-per-node 2 hf_trainer.py ranks OUT_DIR BUDGET0 BUDGET1
+    torchrun --nproc-per-node 2 hf_trainer.py fresh_ranks OUT_DIR BUDGET0 BUDGET1 BATCH
 """
 import sys
 
@@ -110,6 +111,23 @@ def ranks(out_dir: str, budget0: int, budget1: int) -> None:
     os._exit(0)  # past Gloo's teardown (the other rank scripts do the same)
 
 
+def fresh_ranks(out_dir: str, budget0: int, budget1: int, batch: int) -> None:
+    """Under torchrun: the Trainer's own train() (DDP over Gloo) for 2 steps at `batch` a device,
+    each rank in its own budget, in new processes: out_dir/fresh{R}.txt is "ok", "oom" or
+    "peer-gone"."""
+    import os
+    import saturate
+    from ranks_util import run_fresh
+    rank = int(os.environ["RANK"])
+    trainer = trainer_of("gpt2", os.path.join(out_dir, "out"), batch=batch, max_steps=2)
+
+    def steps():
+        with saturate.cpu_memory_budget(budget0 if rank == 0 else budget1):
+            trainer.train()
+
+    run_fresh(os.path.join(out_dir, f"fresh{rank}.txt"), steps)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "fresh":
         print(fresh(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
@@ -118,3 +136,5 @@ if __name__ == "__main__":
                          int(sys.argv[6]) if len(sys.argv) > 6 else None))
     elif sys.argv[1] == "ranks":
         ranks(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif sys.argv[1] == "fresh_ranks":
+        fresh_ranks(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
