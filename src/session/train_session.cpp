@@ -290,55 +290,57 @@ std::vector<AdaptiveRank> every_ranks_pace(const ThroughputCurve& mine, int64_t 
   return out;  // this rank's too as gathered: every rank decides on the same rounded numbers
 }
 
-/// The throughput curve up to the micro-batch that trains, timed with the same step; goodput's
-/// noise scale on this data at the base batch, at the initial weights; or the adaptive batch's start.
-void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
-                         const TrainSessionData& data, const TrainSessionOptions& o, TrainRanks& ranks,
-                         const TrainEvents& events, ModelSnapshot& initial, BatchChoice& choice) {
-  Probe probe(workload, meter);
-  TrainingFootprint f = footprint;
-  f.global_batch = 0;  // each trial's batch is its own global batch
-  probe.set_footprint(f);
+/// The throughput or goodput objective's pick: the curve up to the micro-batch that trains, timed
+/// with the same step (several ranks: the job's curve, each step with the gradients' all-reduce);
+/// goodput's noise scale on this data at the base batch, at the initial weights.
+void choose_by_curve(Workload& workload, Probe& probe, const c10::Device& device, const TrainingFootprint& footprint,
+                     const TrainSessionData& data, const TrainSessionOptions& o, TrainRanks& ranks,
+                     const TrainEvents& events, ModelSnapshot& initial, BatchChoice& choice) {
+  const int64_t micro = choice.request.micro_batch;
+  const int world = ranks.world_size();
+  if (world > 1 && o.objective.objective == Objective::kGoodput)
+    throw UsageError("objective", "goodput across ranks: use `adaptive`, which chooses the global batch by goodput "
+                                  "on every rank and counts the gradients' all-reduce, or `objective` throughput");
+  ObjectiveOptions oo = o.objective;
+  oo.base_batch = base_batch_of(o);
+  const NoiseBatches source = noise_batches(data, workload, o.seed, device);
+  // several ranks: the job's curve, the slowest rank's steps each with the gradients' all-reduce
+  // predicted from the network measured between the ranks
+  ObjectiveRanks across;
+  const bool own_split = world > 1 && !choice.request.shares.empty();
+  int64_t top = micro;
+  if (own_split) {
+    // unequal shares: each rank its own micro-batch, its part of every global batch fixed; the
+    // all-reduce (once a step however a rank splits its part) does not move a rank's best
+    // micro-batch, so each rank's own curve (no collective in its steps) picks it: its knee,
+    // at most its share
+    top = std::min(micro, rank_share(choice.request));
+  } else if (world > 1) {
+    const double allreduce_ms = ranks.step_allreduce_ms(workload, footprint.fast_paths.compress_bf16);
+    across = objective_ranks(*ranks.group(), oo, micro, allreduce_ms, ranks.network_text());
+  }
+  choice.objective = pick_by_objective(probe, oo, top, source.next, source.name,
+                                       events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial,
+                                       across);
+  if (own_split)
+    choice.objective.reason += fmt::format("; rank {}'s own curve up to its share {} (unequal shares: each rank "
+                                           "trains at its own knee)",
+                                           ranks.rank(), rank_share(choice.request));
+  choice.request.micro_batch = choice.objective.batch;
+  if (choice.objective.goodput) {  // goodput chose (not when its noise scale was not measurable)
+    choice.request.accumulation = 1;
+    if (!o.lr_scaling) choice.lr_gain = choice.objective.goodput->lr_gain;
+  }
+  if (events.on_objective) events.on_objective(choice.objective);
+}
+
+/// The adaptive batch's start: the throughput curve up to the micro-batch that trains (every rank's
+/// own with unequal shares), the unit the global batch grows by, and the all-reduce a step costs.
+void start_adaptive(Workload& workload, Probe& probe, const TrainingFootprint& footprint, const TrainSessionOptions& o,
+                    TrainRanks& ranks, const TrainEvents& events, BatchChoice& choice) {
   const int64_t micro = choice.request.micro_batch;
   const int64_t base_batch = base_batch_of(o);
   const int world = ranks.world_size();
-  if (o.objective.objective != Objective::kMemory) {
-    if (world > 1 && o.objective.objective == Objective::kGoodput)
-      throw UsageError("objective", "goodput across ranks: use `adaptive`, which chooses the global batch by goodput "
-                                    "on every rank and counts the gradients' all-reduce, or `objective` throughput");
-    ObjectiveOptions oo = o.objective;
-    oo.base_batch = base_batch;
-    const NoiseBatches source = noise_batches(data, workload, o.seed, meter.device());
-    // several ranks: the job's curve, the slowest rank's steps each with the gradients' all-reduce
-    // predicted from the network measured between the ranks
-    ObjectiveRanks across;
-    const bool own_split = world > 1 && !choice.request.shares.empty();
-    int64_t top = micro;
-    if (own_split) {
-      // unequal shares: each rank its own micro-batch, its part of every global batch fixed; the
-      // all-reduce (once a step however a rank splits its part) does not move a rank's best
-      // micro-batch, so each rank's own curve (no collective in its steps) picks it: its knee,
-      // at most its share
-      top = std::min(micro, rank_share(choice.request));
-    } else if (world > 1) {
-      const double allreduce_ms = ranks.step_allreduce_ms(workload, footprint.fast_paths.compress_bf16);
-      across = objective_ranks(*ranks.group(), oo, micro, allreduce_ms, ranks.network_text());
-    }
-    choice.objective = pick_by_objective(probe, oo, top, source.next, source.name,
-                                         events.objective ? events.objective(source.name) : ObjectiveProgress{}, &initial,
-                                         across);
-    if (own_split)
-      choice.objective.reason += fmt::format("; rank {}'s own curve up to its share {} (unequal shares: each rank "
-                                             "trains at its own knee)",
-                                             ranks.rank(), rank_share(choice.request));
-    choice.request.micro_batch = choice.objective.batch;
-    if (choice.objective.goodput) {  // goodput chose (not when its noise scale was not measurable)
-      choice.request.accumulation = 1;
-      if (!o.lr_scaling) choice.lr_gain = choice.objective.goodput->lr_gain;
-    }
-    if (events.on_objective) events.on_objective(choice.objective);
-    return;
-  }
   // unequal shares: they split the base batch (a unit), each rank its own part of every unit
   const bool unequal = !choice.request.shares.empty();
   if (unequal && global_batch_of(choice.request) != base_batch)
@@ -375,6 +377,21 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
   choice.request.micro_batch = choice.adaptive->micro_batch();
   choice.request.global_batch = base_batch;
   if (events.on_adaptive_start) events.on_adaptive_start(base_batch, choice.adaptive->micro_batch());
+}
+
+/// The throughput curve up to the micro-batch that trains, timed with the same step; goodput's
+/// noise scale on this data at the base batch, at the initial weights; or the adaptive batch's start.
+void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,
+                         const TrainSessionData& data, const TrainSessionOptions& o, TrainRanks& ranks,
+                         const TrainEvents& events, ModelSnapshot& initial, BatchChoice& choice) {
+  Probe probe(workload, meter);
+  TrainingFootprint f = footprint;
+  f.global_batch = 0;  // each trial's batch is its own global batch
+  probe.set_footprint(f);
+  if (o.objective.objective != Objective::kMemory)
+    choose_by_curve(workload, probe, meter.device(), footprint, data, o, ranks, events, initial, choice);
+  else
+    start_adaptive(workload, probe, footprint, o, ranks, events, choice);
 }
 
 /// `shares` auto: each rank times its own step at its micro-batch (no collective inside it, so an
