@@ -18,11 +18,12 @@ def torchrun(worker, *args, nproc=2, timeout=900):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def fresh_results(tmp_path, worker, *args, nproc=2):
-    """Every rank's result of a worker's "fresh" mode (its arguments after the mode), checked."""
+def fresh_results(tmp_path, worker, *args, nproc=2, mode="fresh"):
+    """Every rank's result of a worker's "fresh" mode (or `mode`; its arguments after the mode),
+    checked: each rank wrote tmp_path/fresh<R>.txt through run_fresh."""
     for r in range(nproc):
         (tmp_path / f"fresh{r}.txt").unlink(missing_ok=True)
-    out = torchrun(worker, "fresh", tmp_path, *args, nproc=nproc)
+    out = torchrun(worker, mode, tmp_path, *args, nproc=nproc)
     results = [(tmp_path / f"fresh{r}.txt").read_text() if (tmp_path / f"fresh{r}.txt").exists() else "none"
                for r in range(nproc)]
     assert all(r in RESULTS for r in results), (results, out.stderr[-3000:])

@@ -164,15 +164,8 @@ def test_under_torchrun_every_rank_gets_the_same_batch_from_unequal_budgets_and_
     assert r0["steps"] == r1["steps"] == 1  # and DDP trained a step at it on both
     # exact for the trainer's own DDP step, in new processes: the max fits on both ranks, one more
     # runs out of memory on rank 1 (2026-12-07: 23 and 24)
-    assert _fresh_ranks(tmp_path, r0["max"]) == ["ok", "ok"]
-    assert _fresh_ranks(tmp_path, r0["max"] + 1)[1] == "oom"
+    def fresh(batch):
+        return ranks_util.fresh_results(tmp_path, "hf_trainer.py", 64 * MiB, 48 * MiB, batch, mode="fresh_ranks")
 
-
-def _fresh_ranks(tmp_path, batch):
-    """Each rank's result of the trainer's own train() at `batch` a device in new processes."""
-    import ranks_util
-    for r in (0, 1):
-        (tmp_path / f"fresh{r}.txt").unlink(missing_ok=True)
-    ranks_util.torchrun("hf_trainer.py", "fresh_ranks", tmp_path, 64 * MiB, 48 * MiB, batch, timeout=600)
-    return [(tmp_path / f"fresh{r}.txt").read_text() if (tmp_path / f"fresh{r}.txt").exists() else "none"
-            for r in (0, 1)]
+    assert fresh(r0["max"]) == ["ok", "ok"]
+    assert fresh(r0["max"] + 1)[1] == "oom"
