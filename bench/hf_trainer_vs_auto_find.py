@@ -37,15 +37,33 @@ class Steps:
         model.register_forward_pre_hook(lambda m, a: setattr(self, "n", self.n + 1) if m.training else None)
 
 
+def ours(name, tmp, use):
+    """find_batch_size's row: what it set, whether that is exact in fresh processes, steps, seconds."""
+    given = GIVEN[name]
+    trainer = hf_trainer.trainer_of(name, os.path.join(tmp, use), batch=given)
+    steps = Steps(trainer.model)
+    t = time.perf_counter()
+    found = find_batch_size(trainer, memory_budget=BUDGET, use=use)
+    seconds, n = time.perf_counter() - t, steps.n
+    micro, acc = found.per_device_train_batch_size, found.gradient_accumulation_steps
+    if use == "max":  # the max fits and the max + 1 does not
+        m = found.train.max_batch
+        answer = f"max {m}: trains {micro} x {acc}"
+        exact = fresh(name, m) == "ok" and fresh(name, m + 1) == "oom"
+    else:  # the divisor fits and the next divisor of the effective batch does not
+        above = found.seen_not_to_fit
+        answer = f"{micro} x {acc} ({above} x {given // above} runs out)"
+        exact = fresh(name, micro) == "ok" and fresh(name, above) == "oom"
+    row = (f"| {name} | saturate.transformers.find_batch_size(use=\"{use}\") | {answer} | "
+           f"{'yes' if exact else 'no'} | {n} | {seconds:.1f} | {micro * acc} (kept) |")
+    return row, found
+
+
 def one(name, tmp):
     given = GIVEN[name]
-    ours = hf_trainer.trainer_of(name, os.path.join(tmp, "ours"), batch=given)
-    steps = Steps(ours.model)
-    t = time.perf_counter()
-    found = find_batch_size(ours, memory_budget=BUDGET)
-    our_s, our_steps = time.perf_counter() - t, steps.n
+    divisor_row, _ = ours(name, tmp, "divisor")
+    max_row, found = ours(name, tmp, "max")
     m = found.train.max_batch
-    our_exact = fresh(name, m) == "ok" and fresh(name, m + 1) == "oom"
     theirs = hf_trainer.trainer_of(name, os.path.join(tmp, "theirs"), batch=given, auto_find=True)
     steps = Steps(theirs.model)
     t = time.perf_counter()
@@ -55,9 +73,7 @@ def one(name, tmp):
     b = theirs._train_batch_size
     their_exact = fresh(name, b) == "ok" and fresh(name, b + 1) == "oom"
     return [
-        f"| {name} | saturate.transformers.find_batch_size | max {m}: trains {found.per_device_train_batch_size} x "
-        f"{found.gradient_accumulation_steps} | {'yes' if our_exact else 'no'} | {our_steps} | {our_s:.1f} | "
-        f"{found.per_device_train_batch_size * found.gradient_accumulation_steps} (kept) |",
+        divisor_row, max_row,
         f"| {name} | Trainer(auto_find_batch_size=True) | {b} x {theirs.args.gradient_accumulation_steps} | "
         f"{'yes' if their_exact else f'no (max {m})'} | {their_steps} | {their_s:.1f} (training included) | "
         f"{b * theirs.args.gradient_accumulation_steps}{' (kept)' if b * theirs.args.gradient_accumulation_steps == given else ' (changed)'} |"]
@@ -75,8 +91,9 @@ def main():
              f"{time.strftime('%Y-%m-%d')})", "",
              f"GPT-2 and BERT (2 layers, width 64, sequences of 64 tokens) from configs, CPU budget {BUDGET >> 20} MiB, "
              f"per_device_train_batch_size (GPT-2 {GIVEN['gpt2']}, BERT {GIVEN['bert']}) x 1 given, {os.cpu_count()} cores. Exact: the trainer's own "
-             "train() in a fresh process fits at the answer and runs out of memory one above. Steps: training "
-             "steps started before the answer.", "",
+             "train() in a fresh process fits at the answer and runs out of memory one above (use=\"divisor\": at the "
+             "next divisor of the effective batch, the next batch training could run at). Steps: training steps "
+             "started before the answer.", "",
              "| model | finder | answer (batch x accumulation) | exact | steps | seconds | effective batch |",
              "|---|---|---|---|---|---|---|", *rows, ""]
     with open(args.out, "w") as f:

@@ -158,7 +158,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
            after_trial: Optional[Callable[[], None]] = None,
            on_trial: Optional[Callable[[Trial], None]] = None, data: Any = None,
            collate_fn: Optional[Callable[[list], Any]] = None, item_size: Optional[Callable[[Any], int]] = None,
-           compare_median: bool = True) -> SearchResult:
+           compare_median: bool = True, start_batch: Optional[int] = None) -> SearchResult:
     """Finds the largest batch `step(batch_size)` runs at without running out of memory.
 
     `step` is one whole training step of yours: it builds a batch of `batch_size`, runs forward,
@@ -172,8 +172,12 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
 
     memory_budget: bytes, '512MiB', or a fraction of the device (0.8); None: the whole GPU, or on
     CPU the budget of an enclosing `saturate.cpu_memory_budget`. strategy: 'fit' (saturate's),
-    'power' or 'binsearch' (Lightning's). min_batch: the first batch of power/binsearch, and the
-    smallest batch that is of use (a smaller max is reported in `error`).
+    'power' or 'binsearch' (Lightning's), or 'divisors': only the divisors of `max_batch` (a
+    micro-batch that splits an effective batch into whole accumulation steps), the largest that
+    fits, with the next divisor above it seen not to fit (few trials: from `start_batch` up by
+    doubling or down by halving, then bisecting the divisors between). min_batch: the smallest
+    batch that is of use (a smaller max is reported in `error`), and the first batch of
+    power/binsearch/divisors unless `start_batch` is given.
 
     objective: which batch is best among those that fit (`result.batch`). 'memory': the
     recommended one; 'throughput': the smallest batch within `knee_fraction` of the plateau
@@ -225,6 +229,11 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
             raise ValueError(f"max_batch={max_batch!r}: give a positive int, or None for no limit")
         if not isinstance(min_batch, int) or min_batch < 1:
             raise ValueError(f"min_batch={min_batch!r}: give a positive int (default 1)")
+        if start_batch is not None and (not isinstance(start_batch, int) or start_batch < 1):
+            raise ValueError(f"start_batch={start_batch!r}: give a positive int, or None (min_batch)")
+        if strategy == "divisors" and max_batch is None:
+            raise ValueError("strategy='divisors' tries the divisors of max_batch: give max_batch= (the effective "
+                             "batch the micro-batch must divide)")
         if max_batch is not None and min_batch > max_batch:
             raise ValueError(f"min_batch={min_batch} is above max_batch={max_batch}")
         if base_batch is not None and (not isinstance(base_batch, int) or base_batch < 1):
@@ -241,6 +250,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     else:  # every rank at once: a refused or mismatched call stops all of them here, none waits
         agree(group, "saturate.search", dict(
             strategy=strategy, target_memory=target_memory, max_batch=max_batch, min_batch=min_batch,
+            start_batch=start_batch,
             warmup_steps=warmup_steps, timed_steps=timed_steps, objective=objective, knee_fraction=knee_fraction,
             noise_steps=noise_steps, base_batch=base_batch, exact_ranks=exact_ranks, restore=restore,
             monitor=monitor, data=data is not None, compare_median=compare_median), check)
@@ -267,7 +277,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     with state.trials(restore), _removed_after(sync):
         text, console = _C.search(runner, device=device, budget_bytes=to_bytes(memory_budget, device),
                          target_fraction=float(target_memory), strategy=strategy, max_batch=int(max_batch or 0),
-                         start_batch=max(min_batch, 2), warmup_steps=int(warmup_steps),
+                         start_batch=start_batch or max(min_batch, 2), warmup_steps=int(warmup_steps),
                          measure_steps=int(timed_steps), objective=objective, knee_fraction=float(knee_fraction),
                          noise_steps=int(noise_steps), base_batch=int(base_batch or 0),
                          parameters=state.memory_parameters(), after_trial=reset, name=step_name(step),
@@ -298,7 +308,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
                             target_memory=target_memory, strategy=strategy, max_batch=max_batch,
                             min_batch=min_batch, model=state.modules, optimizer=state.optimizers, restore=restore,
                             warmup_steps=warmup_steps, timed_steps=timed_steps, ranks=ranks,
-                            after_trial=after_trial)
+                            after_trial=after_trial, start_batch=start_batch)
             result.worst_case.median_max_batch = median.max_batch
             result.worst_case.median_recommended_batch = median.recommended_batch
             result.worst_case.median_trials = len(median.trials)

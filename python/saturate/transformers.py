@@ -14,7 +14,11 @@ searches the trainer's own step instead, before `trainer.train()`:
   it before it yields the current one: at an exact max without it, BERT ran out one batch above);
 - `per_device_train_batch_size` becomes the largest divisor of the per-device effective batch
   (`per_device_train_batch_size x gradient_accumulation_steps` as given) that fits, and
-  `gradient_accumulation_steps` the rest: the effective batch is the user's, exactly;
+  `gradient_accumulation_steps` the rest: the effective batch is the user's, exactly. Only
+  divisors are tried (use='divisor', the default): from the batch given, up by doubling or down by
+  halving, then bisecting the divisors between, until the next divisor above the answer was seen
+  not to fit (GPT-2 and BERT given above their max: 2 training steps, where auto_find_batch_size
+  starts 6 and 4); use='max' finds the largest batch that fits, exact, first;
 - with an evaluation dataset, `per_device_eval_batch_size` is searched on its own (the trainer's
   `prediction_step`, beside the optimizer's state as during training): an evaluation that does not
   fit never lowers the training batch;
@@ -53,6 +57,9 @@ class TrainerBatchSizes:
     train: SearchResult
     eval: Optional[SearchResult]
     reason: str
+    # use='divisor': the next divisor of the effective batch above the train batch, seen not to fit
+    # (0: the effective batch itself fits); use='max': the max + 1 when exact
+    seen_not_to_fit: int = 0
 
     def __str__(self) -> str:
         return self.reason
@@ -90,6 +97,12 @@ def _largest_divisor_at_most(total: int, limit: int) -> int:
     return max(d for d in range(1, min(total, limit) + 1) if total % d == 0)
 
 
+def _next_divisor_seen_not_to_fit(train: SearchResult) -> int:
+    """The smallest batch above the answer that a trial ran and did not fit (0: none: the effective
+    batch itself fits); with use='divisor', the next divisor of the effective batch."""
+    return min((t.batch for t in train.trials if t.status != "ok" and t.batch > train.max_batch), default=0)
+
+
 def _enable_checkpointing(trainer: Any) -> None:
     """Activation checkpointing as trainer.train() turns it on (it does so again, alike)."""
     args, model = trainer.args, trainer.model
@@ -125,17 +138,30 @@ def _prime(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
         g["lr"] = lr
 
 
-def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max", target_memory: float = 0.9,
+_USES = ("divisor", "max", "recommended")
+
+
+def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "divisor", target_memory: float = 0.9,
                     ranks: Any = "auto") -> TrainerBatchSizes:
     """Searches `trainer`'s training step (and its evaluation step, with an eval dataset) exactly and
     sets `trainer.args.per_device_train_batch_size`, `gradient_accumulation_steps` (the effective
     batch kept) and `per_device_eval_batch_size`. memory_budget: bytes, '512MiB' or a fraction of
-    the device (on CPU required unless inside saturate.cpu_memory_budget); use: 'max' (the largest
-    that fits) or 'recommended' (within target_memory of the budget)."""
-    if use not in ("max", "recommended"):
-        raise ValueError(f"use={use!r}: give 'max' (the largest batch that fits) or 'recommended' (within "
-                         "target_memory of the budget)")
+    the device (on CPU required unless inside saturate.cpu_memory_budget); use: 'divisor' (default:
+    only the divisors of the effective batch are tried, from the batch given: the largest that
+    fits, the next one above seen not to; the fewest trials), 'max' (the largest batch that fits,
+    exact, then the largest divisor at or below it) or 'recommended' (the largest within
+    target_memory of the budget, then its divisor)."""
+    if use not in _USES:
+        raise ValueError(f"use={use!r}: give 'divisor' (the largest divisor of the effective batch that fits), "
+                         "'max' (the largest batch that fits) or 'recommended' (within target_memory of the budget)")
     args, model = trainer.args, trainer.model
+    for engine, flag in (("FSDP", "is_fsdp_enabled"), ("DeepSpeed", "is_deepspeed_enabled")):
+        if getattr(trainer, flag, False):  # train() would shard the model: the unsharded step is not it
+            raise ValueError(f"find_batch_size: this Trainer trains with {engine} (trainer.{flag}), which shards the "
+                             "model in train(); the drop-in searches the unsharded step and would answer for a model "
+                             "that does not train: search the sharded step with saturate.search(step, model=...) "
+                             "under torchrun (an FSDP2 model's ranks agree at every unit), or plan it with "
+                             "saturate.shard_plan (docs/sharding.md)")
     if model is None:
         raise ValueError("the trainer has no model (model_init trainers build theirs in train(): give Trainer(model=...))")
     effective = int(args.per_device_train_batch_size) * int(args.gradient_accumulation_steps)
@@ -177,9 +203,14 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
         _prime(model, optimizer)
         # with use="max" no trials are spent on the target's boundary (the recommended batch)
         target = target_memory if use == "recommended" else 1.0
-        train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target,
-                       model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
-                       max_batch=min(65536, len(trainer.train_dataset)))  # no batch holds more than the data
+        if use == "divisor":  # only batches training can run at, from the one given
+            train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target,
+                           model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
+                           strategy="divisors", max_batch=effective, start_batch=int(args.per_device_train_batch_size))
+        else:
+            train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target,
+                           model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
+                           max_batch=min(65536, len(trainer.train_dataset)))  # no batch holds more than the data
         if train.error and not train.max_batch:
             raise RuntimeError(f"saturate.transformers.find_batch_size: the training step does not fit: {train.error}")
         fits = train.recommended_batch if use == "recommended" else train.max_batch
@@ -200,10 +231,17 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
     given = (int(args.per_device_train_batch_size), int(args.gradient_accumulation_steps))
     args.per_device_train_batch_size = micro
     args.gradient_accumulation_steps = accumulation
-    exact = f"exact: {train.max_batch + 1} does not fit" if train.max_batch_exact else "not exact"
     reason = (f"saturate.transformers: per_device_train_batch_size {given[0]} -> {micro}, gradient_accumulation_steps "
-              f"{given[1]} -> {accumulation} (effective batch {effective} a device, kept): the largest divisor of "
-              f"{effective} within the {use} batch {fits} (max {train.max_batch}, {exact}; {len(train.trials)} trials)")
+              f"{given[1]} -> {accumulation} (effective batch {effective} a device, kept): ")
+    if use == "divisor":
+        above = _next_divisor_seen_not_to_fit(train)
+        reason += (f"the largest divisor of {effective} that fits (" +
+                   (f"{above}, the next, does not" if above else "the effective batch itself") +
+                   f"; {len(train.trials)} trials; use='max' finds the largest batch too)")
+    else:
+        exact = f"exact: {train.max_batch + 1} does not fit" if train.max_batch_exact else "not exact"
+        reason += (f"the largest divisor of {effective} within the {use} batch {fits} (max {train.max_batch}, {exact}; "
+                   f"{len(train.trials)} trials)")
     if evaluated is not None:
         args.per_device_eval_batch_size = max(1, eval_size)
         kept = evaluated.data.get("kept_for_metrics")
@@ -217,7 +255,7 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "max
             log.warning(reason)
     log.info(reason)
     return TrainerBatchSizes(micro, accumulation, eval_size if evaluated is not None else None, effective, train,
-                             evaluated, reason)
+                             evaluated, reason, _next_divisor_seen_not_to_fit(train))
 
 
 def _keeps_predictions(trainer: Any) -> bool:

@@ -102,12 +102,15 @@ def ranks(out_dir: str, budget0: int, budget1: int) -> None:
     trainer = trainer_of("gpt2", os.path.join(out_dir, "out"), batch=4, accumulation=16)
     budget = budget0 if rank == 0 else budget1
     with saturate.cpu_memory_budget(budget):
-        found = find_batch_size(trainer)
+        divisor = find_batch_size(trainer)  # the default: the divisors of 64 only
+        found = find_batch_size(trainer, use="max")
         trainer.train()
     own = found.train.data.get("ranks") or []
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump({"micro": found.per_device_train_batch_size, "accumulation": found.gradient_accumulation_steps,
-                   "max": found.train.max_batch, "ranks": own, "steps": trainer.state.global_step}, f)
+                   "max": found.train.max_batch, "ranks": own, "steps": trainer.state.global_step,
+                   "divisor": [divisor.per_device_train_batch_size, divisor.gradient_accumulation_steps,
+                               divisor.seen_not_to_fit]}, f)
     os._exit(0)  # past Gloo's teardown (the other rank scripts do the same)
 
 

@@ -42,9 +42,14 @@ def test_the_drop_in_keeps_the_effective_batch_and_its_max_is_exact_under_the_tr
     trainer = hf_trainer.trainer_of(name, str(tmp_path), batch=4, accumulation=16)  # 64 a device
     # the weights as given, in numpy's memory (a torch copy would take CPU budget from the search)
     before = {k: v.detach().numpy().copy() for k, v in trainer.model.state_dict().items()}
-    found = find_batch_size(trainer, memory_budget=BUDGET)
+    divisor = find_batch_size(trainer, memory_budget=BUDGET)  # the default: divisors of 64 only, from 4
+    found = find_batch_size(trainer, memory_budget=BUDGET, use="max")
     r = found.train
     assert r.max_batch_exact and not r.error, str(r)
+    # both train at the largest divisor at or below the exact max (checked fresh below)
+    assert (divisor.per_device_train_batch_size, divisor.gradient_accumulation_steps) == \
+        (found.per_device_train_batch_size, found.gradient_accumulation_steps), (divisor.reason, found.reason)
+    assert all(64 % t.batch == 0 for t in divisor.train.trials), divisor.reason
     args = trainer.args
     micro, accumulation = args.per_device_train_batch_size, args.gradient_accumulation_steps
     assert micro * accumulation == 64 == found.effective_batch
@@ -126,25 +131,32 @@ def test_an_evaluation_set_that_fits_in_one_batch_is_evaluated_in_one(tmp_path):
     assert fresh_eval(64, 64) == "ok"
 
 
-def test_the_drop_in_starts_fewer_training_steps_than_auto_find_batch_size_and_keeps_the_effective_batch(tmp_path):
+@pytest.mark.parametrize("name,given", [("gpt2", 64), ("bert", 128)])
+def test_the_drop_in_starts_fewer_training_steps_than_auto_find_batch_size_and_keeps_the_effective_batch(
+        tmp_path, name, given):
     import saturate
 
     gc.collect()
-    # given 64 a device, above the max (32 on GPT-2 under 64 MiB): both finders search
-    ours = hf_trainer.trainer_of("gpt2", str(tmp_path / "ours"), batch=64)
+    # given above the max (GPT-2 32, BERT 90 under 64 MiB): both finders search
+    ours = hf_trainer.trainer_of(name, str(tmp_path / "ours"), batch=given)
     counted = StepCounter(ours.model)
     found = find_batch_size(ours, memory_budget=BUDGET)
     our_steps = counted.steps
-    theirs = hf_trainer.trainer_of("gpt2", str(tmp_path / "theirs"), batch=64, auto_find=True)
+    # exact among the batches training can run at, in fresh processes: the answer fits, the next
+    # divisor of the effective batch runs out of memory
+    micro, above = found.per_device_train_batch_size, found.seen_not_to_fit
+    assert above == min(d for d in range(micro + 1, given + 1) if given % d == 0), found.reason
+    assert fresh(name, micro) == "ok" and fresh(name, above) == "oom", found.reason
+    theirs = hf_trainer.trainer_of(name, str(tmp_path / "theirs"), batch=given, auto_find=True)
     their_counter = StepCounter(theirs.model)
     with saturate.cpu_memory_budget(BUDGET):
         theirs.train()
     their_steps = their_counter.steps - 1  # less the step that trained at its answer
     their_batch = theirs._train_batch_size
     assert our_steps < their_steps, (our_steps, their_steps)
-    assert found.per_device_train_batch_size * found.gradient_accumulation_steps == 64
+    assert found.per_device_train_batch_size * found.gradient_accumulation_steps == given
     # theirs trains at a smaller batch than it was given, with no accumulation to make up for it
-    assert their_batch <= found.train.max_batch and theirs.args.gradient_accumulation_steps == 1
+    assert their_batch < given and theirs.args.gradient_accumulation_steps == 1
 
 
 def test_under_torchrun_every_rank_gets_the_same_batch_from_unequal_budgets_and_trains_at_it(tmp_path):
@@ -157,6 +169,9 @@ def test_under_torchrun_every_rank_gets_the_same_batch_from_unequal_budgets_and_
     r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     assert (r0["micro"], r0["accumulation"], r0["max"]) == (r1["micro"], r1["accumulation"], r1["max"])
     assert r0["micro"] * r0["accumulation"] == 64 and r0["micro"] <= r0["max"]
+    # the default (divisors only) agrees on every rank and with the largest divisor under the max
+    assert r0["divisor"] == r1["divisor"] and r0["divisor"][:2] == [r0["micro"], r0["accumulation"]], r0
+    assert r0["divisor"][2] == 2 * r0["micro"] > r0["max"], r0  # the next divisor ran out of memory
     budgets = {r["rank"]: r["budget_bytes"] for r in r0["ranks"]}
     assert budgets == {0: 64 * MiB, 1: 48 * MiB}
     # the smaller budget's exact max is every rank's
@@ -169,3 +184,16 @@ def test_under_torchrun_every_rank_gets_the_same_batch_from_unequal_budgets_and_
 
     assert fresh(r0["max"]) == ["ok", "ok"]
     assert fresh(r0["max"] + 1)[1] == "oom"
+
+
+@pytest.mark.parametrize("flag", ["is_fsdp_enabled", "is_deepspeed_enabled"])
+def test_a_trainer_that_shards_the_model_in_train_is_refused_naming_the_engine(tmp_path, flag):
+    # the Trainer decides at construction whether train() wraps the model with FSDP or DeepSpeed
+    # and keeps it in these attributes (a CPU trainer here cannot enable either: accelerate keeps
+    # them False without accelerators), so the test sets the one the trainer's own train() reads
+    trainer = hf_trainer.trainer_of("gpt2", str(tmp_path), batch=4)
+    setattr(trainer, flag, True)
+    given = trainer.args.per_device_train_batch_size
+    with pytest.raises(ValueError, match=f"trainer.{flag}.*saturate.search.*shard_plan"):
+        find_batch_size(trainer, memory_budget=BUDGET)
+    assert trainer.args.per_device_train_batch_size == given  # nothing changed

@@ -61,11 +61,11 @@ const std::vector<OptionDoc> kDocs = {
     {"val_fraction", "`data` images:DIR|wds:...: hold out this share of the samples (in [0, 1), by a hash of each "
                      "sample's key) as a val split that training evaluates on and never trains on"},
     // the search (search/search.h, session/workload_search.h)
-    {"strategy", "fit (few trials, exact) | binsearch | power (Lightning's)"},
+    {"strategy", "fit (few trials, exact) | binsearch | power (Lightning's) | divisors (of max_batch)"},
     {"target_fraction", "fraction of the budget the recommended batch's measured peak may use (seed B2: 0.8-0.9)",
                         0.01, 1, "a fraction of the budget, e.g. 0.9"},
     {"max_batch", "never try a batch above this (0: no cap)", 0, kBatchMax, "0: no cap"},
-    {"start_batch", "first batch of power/binsearch", 1, kBatchMax, "a batch"},
+    {"start_batch", "first batch of power/binsearch/divisors", 1, kBatchMax, "a batch"},
     {"measure_steps", "timed training steps per trial, after its untimed warm-up steps", 1, 1e6,
      "steps per trial"},
     {"search.warmup_steps", "untimed training steps before a trial's timed ones (the throughput curve's)", 0, 1e6,

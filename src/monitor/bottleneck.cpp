@@ -108,52 +108,69 @@ std::string borderline_fix(const std::vector<Bottleneck>& between, bool on_gpu, 
   return out;
 }
 
-Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t) {
-  Verdict v;
-  const double f = std::max(1.0, t.borderline_factor);
-  const double step = p.step_ms > 0 ? p.step_ms
-                                    : p.data_wait_ms + p.h2d_ms + p.compute_ms() + p.allreduce_ms;
-  const double data = share(p.data_wait_ms + p.h2d_ms, step);
-  const double comm = share(p.allreduce_ms, step);
-  const double compute = share(p.compute_ms(), step);
-  const double lf = std::isnan(p.launch_fraction) ? 0.0 : std::clamp(p.launch_fraction, 0.0, 1.0);
-  const double launch = compute * lf;  // the share of the step lost to launching
-  const double useful = compute * (1.0 - lf);
-  const double launch_limit = p.on_gpu ? t.launch_fraction_gpu : t.launch_fraction_cpu;
-  const bool have_gpu_util = p.on_gpu && !std::isnan(p.gpu_util_percent);
-  v.evidence = {{"step_ms", r3(step)},
-                {"data_share", r3(data)},
-                {"communication_share", r3(comm)},
-                {"compute_share", r3(compute)},
-                {"launch_fraction", std::isnan(p.launch_fraction) ? nlohmann::json() : nlohmann::json(r3(lf))},
-                {"launch_share", r3(launch)},
-                {"shares", {{"data", r3(data)},
-                            {"communication", r3(comm)},
-                            {"launch", r3(launch)},
-                            {"arithmetic", r3(useful)},
-                            {"other", r3(std::max(0.0, 1.0 - data - comm - compute))}}},
-                {"borderline_factor", f}};
-  if (!p.launch_evidence.empty()) v.evidence["launch"] = p.launch_evidence;
-  if (!std::isnan(p.gpu_util_percent)) v.evidence["gpu_util_percent"] = r3(p.gpu_util_percent);
-  if (!std::isnan(p.mem_util_percent)) v.evidence["mem_util_percent"] = r3(p.mem_util_percent);
-  if (!std::isnan(p.cpu_percent)) v.evidence["cpu_percent"] = r3(p.cpu_percent);
+namespace {
 
-  // the stall causes: each against its threshold, with a band of a factor f either side.
+/// The step's time split in shares (of the step); launch and arithmetic split the compute's share.
+struct StepShares {
+  double step_ms = 0, data = 0, comm = 0, compute = 0, lf = 0, launch = 0, useful = 0;
+};
+
+StepShares shares_of(const StepProfile& p) {
+  StepShares s;
+  s.step_ms = p.step_ms > 0 ? p.step_ms : p.data_wait_ms + p.h2d_ms + p.compute_ms() + p.allreduce_ms;
+  s.data = share(p.data_wait_ms + p.h2d_ms, s.step_ms);
+  s.comm = share(p.allreduce_ms, s.step_ms);
+  s.compute = share(p.compute_ms(), s.step_ms);
+  s.lf = std::isnan(p.launch_fraction) ? 0.0 : std::clamp(p.launch_fraction, 0.0, 1.0);
+  s.launch = s.compute * s.lf;  // the share of the step lost to launching
+  s.useful = s.compute * (1.0 - s.lf);
+  return s;
+}
+
+nlohmann::json evidence_of(const StepProfile& p, const StepShares& s, double f) {
+  nlohmann::json e = {
+      {"step_ms", r3(s.step_ms)},
+      {"data_share", r3(s.data)},
+      {"communication_share", r3(s.comm)},
+      {"compute_share", r3(s.compute)},
+      {"launch_fraction", std::isnan(p.launch_fraction) ? nlohmann::json() : nlohmann::json(r3(s.lf))},
+      {"launch_share", r3(s.launch)},
+      {"shares", {{"data", r3(s.data)},
+                  {"communication", r3(s.comm)},
+                  {"launch", r3(s.launch)},
+                  {"arithmetic", r3(s.useful)},
+                  {"other", r3(std::max(0.0, 1.0 - s.data - s.comm - s.compute))}}},
+      {"borderline_factor", f}};
+  if (!p.launch_evidence.empty()) e["launch"] = p.launch_evidence;
+  if (!std::isnan(p.gpu_util_percent)) e["gpu_util_percent"] = r3(p.gpu_util_percent);
+  if (!std::isnan(p.mem_util_percent)) e["mem_util_percent"] = r3(p.mem_util_percent);
+  if (!std::isnan(p.cpu_percent)) e["cpu_percent"] = r3(p.cpu_percent);
+  return e;
+}
+
+/// The stall causes: each against its threshold, with a band of a factor f either side.
+std::vector<Cause> stalls_of(const StepProfile& p, const BottleneckThresholds& t, const StepShares& s, double f) {
   std::vector<Cause> stalls = {
-      {Bottleneck::kData, data, side_of(data, t.data_share, f),
-       fmt::format("{:.0f} % of the step waits for data (threshold {:.0f} %)", 100 * data, 100 * t.data_share)},
-      {Bottleneck::kCommunication, comm, side_of(comm, t.communication_share, f),
-       fmt::format("{:.0f} % of the step is all-reduce (threshold {:.0f} %)", 100 * comm, 100 * t.communication_share)},
+      {Bottleneck::kData, s.data, side_of(s.data, t.data_share, f),
+       fmt::format("{:.0f} % of the step waits for data (threshold {:.0f} %)", 100 * s.data, 100 * t.data_share)},
+      {Bottleneck::kCommunication, s.comm, side_of(s.comm, t.communication_share, f),
+       fmt::format("{:.0f} % of the step is all-reduce (threshold {:.0f} %)", 100 * s.comm,
+                   100 * t.communication_share)},
   };
+  const double launch_limit = p.on_gpu ? t.launch_fraction_gpu : t.launch_fraction_cpu;
   if (!std::isnan(p.launch_fraction))
-    stalls.push_back({Bottleneck::kLaunch, launch, side_of(lf, launch_limit, f),
-                      fmt::format("{:.0f} % of the compute time is launch overhead (threshold {:.0f} %)", 100 * lf,
+    stalls.push_back({Bottleneck::kLaunch, s.launch, side_of(s.lf, launch_limit, f),
+                      fmt::format("{:.0f} % of the compute time is launch overhead (threshold {:.0f} %)", 100 * s.lf,
                                   100 * launch_limit)});
+  return stalls;
+}
 
-  // when no stall decides: the device's own state (NVML), else the arithmetic's share.
-  Cause fallback{Bottleneck::kBalanced, useful, Side::kUnder, ""};
-  std::vector<Bottleneck> fallback_between;  // the fallback itself is borderline
-  if (have_gpu_util) {
+/// When no stall decides: the device's own state (NVML), else the arithmetic's share. `between`:
+/// the verdicts the fallback itself lies between (empty: it is clear).
+Cause fallback_of(const StepProfile& p, const BottleneckThresholds& t, const StepShares& s, double f,
+                  std::vector<Bottleneck>& between, nlohmann::json& evidence) {
+  Cause fallback{Bottleneck::kBalanced, s.useful, Side::kUnder, ""};
+  if (p.on_gpu && !std::isnan(p.gpu_util_percent)) {
     const bool busy = p.gpu_util_percent >= t.busy_gpu_util;
     if (busy && !std::isnan(p.mem_util_percent) && p.mem_util_percent >= t.memory_util) {
       fallback.kind = Bottleneck::kMemory;
@@ -166,25 +183,28 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
     } else {
       fallback.what = fmt::format("GPU busy only {:.0f} % but no single cause over its threshold", p.gpu_util_percent);
     }
-  } else {
-    // no device counters (CPU, or a GPU without NVML): the arithmetic's share of the step.
-    v.evidence["useful_compute_share"] = r3(useful);
-    fallback.side = side_of(useful, t.compute_share, f);
-    const std::string arithmetic =
-        fmt::format("{:.0f} % of the step is arithmetic (threshold {:.0f} %)", 100 * useful, 100 * t.compute_share);
-    if (fallback.side == Side::kOver) {
-      fallback.kind = Bottleneck::kCompute;
-      fallback.what = arithmetic;
-    } else if (fallback.side == Side::kNear) {
-      fallback.kind = Bottleneck::kCompute;
-      fallback.what = arithmetic;
-      fallback_between = {Bottleneck::kCompute, Bottleneck::kBalanced};
-    } else {
-      fallback.what = fmt::format("no single cause: data {:.0f} %, launch {:.0f} %, arithmetic {:.0f} % of the step",
-                                  100 * data, 100 * launch, 100 * useful);
-    }
+    return fallback;
   }
+  // no device counters (CPU, or a GPU without NVML): the arithmetic's share of the step.
+  evidence["useful_compute_share"] = r3(s.useful);
+  fallback.side = side_of(s.useful, t.compute_share, f);
+  const std::string arithmetic =
+      fmt::format("{:.0f} % of the step is arithmetic (threshold {:.0f} %)", 100 * s.useful, 100 * t.compute_share);
+  if (fallback.side != Side::kUnder) {
+    fallback.kind = Bottleneck::kCompute;
+    fallback.what = arithmetic;
+    if (fallback.side == Side::kNear) between = {Bottleneck::kCompute, Bottleneck::kBalanced};
+  } else {
+    fallback.what = fmt::format("no single cause: data {:.0f} %, launch {:.0f} %, arithmetic {:.0f} % of the step",
+                                100 * s.data, 100 * s.launch, 100 * s.useful);
+  }
+  return fallback;
+}
 
+/// The verdict: the one stall clearly over its threshold with no rival within x f, else the
+/// fallback when it is clear, else borderline between every cause noise could put first.
+void decide(const std::vector<Cause>& stalls, const Cause& fallback, const std::vector<Bottleneck>& fallback_between,
+            double f, Verdict& v) {
   const Cause* winner = nullptr;
   for (const Cause& c : stalls)
     if (c.side == Side::kOver && (!winner || c.share > winner->share)) winner = &c;
@@ -194,36 +214,40 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
   if (winner && rivals.empty()) {
     v.kind = winner->kind;
     v.reason = winner->what;
-  } else if (!winner && rivals.empty() && fallback_between.empty()) {
+    return;
+  }
+  if (!winner && rivals.empty() && fallback_between.empty()) {
     v.kind = fallback.kind;
     v.reason = fallback.what;
-  } else {
-    // borderline: name every verdict it lies between, the largest share first, with its number
-    std::vector<const Cause*> in;
-    if (winner) in.push_back(winner);
-    in.insert(in.end(), rivals.begin(), rivals.end());
-    std::stable_sort(in.begin(), in.end(), [](const Cause* a, const Cause* b) { return a->share > b->share; });
-    std::vector<std::string> whats;
-    for (const Cause* c : in) {
-      v.between.push_back(c->kind);
-      whats.push_back(c->what);
-    }
-    if (!winner) {  // no stall is clearly over: the fallback's verdict is the other side
-      const std::vector<Bottleneck> others =
-          fallback_between.empty() ? std::vector<Bottleneck>{fallback.kind} : fallback_between;
-      for (Bottleneck b : others)
-        if (std::find(v.between.begin(), v.between.end(), b) == v.between.end()) v.between.push_back(b);
-      whats.push_back(fallback.what);
-    }
-    v.kind = Bottleneck::kBorderline;
-    std::string joined;
-    for (size_t i = 0; i < whats.size(); ++i) joined += (i ? "; " : "") + whats[i];
-    v.reason = fmt::format("borderline between {} (a share within x{:g} of its threshold, or rivals within x{:g} of "
-                           "each other): {}",
-                           names_of(v.between), f, f, joined);
+    return;
   }
-  v.fix = v.kind == Bottleneck::kBorderline ? borderline_fix(v.between, p.on_gpu, p.mixed_precision)
-                                             : bottleneck_fix(v.kind, p.on_gpu, p.mixed_precision);
+  // borderline: name every verdict it lies between, the largest share first, with its number
+  std::vector<const Cause*> in;
+  if (winner) in.push_back(winner);
+  in.insert(in.end(), rivals.begin(), rivals.end());
+  std::stable_sort(in.begin(), in.end(), [](const Cause* a, const Cause* b) { return a->share > b->share; });
+  std::vector<std::string> whats;
+  for (const Cause* c : in) {
+    v.between.push_back(c->kind);
+    whats.push_back(c->what);
+  }
+  if (!winner) {  // no stall is clearly over: the fallback's verdict is the other side
+    const std::vector<Bottleneck> others =
+        fallback_between.empty() ? std::vector<Bottleneck>{fallback.kind} : fallback_between;
+    for (Bottleneck b : others)
+      if (std::find(v.between.begin(), v.between.end(), b) == v.between.end()) v.between.push_back(b);
+    whats.push_back(fallback.what);
+  }
+  v.kind = Bottleneck::kBorderline;
+  std::string joined;
+  for (size_t i = 0; i < whats.size(); ++i) joined += (i ? "; " : "") + whats[i];
+  v.reason = fmt::format("borderline between {} (a share within x{:g} of its threshold, or rivals within x{:g} of "
+                         "each other): {}",
+                         names_of(v.between), f, f, joined);
+}
+
+/// Memory handed back to the operating system and faulted in again every step: said beside the fix.
+void add_page_fault_note(const StepProfile& p, const BottleneckThresholds& t, Verdict& v) {
   if (!std::isnan(p.page_faults_per_step)) v.evidence["page_faults_per_step"] = r3(p.page_faults_per_step);
   if (!std::isnan(p.system_cpu_share)) v.evidence["system_cpu_share"] = r3(p.system_cpu_share);
   if (!std::isnan(p.page_faults_per_step) && !std::isnan(p.system_cpu_share) &&
@@ -234,6 +258,21 @@ Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t)
         "MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824 in the environment, or jemalloc/tcmalloc "
         "via LD_PRELOAD; docs/train.md)",
         p.page_faults_per_step, 100 * p.system_cpu_share);
+}
+
+}  // namespace
+
+Verdict classify_bottleneck(const StepProfile& p, const BottleneckThresholds& t) {
+  Verdict v;
+  const double f = std::max(1.0, t.borderline_factor);
+  const StepShares s = shares_of(p);
+  v.evidence = evidence_of(p, s, f);
+  std::vector<Bottleneck> fallback_between;
+  const Cause fallback = fallback_of(p, t, s, f, fallback_between, v.evidence);
+  decide(stalls_of(p, t, s, f), fallback, fallback_between, f, v);
+  v.fix = v.kind == Bottleneck::kBorderline ? borderline_fix(v.between, p.on_gpu, p.mixed_precision)
+                                             : bottleneck_fix(v.kind, p.on_gpu, p.mixed_precision);
+  add_page_fault_note(p, t, v);
   return v;
 }
 

@@ -193,6 +193,68 @@ void MonitorObserver::close_trace_step(Clock::time_point end, bool aborted) {
   trace_->complete("step " + std::to_string(step_), "step", step_begin_, end, std::move(args));
 }
 
+StepProfile MonitorObserver::step_profile(const Utilization& util) const {
+  StepProfile p;
+  p.on_gpu = options_.cuda;
+  p.mixed_precision = options_.mixed_precision;
+  // each cause's share of its own step, the median over the timed steps, on the median step
+  // time: shares taken within one step add up to it (per-phase medians of milliseconds taken
+  // across different steps need not: one step preempted in its forward, another in its
+  // optimizer), and a step or two preempted by other load on the machine move a mean, or the
+  // one step a single representative would be, but not this.
+  const size_t n = step_ms_.size();
+  std::vector<double> data_share(n), comm_share(n), compute_share(n);
+  const auto phase_at = [&](Phase ph, size_t i) { return phase_ms_[static_cast<size_t>(ph)][i]; };
+  for (size_t i = 0; i < n; ++i) {
+    const double step = step_ms_[i] > 0 ? step_ms_[i] : 1.0;
+    data_share[i] = (phase_at(Phase::kDataWait, i) + phase_at(Phase::kHostToDevice, i)) / step;
+    comm_share[i] = phase_at(Phase::kAllreduce, i) / step;
+    compute_share[i] =
+        (phase_at(Phase::kForward, i) + phase_at(Phase::kBackward, i) + phase_at(Phase::kOptimizer, i)) / step;
+  }
+  p.step_ms = median(step_ms_);
+  p.data_wait_ms = median(data_share) * p.step_ms;
+  p.allreduce_ms = median(comm_share) * p.step_ms;
+  p.forward_ms = median(compute_share) * p.step_ms;  // the compute phases together
+  if (options_.measure_launch) measure_launch(p);
+  p.gpu_util_percent = util_mean(util, "gpu_util_percent");
+  p.mem_util_percent = util_mean(util, "mem_util_percent");
+  p.cpu_percent = util_mean(util, "cpu_percent");
+  // the timed steps only: a warm-up step's first touch of new memory is not churn
+  const KernelTime k = kernel_time();
+  if (kernel_at_ != Clock::time_point{} && timed_this_trial_ > 0) {
+    p.page_faults_per_step =
+        static_cast<double>(k.minor_faults - page_faults_at_begin_) / static_cast<double>(timed_this_trial_);
+    // of the process's CPU time, not of the wall time: other load on the machine stretches the
+    // wall time, not this share
+    const double cpu_s = k.cpu_s - cpu_at_begin_s_;
+    if (cpu_s > 0) p.system_cpu_share = (k.system_s - system_cpu_at_begin_s_) / cpu_s;
+  }
+  return p;
+}
+
+void MonitorObserver::measure_launch(StepProfile& p) const {
+  if (options_.cuda) {
+    const double device = median(compute_ms_), host = median(host_issue_ms_);
+    if (device > 0) p.launch_fraction = host / device;
+    p.launch_evidence = {{"method", "host issue time / device time of the compute phases"},
+                         {"host_issue_ms", r3(host)},
+                         {"device_ms", r3(device)}};
+  } else if (ops_counted_ >= 0 && per_op_us_ > 0) {
+    // the fastest timed step: the least disturbed by other load on the machine.
+    const double compute = *std::min_element(compute_ms_.begin(), compute_ms_.end());
+    const double overhead = static_cast<double>(ops_counted_) * per_op_us_ / 1000.0;
+    if (compute > 0) p.launch_fraction = overhead / compute;
+    p.launch_evidence = {{"method", "ops per step x calibrated per-op cost / compute time"},
+                         {"ops_per_step", ops_counted_},
+                         {"per_op_us", r3(per_op_us_)},
+                         {"overhead_ms", r3(overhead)},
+                         {"compute_ms", r3(compute)},
+                         {"counted_on", ops_on_timed_step_ ? "timed step" : "warm-up step"}};
+  }
+  if (options_.cuda && ops_counted_ >= 0) p.launch_evidence["ops_per_step"] = ops_counted_;
+}
+
 void MonitorObserver::trial_end(Trial& trial) {
   const auto now = Clock::now();
   if (counter_.running()) counter_.stop();
@@ -219,66 +281,8 @@ void MonitorObserver::trial_end(Trial& trial) {
       phases.ms.emplace_back(to_string(kPhases[i]), r3(mean(phase_ms_[static_cast<size_t>(i)])));
     trial.findings.phases = std::move(phases);
   }
-  if (trial.ok() && !step_ms_.empty()) {
-    StepProfile p;
-    p.on_gpu = options_.cuda;
-    p.mixed_precision = options_.mixed_precision;
-    // each cause's share of its own step, the median over the timed steps, on the median step
-    // time: shares taken within one step add up to it (per-phase medians of milliseconds taken
-    // across different steps need not: one step preempted in its forward, another in its
-    // optimizer), and a step or two preempted by other load on the machine move a mean, or the
-    // one step a single representative would be, but not this.
-    const size_t n = step_ms_.size();
-    std::vector<double> data_share(n), comm_share(n), compute_share(n);
-    const auto phase_at = [&](Phase ph, size_t i) { return phase_ms_[static_cast<size_t>(ph)][i]; };
-    for (size_t i = 0; i < n; ++i) {
-      const double step = step_ms_[i] > 0 ? step_ms_[i] : 1.0;
-      data_share[i] = (phase_at(Phase::kDataWait, i) + phase_at(Phase::kHostToDevice, i)) / step;
-      comm_share[i] = phase_at(Phase::kAllreduce, i) / step;
-      compute_share[i] =
-          (phase_at(Phase::kForward, i) + phase_at(Phase::kBackward, i) + phase_at(Phase::kOptimizer, i)) / step;
-    }
-    p.step_ms = median(step_ms_);
-    p.data_wait_ms = median(data_share) * p.step_ms;
-    p.allreduce_ms = median(comm_share) * p.step_ms;
-    p.forward_ms = median(compute_share) * p.step_ms;  // the compute phases together
-    if (options_.measure_launch) {
-      if (options_.cuda) {
-        const double device = median(compute_ms_), host = median(host_issue_ms_);
-        if (device > 0) p.launch_fraction = host / device;
-        p.launch_evidence = {{"method", "host issue time / device time of the compute phases"},
-                             {"host_issue_ms", r3(host)},
-                             {"device_ms", r3(device)}};
-      } else if (ops_counted_ >= 0 && per_op_us_ > 0) {
-        // the fastest timed step: the least disturbed by other load on the machine.
-        const double compute = *std::min_element(compute_ms_.begin(), compute_ms_.end());
-        const double overhead = static_cast<double>(ops_counted_) * per_op_us_ / 1000.0;
-        if (compute > 0) p.launch_fraction = overhead / compute;
-        p.launch_evidence = {{"method", "ops per step x calibrated per-op cost / compute time"},
-                             {"ops_per_step", ops_counted_},
-                             {"per_op_us", r3(per_op_us_)},
-                             {"overhead_ms", r3(overhead)},
-                             {"compute_ms", r3(compute)},
-                             {"counted_on", ops_on_timed_step_ ? "timed step" : "warm-up step"}};
-      }
-      if (options_.cuda && ops_counted_ >= 0) p.launch_evidence["ops_per_step"] = ops_counted_;
-    }
-    p.gpu_util_percent = util_mean(util, "gpu_util_percent");
-    p.mem_util_percent = util_mean(util, "mem_util_percent");
-    p.cpu_percent = util_mean(util, "cpu_percent");
-    // the timed steps only: a warm-up step's first touch of new memory is not churn
-    const KernelTime k = kernel_time();
-    if (kernel_at_ != Clock::time_point{} && timed_this_trial_ > 0) {
-      p.page_faults_per_step =
-          static_cast<double>(k.minor_faults - page_faults_at_begin_) / static_cast<double>(timed_this_trial_);
-      // of the process's CPU time, not of the wall time: other load on the machine stretches the
-      // wall time, not this share
-      const double cpu_s = k.cpu_s - cpu_at_begin_s_;
-      if (cpu_s > 0) p.system_cpu_share = (k.system_s - system_cpu_at_begin_s_) / cpu_s;
-    }
-    const Verdict v = classify_bottleneck(p, options_.thresholds);
-    trial.findings.bottleneck = bottleneck_finding(v);
-  }
+  if (trial.ok() && !step_ms_.empty())
+    trial.findings.bottleneck = bottleneck_finding(classify_bottleneck(step_profile(util), options_.thresholds));
   const double trial_s = std::chrono::duration<double>(now - trial_begin_).count();
   const double sampler_s = sampler_->own_cpu_s() - sampler_cpu_at_begin_;
   // every warm-up step's hook time plus the timed steps' estimated from those that timed themselves

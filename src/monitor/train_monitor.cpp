@@ -125,6 +125,78 @@ void TrainMonitor::step_end(int step, bool measured) {
     close_window();
 }
 
+namespace {
+
+/// Windows that disagree, none holding two thirds of the time: the run is borderline between what
+/// they found (not whichever held longest by a little).
+void mark_disagreement(BottleneckFinding& b, const std::map<std::string, double>& time_of, double verdict_s,
+                       const std::vector<MonitorWindow>& windows, bool cuda, bool mixed_precision) {
+  std::vector<std::pair<std::string, double>> by_time(time_of.begin(), time_of.end());
+  std::sort(by_time.begin(), by_time.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::vector<Bottleneck> between;
+  const auto add = [&between](Bottleneck k) {
+    if (std::find(between.begin(), between.end(), k) == between.end()) between.push_back(k);
+  };
+  std::string split;
+  for (const auto& [v, t] : by_time) {
+    split += fmt::format("{}{} {:.0f} %", split.empty() ? "" : ", ", v, 100.0 * t / verdict_s);
+    if (v != to_string(Bottleneck::kBorderline)) {
+      add(parse_bottleneck(v));
+      continue;
+    }
+    for (const MonitorWindow& w : windows)  // a borderline window adds what it lay between
+      if (w.verdict() == v)
+        for (const std::string& k : w.findings.bottleneck->between) add(parse_bottleneck(k));
+  }
+  b.verdict = to_string(Bottleneck::kBorderline);
+  b.between.clear();
+  for (Bottleneck k : between) b.between.push_back(to_string(k));
+  b.reason = fmt::format("borderline: the windows disagree ({} of the time); none held {:.0f} %", split,
+                         100.0 * kRunVerdictTimeShare);
+  b.fix = borderline_fix(between, cuda, mixed_precision);
+}
+
+/// The verdict that held for the most time; its evidence from its median window by step time.
+std::optional<BottleneckFinding> run_verdict(const std::vector<MonitorWindow>& windows, double seconds, bool cuda,
+                                             bool mixed_precision) {
+  std::map<std::string, double> time_of;
+  std::map<std::string, int> count_of;
+  for (const MonitorWindow& w : windows) {
+    const std::string v = w.verdict();
+    if (v.empty()) continue;
+    time_of[v] += w.seconds;
+    ++count_of[v];
+  }
+  if (time_of.empty()) return std::nullopt;
+  const auto top = std::max_element(time_of.begin(), time_of.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<const MonitorWindow*> held;
+  for (const MonitorWindow& w : windows)
+    if (w.verdict() == top->first) held.push_back(&w);
+  std::sort(held.begin(), held.end(),
+            [](const MonitorWindow* a, const MonitorWindow* b) { return step_ms_of(*a) < step_ms_of(*b); });
+  const MonitorWindow& rep = *held[(held.size() - 1) / 2];
+  BottleneckFinding b = *rep.findings.bottleneck;
+  const size_t with_verdict = static_cast<size_t>(
+      std::count_if(windows.begin(), windows.end(), [](const MonitorWindow& w) { return !w.verdict().empty(); }));
+  nlohmann::json counts = nlohmann::json::object();
+  for (const auto& [v, n] : count_of) counts[v] = n;
+  b.evidence["windows"] = {{"count", with_verdict},
+                           {"verdicts", counts},
+                           {"time_share", seconds > 0 ? r3(top->second / seconds) : 0.0},
+                           {"representative_steps", {rep.first_step, rep.last_step}}};
+  if (with_verdict > 1)
+    b.reason = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.reason, count_of[top->first],
+                           with_verdict, seconds > 0 ? 100.0 * top->second / seconds : 0.0);
+  double verdict_s = 0;
+  for (const auto& [v, t] : time_of) verdict_s += t;
+  if (time_of.size() > 1 && verdict_s > 0 && top->second < kRunVerdictTimeShare * verdict_s)
+    mark_disagreement(b, time_of, verdict_s, windows, cuda, mixed_precision);
+  return b;
+}
+
+}  // namespace
+
 const TrainMonitorSummary& TrainMonitor::finish() {
   if (finished_) return summary_;
   finished_ = true;
@@ -156,67 +228,7 @@ const TrainMonitorSummary& TrainMonitor::finish() {
   }
   out.utilization = merge_utilization(windows_);
 
-  // the verdict that held for the most time; its evidence from its median window by step time
-  std::map<std::string, double> time_of;
-  std::map<std::string, int> count_of;
-  for (const MonitorWindow& w : windows_) {
-    const std::string v = w.verdict();
-    if (v.empty()) continue;
-    time_of[v] += w.seconds;
-    ++count_of[v];
-  }
-  if (!time_of.empty()) {
-    const auto top = std::max_element(time_of.begin(), time_of.end(),
-                                      [](const auto& a, const auto& b) { return a.second < b.second; });
-    std::vector<const MonitorWindow*> held;
-    for (const MonitorWindow& w : windows_)
-      if (w.verdict() == top->first) held.push_back(&w);
-    std::sort(held.begin(), held.end(),
-              [](const MonitorWindow* a, const MonitorWindow* b) { return step_ms_of(*a) < step_ms_of(*b); });
-    const MonitorWindow& rep = *held[(held.size() - 1) / 2];
-    BottleneckFinding b = *rep.findings.bottleneck;
-    const size_t with_verdict = static_cast<size_t>(std::count_if(
-        windows_.begin(), windows_.end(), [](const MonitorWindow& w) { return !w.verdict().empty(); }));
-    nlohmann::json counts = nlohmann::json::object();
-    for (const auto& [v, n] : count_of) counts[v] = n;
-    b.evidence["windows"] = {{"count", with_verdict},
-                             {"verdicts", counts},
-                             {"time_share", seconds > 0 ? r3(top->second / seconds) : 0.0},
-                             {"representative_steps", {rep.first_step, rep.last_step}}};
-    if (with_verdict > 1)
-      b.reason = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.reason, count_of[top->first],
-                             with_verdict, seconds > 0 ? 100.0 * top->second / seconds : 0.0);
-    // windows that disagree, none holding two thirds of the time: the run is borderline between
-    // what they found (not whichever held longest by a little)
-    double verdict_s = 0;
-    for (const auto& [v, t] : time_of) verdict_s += t;
-    if (time_of.size() > 1 && verdict_s > 0 && top->second < kRunVerdictTimeShare * verdict_s) {
-      std::vector<std::pair<std::string, double>> by_time(time_of.begin(), time_of.end());
-      std::sort(by_time.begin(), by_time.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-      std::vector<Bottleneck> between;
-      const auto add = [&between](Bottleneck k) {
-        if (std::find(between.begin(), between.end(), k) == between.end()) between.push_back(k);
-      };
-      std::string split;
-      for (const auto& [v, t] : by_time) {
-        split += fmt::format("{}{} {:.0f} %", split.empty() ? "" : ", ", v, 100.0 * t / verdict_s);
-        if (v != to_string(Bottleneck::kBorderline)) {
-          add(parse_bottleneck(v));
-          continue;
-        }
-        for (const MonitorWindow& w : windows_)  // a borderline window adds what it lay between
-          if (w.verdict() == v)
-            for (const std::string& k : w.findings.bottleneck->between) add(parse_bottleneck(k));
-      }
-      b.verdict = to_string(Bottleneck::kBorderline);
-      b.between.clear();
-      for (Bottleneck k : between) b.between.push_back(to_string(k));
-      b.reason = fmt::format("borderline: the windows disagree ({} of the time); none held {:.0f} %", split,
-                             100.0 * kRunVerdictTimeShare);
-      b.fix = borderline_fix(between, options_.monitor.cuda, options_.monitor.mixed_precision);
-    }
-    out.bottleneck = std::move(b);
-  }
+  out.bottleneck = run_verdict(windows_, seconds, options_.monitor.cuda, options_.monitor.mixed_precision);
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();
   out.overhead = RunMonitorOverhead{steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0, r3(sampler_ms),
                                     run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0, windows_.size(), r3(1000.0 * close_s_)};

@@ -121,6 +121,43 @@ void Probe::synchronize() const {
   if (step_.device().is_cuda()) torch::cuda::synchronize(step_.device().index());
 }
 
+/// The measured steps' times: wall, and own (less the run-queue wait, on CPU devices).
+struct Probe::StepTimes {
+  std::vector<double> wall_ms, own_ms;
+  double waited_ms = 0;
+  bool count_waits = false;
+};
+
+int Probe::run_steps(int64_t batch, const TrialRequest& request, Fanout& fanout, Trial& t, StepTimes& times) {
+  using clock = std::chrono::steady_clock;
+  PhaseObserver* const observer = &fanout;
+  int stopped = 0;
+  int64_t after_first_step = 0;
+  const int total = request.warmup_steps + request.measure_steps;
+  for (int i = 0; i < total && !(stopped = stop_signal_received()); ++i) {
+    ++t.steps;
+    const bool measured = i >= request.warmup_steps;
+    notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
+    if (i == total - 1) fanout.watch_step();
+    const double wait_before_ms = times.count_waits ? run_queue_wait_ms() : 0;  // read outside the timed span
+    const auto start = clock::now();
+    step_.step(batch, observer);
+    synchronize();
+    const double wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    const double wait_ms = times.count_waits ? std::max(0.0, run_queue_wait_ms() - wait_before_ms) : 0;
+    const int64_t held = meter_.stats().allocated_bytes;  // between calls: what the step keeps
+    if (i == 0) after_first_step = held;
+    else t.step_growth_bytes = held - after_first_step;
+    if (measured) {
+      times.wall_ms.push_back(wall_ms);
+      times.own_ms.push_back(std::max(wall_ms - wait_ms, 0.01 * wall_ms));
+      times.waited_ms += wait_ms;
+    }
+    notify([&](ProbeObserver& o) { o.step_end(i, measured); });
+  }
+  return stopped;
+}
+
 Trial Probe::run(int64_t batch, const TrialRequest& request) {
   using clock = std::chrono::steady_clock;
   Trial t;
@@ -141,39 +178,15 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   t.baseline_bytes = meter_.stats().allocated_bytes;
   meter_.reset_peak();
   const auto trial_start = clock::now();
-  std::vector<double> step_ms, own_step_ms;  // own: less the run-queue wait (CPU devices)
-  const bool count_waits = step_.device().is_cpu() && run_queue_wait_ms() >= 0;
-  double waited_ms = 0;
+  StepTimes times;
+  times.count_waits = step_.device().is_cpu() && run_queue_wait_ms() >= 0;
   Fanout fanout(observers_, meter_);
-  PhaseObserver* const observer = &fanout;
   notify([&](ProbeObserver& o) { o.trial_begin(batch); });
   int stopped = 0;  // a stop signal ends the trial at the next step boundary, then the search
-  int64_t after_first_step = 0;
   try {
     step_.begin(batch);
-    const int total = request.warmup_steps + request.measure_steps;
-    PhaseObserverInstall install(observer);  // a user's step marks its phases with PhaseScope
-    for (int i = 0; i < total && !(stopped = stop_signal_received()); ++i) {
-      ++t.steps;
-      const bool measured = i >= request.warmup_steps;
-      notify([&](ProbeObserver& o) { o.step_begin(i, measured); });
-      if (i == total - 1) fanout.watch_step();
-      const double wait_before_ms = count_waits ? run_queue_wait_ms() : 0;  // read outside the timed span
-      const auto start = clock::now();
-      step_.step(batch, observer);
-      synchronize();
-      const double wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
-      const double wait_ms = count_waits ? std::max(0.0, run_queue_wait_ms() - wait_before_ms) : 0;
-      const int64_t held = meter_.stats().allocated_bytes;  // between calls: what the step keeps
-      if (i == 0) after_first_step = held;
-      else t.step_growth_bytes = held - after_first_step;
-      if (measured) {
-        step_ms.push_back(wall_ms);
-        own_step_ms.push_back(std::max(wall_ms - wait_ms, 0.01 * wall_ms));
-        waited_ms += wait_ms;
-      }
-      notify([&](ProbeObserver& o) { o.step_end(i, measured); });
-    }
+    PhaseObserverInstall install(&fanout);  // a user's step marks its phases with PhaseScope
+    stopped = run_steps(batch, request, fanout, t, times);
     step_.finish(batch);
     synchronize();
     t.status = TrialStatus::kOk;
@@ -194,15 +207,15 @@ Trial Probe::run(int64_t batch, const TrialRequest& request) {
   if (t.status == TrialStatus::kOk) t.pre_optimizer_peak_bytes = fanout.pre_optimizer_peak_bytes();
   if (t.status == TrialStatus::kOom) empty_cache();  // hand the failed trial's cache back
   t.after_bytes = meter_.stats().allocated_bytes;
-  if (!step_ms.empty()) {
+  if (!times.wall_ms.empty()) {
     const auto per_s = [&](double ms) {
       return ms > 0 ? 1000.0 * static_cast<double>(step_.samples_per_step(batch)) / ms : 0;
     };
-    t.step_time_ms = median(step_ms);
+    t.step_time_ms = median(times.wall_ms);
     t.samples_per_s = per_s(t.step_time_ms);
-    if (count_waits) {
-      t.run_queue_wait_ms = waited_ms;
-      t.own_samples_per_s = per_s(median(own_step_ms));
+    if (times.count_waits) {
+      t.run_queue_wait_ms = times.waited_ms;
+      t.own_samples_per_s = per_s(median(times.own_ms));
     }
   }
   t.seconds = std::chrono::duration<double>(clock::now() - trial_start).count();

@@ -90,6 +90,67 @@ std::string plan_words(const json& j) {
   return li(s + (method.empty() ? "." : ": " + esc(method) + "."));
 }
 
+/// recommended_batch: its measured peak against the target, exact or not.
+std::string recommended_words(const Run& run, double rec, const TrialView* rt) {
+  const double pct_target = run.budget && run.target && *run.budget > 0 ? 100.0 * *run.target / *run.budget : 0;
+  std::string s = fmt::format("<b>recommended_batch {}</b>: the largest batch whose measured peak", number_text(rec));
+  if (rt && rt->peak_reserved) s += " (" + bytes(*rt->peak_reserved) + ")";
+  s += " stays within the target";
+  if (run.target && run.budget)
+    s += fmt::format(", {:.0f} % of the {} budget = {}", pct_target, bytes(*run.budget), bytes(*run.target));
+  s += run.j.value("recommended_exact", false) ? fmt::format("; exact: batch {} went over it.", number_text(rec + 1))
+                                               : ".";
+  s += " The margin absorbs memory that varies between steps and runs (fragmentation, data of varying size).";
+  return li(s);
+}
+
+/// max_batch and why it is (or is not) exact; what it leaves of the budget.
+std::string max_words(const Run& run, double max) {
+  const json& j = run.j;
+  std::string s = fmt::format("<b>max_batch {}</b>: the largest batch that fits the budget at all", number_text(max));
+  double next = 0;  // divisors: the smallest batch above the max that ran (it did not fit)
+  for (const TrialView& t : run.trials)
+    if (!t.ok() && t.batch > max && (next == 0 || t.batch < next)) next = t.batch;
+  if (j.value("capped", false))
+    s += " (capped by <code>`max_batch`</code>)";
+  else if (j.value("max_batch_exact", false))
+    s += fmt::format(" (exact: {} ran out of memory)", number_text(max + 1));
+  else if (!opt_string(j, "error").empty())
+    s += " (not exact: a trial failed)";
+  else if (opt_string(j, "strategy") == "power")
+    s += " (not exact: the strategy stops at a power of two)";
+  else if (opt_string(j, "strategy") == "divisors" && next > 0)
+    s += fmt::format(" among the divisors tried (the next, {}, ran out of memory)", number_text(next));
+  else
+    s += " (not exact: the search stopped before a batch ran out of memory)";
+  for (const TrialView& t : run.trials)
+    if (t.ok() && t.batch == max && t.peak_reserved && run.budget) {
+      s += fmt::format("; it leaves {} of the budget free", bytes(*run.budget - *t.peak_reserved));
+      break;
+    }
+  return li(s + ".");
+}
+
+/// throughput_batch: the fastest memory probe up to the recommended batch, and what it hints.
+std::string throughput_words(const Run& run, double tb, double rec) {
+  double best = 0, best_batch = 0;
+  for (const TrialView& t : run.trials)
+    if (t.ok() && t.batch <= rec && t.samples_per_s && *t.samples_per_s > best) {
+      best = *t.samples_per_s;
+      best_batch = t.batch;
+    }
+  std::string s = fmt::format("<b>throughput_batch {}</b>: the smallest memory probe up to the recommended batch "
+                              "within 3 % of the fastest probe's samples/s ({:.1f} at batch {}).",
+                              number_text(tb), best, number_text(best_batch));
+  if (tb < rec)
+    s += fmt::format(" One timed step per probe: a hint that batches above {} add memory, not speed; time the "
+                     "curve with <code>`objective`</code> throughput before relying on it.",
+                     number_text(tb));
+  else
+    s += " Throughput still grows up to the recommended batch: memory is what limits it.";
+  return li(s);
+}
+
 }  // namespace
 
 std::string search_decision(const Run& run) {
@@ -125,37 +186,8 @@ std::string search_decision(const Run& run) {
     items += li(s);
   }
   const TrialView* rt = run.recommended();
-  const double pct_target = run.budget && run.target && *run.budget > 0 ? 100.0 * *run.target / *run.budget : 0;
-  {
-    std::string s = fmt::format("<b>recommended_batch {}</b>: the largest batch whose measured peak", number_text(*rec));
-    if (rt && rt->peak_reserved) s += " (" + bytes(*rt->peak_reserved) + ")";
-    s += " stays within the target";
-    if (run.target && run.budget)
-      s += fmt::format(", {:.0f} % of the {} budget = {}", pct_target, bytes(*run.budget), bytes(*run.target));
-    s += j.value("recommended_exact", false) ? fmt::format("; exact: batch {} went over it.", number_text(*rec + 1))
-                                             : ".";
-    s += " The margin absorbs memory that varies between steps and runs (fragmentation, data of varying size).";
-    items += li(s);
-  }
-  if (max && *max > 0) {
-    std::string s = fmt::format("<b>max_batch {}</b>: the largest batch that fits the budget at all", number_text(*max));
-    if (j.value("capped", false))
-      s += " (capped by <code>`max_batch`</code>)";
-    else if (j.value("max_batch_exact", false))
-      s += fmt::format(" (exact: {} ran out of memory)", number_text(*max + 1));
-    else if (!opt_string(j, "error").empty())
-      s += " (not exact: a trial failed)";
-    else if (opt_string(j, "strategy") == "power")
-      s += " (not exact: the strategy stops at a power of two)";
-    else
-      s += " (not exact: the search stopped before a batch ran out of memory)";
-    for (const TrialView& t : run.trials)
-      if (t.ok() && t.batch == *max && t.peak_reserved && run.budget) {
-        s += fmt::format("; it leaves {} of the budget free", bytes(*run.budget - *t.peak_reserved));
-        break;
-      }
-    items += li(s + ".");
-  }
+  items += recommended_words(run, *rec, rt);
+  if (max && *max > 0) items += max_words(run, *max);
   if (const json* bd = opt_object(j, "boundary")) {
     const bool confirmed = bd->value("confirmed", false);
     items += li(confirmed ? fmt::format("<b>Boundary confirmed</b> by {} re-probe(s).",
@@ -164,25 +196,7 @@ std::string search_decision(const Run& run) {
                                         "largest that fit every time.",
                                         number_text(opt_number(*bd, "spread", "boundary").value_or(0))));
   }
-  if (tb && *tb > 0) {
-    double best = 0, best_batch = 0;
-    for (const TrialView& t : run.trials)
-      if (t.ok() && t.batch <= *rec && t.samples_per_s && *t.samples_per_s > best) {
-        best = *t.samples_per_s;
-        best_batch = t.batch;
-      }
-    std::string s = fmt::format("<b>throughput_batch {}</b>: the smallest memory probe up to the recommended batch "
-                                "within 3 % of the fastest probe's samples/s ({:.1f} at batch {}).",
-                                number_text(*tb), best, number_text(best_batch));
-    if (*tb < *rec) {
-      s += fmt::format(" One timed step per probe: a hint that batches above {} add memory, not speed; time the "
-                       "curve with <code>`objective`</code> throughput before relying on it.",
-                       number_text(*tb));
-    } else {
-      s += " Throughput still grows up to the recommended batch: memory is what limits it.";
-    }
-    items += li(s);
-  }
+  if (tb && *tb > 0) items += throughput_words(run, *tb, *rec);
   if (const json* o = opt_object(j, "objective")) {
     const std::string reason = opt_string(*o, "reason");
     if (!reason.empty())

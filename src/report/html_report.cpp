@@ -28,6 +28,51 @@ std::string section(const std::string& id, const std::string& title, const std::
 // ---------------------------------------------------------------------------------------------
 // the context block and the trial table
 
+/// Each rank's line: a training's share, split, speed and wait; a search's budget and max.
+std::string ranks_cell(const json& j) {
+  std::string s;
+  const auto it = j.find("ranks");
+  if (it == j.end() || !it->is_array()) return s;
+  for (const json& r : *it) {
+    if (!r.is_object()) continue;
+    const auto budget = opt_number(r, "budget_bytes", "ranks");
+    const std::string of = budget && *budget > 0 ? " of " + bytes(*budget) : "";
+    const auto max = opt_number(r, "max_batch", "ranks");
+    if (const auto share = opt_number(r, "share", "ranks"))
+      s += fmt::format("<br>rank {}: share {} = micro {} x {}{}{}, {:.0f} samples/s, waits {:.2f} ms a step",
+                       number_text(opt_number(r, "rank", "ranks").value_or(0)), number_text(*share),
+                       number_text(opt_number(r, "micro_batch", "ranks").value_or(0)),
+                       number_text(opt_number(r, "accumulation", "ranks").value_or(0)),
+                       max ? " (its max " + number_text(*max) + ")" : std::string(), of,
+                       opt_number(r, "samples_per_s", "ranks").value_or(0), opt_number(r, "wait_ms", "ranks").value_or(0));
+    else if (max)
+      s += fmt::format("<br>rank {}: max {}{}", number_text(opt_number(r, "rank", "ranks").value_or(0)),
+                       number_text(*max), of);
+  }
+  return s;
+}
+
+/// The build that measured: saturate's version and commit, build type, compiler, LibTorch and CUDA.
+std::string build_cell(const json& j) {
+  std::string versions;
+  const json* b = opt_object(j, "build");
+  const std::string version = b ? opt_string(*b, "version") : opt_string(j, "saturate_version");
+  const std::string torch = b && !opt_string(*b, "libtorch_version").empty() ? opt_string(*b, "libtorch_version")
+                                                                            : opt_string(j, "libtorch_version");
+  if (!version.empty()) versions += "saturate " + esc(version);
+  if (b) {
+    std::vector<std::string> how;
+    for (const char* k : {"git_commit", "build_type", "compiler"})
+      if (!opt_string(*b, k).empty()) how.push_back(esc(opt_string(*b, k)));
+    if (!opt_string(*b, "sanitizers").empty()) how.push_back("sanitizers " + esc(opt_string(*b, "sanitizers")));
+    for (size_t i = 0; i < how.size(); ++i) versions += (i == 0 ? " (" : ", ") + how[i];
+    if (!how.empty()) versions += ")";
+  }
+  if (!torch.empty()) versions += (versions.empty() ? "" : ", ") + std::string("LibTorch ") + esc(torch);
+  if (b && !opt_string(*b, "cuda_version").empty()) versions += ", CUDA " + esc(opt_string(*b, "cuda_version"));
+  return versions;
+}
+
 std::string context_table(const Run& run) {
   const json& j = run.j;
   std::vector<std::pair<std::string, std::string>> rows;
@@ -69,28 +114,8 @@ std::string context_table(const Run& run) {
     rows.push_back({"fast paths", esc(opt_string(*fj, "chosen")) + " (policy " + esc(opt_string(*fj, "policy")) + ")"});
   else if (!opt_string(j, "fast_paths").empty())
     rows.push_back({"fast paths", esc(opt_string(j, "fast_paths"))});
-  if (const auto w = opt_number(j, "world_size", ""); w && *w > 1) {
-    std::string s = number_text(*w) + " (" + esc(opt_string(j, "backend")) + ")";
-    // each rank: a training's share, split, speed and wait; a search's budget and max
-    if (const auto it = j.find("ranks"); it != j.end() && it->is_array())
-      for (const json& r : *it) {
-        if (!r.is_object()) continue;
-        const auto budget = opt_number(r, "budget_bytes", "ranks");
-        const std::string of = budget && *budget > 0 ? " of " + bytes(*budget) : "";
-        const auto max = opt_number(r, "max_batch", "ranks");
-        if (const auto share = opt_number(r, "share", "ranks"))
-          s += fmt::format("<br>rank {}: share {} = micro {} x {}{}{}, {:.0f} samples/s, waits {:.2f} ms a step",
-                           number_text(opt_number(r, "rank", "ranks").value_or(0)), number_text(*share),
-                           number_text(opt_number(r, "micro_batch", "ranks").value_or(0)),
-                           number_text(opt_number(r, "accumulation", "ranks").value_or(0)),
-                           max ? " (its max " + number_text(*max) + ")" : std::string(), of,
-                           opt_number(r, "samples_per_s", "ranks").value_or(0), opt_number(r, "wait_ms", "ranks").value_or(0));
-        else if (max)
-          s += fmt::format("<br>rank {}: max {}{}", number_text(opt_number(r, "rank", "ranks").value_or(0)),
-                           number_text(*max), of);
-      }
-    rows.push_back({"ranks", s});
-  }
+  if (const auto w = opt_number(j, "world_size", ""); w && *w > 1)
+    rows.push_back({"ranks", number_text(*w) + " (" + esc(opt_string(j, "backend")) + ")" + ranks_cell(j)});
   if (const json* h = opt_object(j, "host")) {
     std::string s = esc(opt_string(*h, "name"));
     std::vector<std::string> what;
@@ -102,24 +127,8 @@ std::string context_table(const Run& run) {
   }
   if (!opt_string(j, "gpu_name").empty() && device.find(opt_string(j, "gpu_name")) == std::string::npos)
     rows.push_back({"gpu", esc(opt_string(j, "gpu_name"))});
-  // the build that measured: saturate's version and commit, build type, compiler, LibTorch and CUDA
-  std::string versions;
-  const json* b = opt_object(j, "build");
-  const std::string version = b ? opt_string(*b, "version") : opt_string(j, "saturate_version");
-  const std::string torch = b && !opt_string(*b, "libtorch_version").empty() ? opt_string(*b, "libtorch_version")
-                                                                            : opt_string(j, "libtorch_version");
-  if (!version.empty()) versions += "saturate " + esc(version);
-  if (b) {
-    std::vector<std::string> how;
-    for (const char* k : {"git_commit", "build_type", "compiler"})
-      if (!opt_string(*b, k).empty()) how.push_back(esc(opt_string(*b, k)));
-    if (!opt_string(*b, "sanitizers").empty()) how.push_back("sanitizers " + esc(opt_string(*b, "sanitizers")));
-    for (size_t i = 0; i < how.size(); ++i) versions += (i == 0 ? " (" : ", ") + how[i];
-    if (!how.empty()) versions += ")";
-  }
-  if (!torch.empty()) versions += (versions.empty() ? "" : ", ") + std::string("LibTorch ") + esc(torch);
-  if (b && !opt_string(*b, "cuda_version").empty()) versions += ", CUDA " + esc(opt_string(*b, "cuda_version"));
-  if (!versions.empty()) rows.push_back({b ? "build" : "versions", versions});
+  if (const std::string versions = build_cell(j); !versions.empty())
+    rows.push_back({opt_object(j, "build") ? "build" : "versions", versions});
   std::string s = "<table class=\"context\">\n";
   for (const auto& [k, v] : rows) s += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", esc(k), v);
   return s + "</table>\n";

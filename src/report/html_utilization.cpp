@@ -99,12 +99,10 @@ std::string train_sentence(const json& j, bool windows_present, size_t windows) 
   return s + " <code>`trace` FILE.json</code> records every sample over time (open it in Perfetto).";
 }
 
-/// A train run's utilization over time, from its monitor_windows.
-std::string windows_chart(const Run& run) {
-  const char* id = "chart-utilization";
-  bool present = false;
-  const std::vector<WindowView> windows = read_windows(run.j, &present);
-  // the series: the known percentages first, then any other *_percent field, each with a mean
+/// The series of a run's windows: the known percentages first, then any other *_percent field,
+/// each with a mean in some window. `extra` owns the other series' keys (the series point into
+/// it: not resized after).
+std::vector<UtilSeries> series_of(const std::vector<WindowView>& windows, std::vector<std::string>& extra) {
   std::vector<UtilSeries> series;
   std::vector<std::string> keys;  // the percentages with a mean in some window, in first-seen order
   for (const WindowView& w : windows)
@@ -114,11 +112,20 @@ std::string windows_chart(const Run& run) {
         keys.push_back(key);
   for (const UtilSeries& f : window_series())
     if (std::find(keys.begin(), keys.end(), f.key) != keys.end()) series.push_back(f);
-  std::vector<std::string> extra;  // owns the keys of the "other" series; not resized after c_str()
   for (const std::string& key : keys)
     if (std::none_of(window_series().begin(), window_series().end(), [&](const UtilSeries& f) { return key == f.key; }))
       extra.push_back(key);
   for (const std::string& key : extra) series.push_back({key.c_str(), key.c_str(), "other"});
+  return series;
+}
+
+/// A train run's utilization over time, from its monitor_windows.
+std::string windows_chart(const Run& run) {
+  const char* id = "chart-utilization";
+  bool present = false;
+  const std::vector<WindowView> windows = read_windows(run.j, &present);
+  std::vector<std::string> extra;  // owns the keys of the "other" series
+  const std::vector<UtilSeries> series = series_of(windows, extra);
   size_t with_means = 0;
   for (const WindowView& w : windows)
     if (std::any_of(series.begin(), series.end(), [&](const UtilSeries& f) { return w.mean(f.key).has_value(); }))

@@ -107,6 +107,12 @@ std::string max_batch_note(const SearchResult& r) {
     return failure.empty() ? "nothing fit: batch 1 ran out of memory" : "nothing ran to the end: " + failure;
   if (!failure.empty()) return "not exact: a trial failed: " + failure;
   if (r.strategy == Strategy::kPower) return "not exact: the strategy stops at a power of two";
+  if (r.strategy == Strategy::kDivisors) {
+    int64_t next = 0;  // the smallest divisor above the max that was run: it did not fit
+    for (const Trial& t : r.trials)
+      if (!t.ok() && t.batch > r.max_batch && (next == 0 || t.batch < next)) next = t.batch;
+    if (next) return fmt::format("the largest divisor that fits: the next, {}, does not", next);
+  }
   return "not exact: the search stopped before a batch ran out of memory";
 }
 

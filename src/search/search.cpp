@@ -18,6 +18,7 @@ std::string to_string(Strategy s) {
     case Strategy::kFit: return "fit";
     case Strategy::kPower: return "power";
     case Strategy::kBinsearch: return "binsearch";
+    case Strategy::kDivisors: return "divisors";
   }
   return "fit";
 }
@@ -26,7 +27,8 @@ Strategy parse_strategy(const std::string& text) {
   if (text == "fit") return Strategy::kFit;
   if (text == "power") return Strategy::kPower;
   if (text == "binsearch") return Strategy::kBinsearch;
-  throw UsageError("strategy", fmt::format("unknown value '{}' (expected fit, power or binsearch)", text));
+  if (text == "divisors") return Strategy::kDivisors;
+  throw UsageError("strategy", fmt::format("unknown value '{}' (expected fit, power, binsearch or divisors)", text));
 }
 
 void SearchOptions::check() const {
@@ -37,6 +39,9 @@ void SearchOptions::check() const {
   check_option_range("measure_steps", measure_steps);
   check_option_range("confirm_runs", confirm_runs);
   if (max_trials < 1) throw UsageError("max_trials", fmt::format("{} must be at least 1", max_trials));
+  if (strategy == Strategy::kDivisors && max_batch < 1)
+    throw UsageError("max_batch", "the divisors strategy tries the divisors of this batch: give it (the effective "
+                                  "batch the micro-batch must divide)");
 }
 
 namespace {
@@ -364,6 +369,45 @@ class SearchRun {
     return b;
   }
 
+  /// Divisors of max_batch only: from start_batch (the largest divisor at or below it) up by
+  /// doubling while they fit, or down by halving until one does, then bisection over the divisors
+  /// between the last that fit and the first that did not. Each step at least doubles or halves,
+  /// so it takes fewer trials than a finder that steps down by 0.9.
+  void divisors() {
+    std::vector<int64_t> d;
+    for (int64_t b = 1; b <= opt_.max_batch; ++b)
+      if (opt_.max_batch % b == 0) d.push_back(b);
+    const auto n = static_cast<int64_t>(d.size());
+    const auto at_most = [&](int64_t batch) {  // index of the largest divisor <= batch (0 at least)
+      int64_t i = 0;
+      while (i + 1 < n && d[static_cast<size_t>(i + 1)] <= batch) ++i;
+      return i;
+    };
+    const auto at_least = [&](int64_t batch) {  // index of the smallest divisor >= batch (the last at most)
+      int64_t i = n - 1;
+      while (i > 0 && d[static_cast<size_t>(i - 1)] >= batch) --i;
+      return i;
+    };
+    const auto div = [&](int64_t i) { return d[static_cast<size_t>(i)]; };
+    int64_t lo = -1, hi = n;  // indices: the largest divisor seen to fit, the smallest seen not to
+    int64_t i = at_most(std::max<int64_t>(1, opt_.start_batch));
+    while (true) {
+      auto t = run(div(i), timed());
+      if (!t) return;
+      (t->ok() ? lo : hi) = i;
+      if (hi == lo + 1 || lo == n - 1 || hi == 0) break;
+      if (hi == n) i = at_least(2 * div(lo));       // every one so far fit: double
+      else if (lo == -1) i = at_most(div(hi) / 2);  // none fit yet: halve
+      else i = (lo + hi) / 2;                       // bisect the divisors between
+    }
+    res_.max_batch = lo >= 0 ? div(lo) : 0;
+    res_.max_batch_exact = lo >= 0 && hi < n && div(hi) == div(lo) + 1;
+    res_.capped = lo == n - 1;  // max_batch itself fits: the step may fit more
+    const Bracket rb = target_bracket();
+    res_.recommended_batch = rb.lo;
+    res_.recommended_exact = rb.closed();
+  }
+
   void power_then_maybe_bisect(bool bisect) {
     Bracket br;
     int64_t batch = std::max<int64_t>(1, opt_.start_batch);
@@ -442,6 +486,7 @@ SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options
     case Strategy::kFit: run.fit(); break;
     case Strategy::kPower: run.power_then_maybe_bisect(false); break;
     case Strategy::kBinsearch: run.power_then_maybe_bisect(true); break;
+    case Strategy::kDivisors: run.divisors(); break;
   }
   std::vector<std::pair<int64_t, int64_t>> allocated;
   for (const Trial& t : result.trials)

@@ -162,6 +162,13 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
           steps_of[i] = static_cast<int>(std::min<double>(1000, std::ceil(o.min_round_ms / t.step_time_ms)));
           continue;
         }
+      } else if (o.min_round_ms > 0 && steps_of[i] > o.measure_steps &&
+                 t.step_time_ms * steps_of[i] > 2 * o.min_round_ms) {
+        // the steps became slower than when the round was calibrated (a calibration that ran
+        // while the machine was quiet, then load: seen, rounds of 1000 steps a point stretched a
+        // rank's curve past 90 s while its peer waited): fewer steps from the next round on, so
+        // a round stays about min_round_ms however the load changes
+        steps_of[i] = std::max(o.measure_steps, static_cast<int>(std::ceil(o.min_round_ms / t.step_time_ms)));
       }
       const bool own = t.own_samples_per_s > 0;
       const double wait_share = own ? std::max(0.0, 1 - t.samples_per_s / t.own_samples_per_s) : 0;

@@ -416,12 +416,31 @@ int Trainer::agreed_stop_signal() {
   return signal;
 }
 
-TrainResult Trainer::run() {
-  using clock = std::chrono::steady_clock;
-  TrainResult result;
-  apply_precision_settings(opt_.precision);
-  Model& model = workload_.model();
-  model.train(true);
+/// One run()'s state between its steps.
+struct Trainer::Loop {
+  Loop(TrainingStep& s, TrainResult& r) : training_step(s), result(r) {}
+  TrainingStep& training_step;
+  TrainResult& result;
+  int64_t step = 0;
+  int64_t first_step = 0;
+  int64_t units_done = 0;
+  int64_t units_at_start = 0;  // a resumed run's units before this process
+  int64_t unit_rows = 0;       // samples of one batch of the data (this rank's)
+  int64_t global = 0;          // the last step's samples, all ranks'
+  int64_t samples_this_run = 0;
+  int64_t micro_cap = std::numeric_limits<int64_t>::max();  // the micro-batch an OOM back-off left
+  bool measured = false;      // the step is timed (not the run's first, nor a redo after an OOM)
+  double eval_seconds = 0;    // evaluations' wall time, left out of EvalPoint::train_seconds
+  std::chrono::steady_clock::time_point started;
+  struct PendingLoss {
+    int64_t step;
+    torch::Tensor loss;
+    double lr;
+  };
+  std::vector<PendingLoss> pending;  // losses still on the device: read together every loss_every steps
+};
+
+StepOptions Trainer::step_options() const {
   StepOptions so;
   so.precision = opt_.precision;
   so.checkpointing = opt_.checkpointing;
@@ -431,240 +450,273 @@ TrainResult Trainer::run() {
   so.observer = opt_.observer;
   so.fast_paths = opt_.fast_paths;
   so.noise = opt_.noise;
+  return so;
+}
+
+void Trainer::check_run_options() const {
   if (opt_.loss_every < 1)
     throw UsageError("loss_every", fmt::format("{} is not a positive number of steps; 1 reads every step's loss",
                                                opt_.loss_every));
-  ProcessSwitches switches(opt_.fast_paths);
-  TrainingStep training_step(workload_, so);
-  torch::optim::Optimizer* const optimizer = &training_step.optimizer();
-  GradScaler& scaler = training_step.scaler();
-  const int64_t per_epoch = data_.steps_per_epoch();
-  if (per_epoch <= 0) throw UsageError(fmt::format("`data` {}: fewer samples than one global batch", data_.name()));
-  AdaptiveBatch* const adaptive = opt_.adaptive;
-  if (adaptive && !opt_.noise)
+  if (data_.steps_per_epoch() <= 0)
+    throw UsageError(fmt::format("`data` {}: fewer samples than one global batch", data_.name()));
+  if (opt_.adaptive && !opt_.noise)
     throw UsageError("`adaptive` decides on the gradient noise scale: it needs the noise meter (TrainOptions::noise)");
   if (opt_.eval_every_samples < 0)
     throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only",
                                                opt_.eval_every_samples));
+}
+
+void Trainer::read_losses(Loop& loop) {
+  for (const Loop::PendingLoss& p : loop.pending) {
+    const double loss = p.loss.item<double>();
+    if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
+      throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower `lr` (now {:g}) or add "
+                                       "`clip_grad_norm` 1.0",
+                                       loss, p.step, p.lr));
+    loop.result.losses.push_back(loss);
+    if (opt_.on_step) opt_.on_step(p.step, loss, p.lr);
+  }
+  loop.pending.clear();
+}
+
+void Trainer::halve_micro_batch(Loop& loop) {
+  const int64_t old_micro = micro_;
+  micro_ = (micro_ + 1) / 2;
+  accumulation_ *= 2;
+  loop.training_step.set_micro_batch(micro_);
+  if (opt_.adaptive) opt_.adaptive->lower_max_micro_batch(micro_);
+  loop.micro_cap = micro_;
+  data_.set_parts(accumulation_);
+  loop.result.oom_backoffs.push_back({loop.step, old_micro, micro_});
+  if (opt_.on_backoff) opt_.on_backoff(loop.step, old_micro, micro_);
+}
+
+Batch Trainer::next_batch(Loop& loop, int64_t units) {
+  while (true) {
+    try {
+      Batch batch = data_.batch_for_step(loop.units_done);
+      loop.unit_rows = batch.inputs.size(0);
+      if (units > 1) {  // --adaptive: consecutive batches of the data make the step's batch
+        std::vector<torch::Tensor> inputs{batch.inputs}, targets{batch.targets};
+        for (int64_t u = 1; u < units; ++u) {
+          Batch more = data_.batch_for_step(loop.units_done + u);
+          inputs.push_back(std::move(more.inputs));
+          targets.push_back(std::move(more.targets));
+        }
+        batch = {torch::cat(inputs), torch::cat(targets)};
+      }
+      return batch;
+    } catch (const std::exception& e) {
+      // out of memory while the batch was joined from the loader's pieces (the whole batch and
+      // a piece held at once; both freed by now): the ranks back off together as in the step
+      // (this rank announces it at the others' next agreement point), and the pieces halve with
+      // the micro-batch
+      if (!is_out_of_memory(e) || !opt_.oom_backoff || micro_ == 1) throw;
+      if (has_peers()) {
+        double unused = 0;
+        (void)opt_.sync->agree(true, unused, 0, false);
+      }
+      meter_.release_cache();
+      halve_micro_batch(loop);
+    }
+  }
+}
+
+StepResult Trainer::step_with_backoff(Loop& loop, const Batch& batch) {
+  while (true) {
+    std::unique_ptr<FlopCounter> flops;
+    try {
+      if (opt_.count_flops && loop.step == loop.first_step) flops = std::make_unique<FlopCounter>();
+      StepResult outcome = loop.training_step.run(batch);
+      if (flops) {
+        loop.result.flops_per_step = flops->total_flops();
+        loop.result.flops_counted_batch = batch.inputs.size(0);  // this rank's samples
+      }
+      return outcome;
+    } catch (const std::exception& e) {
+      flops.reset();
+      back_off_after_step_oom(loop, e, batch.inputs.size(0));
+    }
+  }
+}
+
+void Trainer::back_off_after_step_oom(Loop& loop, const std::exception& e, int64_t batch_rows) {
+  const int64_t step = loop.step;
+  const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
+  if (!peer_oom && !is_out_of_memory(e)) throw;
+  if (!peer_oom && !opt_.oom_backoff) {
+    const std::string what = e.what();
+    throw RuntimeFailure(fmt::format("out of memory at step {} with micro-batch {} (OOM back-off is off): {}", step,
+                                     micro_, what.substr(0, what.find('\n'))));
+  }
+  if (has_peers() && !peer_oom) {
+    // the backward that all-reduces had begun: the other ranks are inside the collective
+    if (loop.training_step.agreed())
+      throw RuntimeFailure(fmt::format("out of memory at step {} in the backward pass that all-reduces the "
+                                       "gradients (micro-batch {}); the ranks can only back off together "
+                                       "before it: rerun with `micro_batch` {} or more memory",
+                                       step, micro_, std::max<int64_t>(1, micro_ / 2)));
+    double unused = 0;
+    (void)opt_.sync->agree(true, unused, 0, false);  // the other ranks back off with this one
+  }
+  // the step's graph and activations died with the exception; drop its gradients too.
+  release_failed_backward();
+  loop.training_step.release_gradients();
+  meter_.release_cache();
+  if (micro_ == 1)
+    throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; the step's "
+                                     "activations are not all of it: the loader's batches wait beside it (fewer "
+                                     "with a lower `prefetch` or fewer `workers`), and the model states stay "
+                                     "whatever the batch; raise `memory_budget`, hold fewer loader batches, or "
+                                     "use `checkpointing` blocks / `precision` bf16",
+                                     step, peer_oom ? " (on another rank)" : ""));
+  micro_ = std::min<int64_t>(micro_, batch_rows);  // a token budget's micro may exceed its rows
+  halve_micro_batch(loop);
+  if (PhaseObserver* const obs = opt_.observer) {  // the failed attempt ends here; the redo is timed as a warm-up step
+    obs->step_end(static_cast<int>(step), false);
+    loop.measured = false;
+    obs->step_begin(static_cast<int>(step), false);
+  }
+}
+
+void Trainer::evaluate_during(Loop& loop, int64_t unit_samples) {
+  using clock = std::chrono::steady_clock;
+  const auto eval_started = clock::now();
+  auto [test_loss, accuracy] = evaluate(loop.step + 1, &loop.result.eval_oom_backoffs);
+  loop.eval_seconds += std::chrono::duration<double>(clock::now() - eval_started).count();
+  TrainResult& result = loop.result;
+  result.final_test_loss = test_loss;
+  result.final_test_accuracy = accuracy;
+  const double train_seconds = std::chrono::duration<double>(clock::now() - loop.started).count() - loop.eval_seconds;
+  result.evals.push_back({loop.step + 1, loop.units_done * unit_samples, train_seconds, test_loss, accuracy});
+  if (opt_.on_eval) opt_.on_eval(loop.units_done / data_.steps_per_epoch(), test_loss, accuracy);
+  if (opt_.stop_at_accuracy > 0 && accuracy >= opt_.stop_at_accuracy) result.reached_accuracy = true;
+}
+
+Trainer::Due Trainer::due_after_step(const Loop& loop, int64_t units_before, int64_t total_units) const {
+  Due d;
+  const int64_t per_epoch = data_.steps_per_epoch();
+  d.last = opt_.max_steps > 0 ? loop.step + 1 >= opt_.max_steps : loop.units_done >= total_units;
+  const bool epoch_end = loop.units_done / per_epoch != units_before / per_epoch;
+  d.unit_samples = opt_.sync ? opt_.sync->global_samples(loop.unit_rows) : loop.unit_rows;
+  d.eval = eval_ && (epoch_end || (opt_.eval_every_samples > 0 &&
+                                   loop.units_done * d.unit_samples / opt_.eval_every_samples !=
+                                       units_before * d.unit_samples / opt_.eval_every_samples));
+  const bool periodic = opt_.checkpoint_every > 0 && (loop.step + 1) % opt_.checkpoint_every == 0;
+  d.checkpoint = !opt_.checkpoint_dir.empty() && (periodic || epoch_end || d.last);
+  d.read_losses = static_cast<int64_t>(loop.pending.size()) >= opt_.loss_every || d.checkpoint || d.eval || d.last;
+  return d;
+}
+
+bool Trainer::stop_after_step(Loop& loop, const Due& due, torch::optim::Optimizer& optimizer, GradScaler& scaler) {
+  // ranks agree on a stop where they read their losses anyway, so none waits in a collective alone
+  if (!opt_.stop || due.last || (has_peers() && !due.read_losses)) return false;
+  const int signal = agreed_stop_signal();
+  if (signal == 0) return false;
+  read_losses(loop);
+  if (!opt_.checkpoint_dir.empty() && !due.checkpoint)
+    try_checkpoint(loop.step + 1, loop.units_done, optimizer, scaler, loop.result);
+  loop.result.stopped_by_signal = signal;
+  return true;
+}
+
+void Trainer::finish_result(Loop& loop) {
+  read_losses(loop);
+  TrainResult& result = loop.result;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.started).count();
+  const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
+  result.steps = loop.step;
+  int64_t global = loop.global, unit_rows = loop.unit_rows;
+  if (global == 0) global = opt_.global_batch > 0 ? opt_.global_batch : micro_ * accumulation_ * world;
+  if (unit_rows == 0) unit_rows = opt_.adaptive ? global / world / opt_.adaptive->units() : global / world;
+  result.global_batch = global;
+  // this run's samples as counted (token-budget batches differ in size), a resumed part as planned
+  result.samples_seen =
+      loop.units_at_start * (opt_.sync ? opt_.sync->global_samples(unit_rows) : unit_rows) + loop.samples_this_run;
+  result.epochs = static_cast<double>(loop.units_done) / static_cast<double>(data_.steps_per_epoch());
+  result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
+  result.samples_per_s = seconds > 0 ? static_cast<double>(loop.samples_this_run) / seconds : 0;
+  result.micro_batch = micro_;
+  result.accumulation = accumulation_;
+}
+
+TrainResult Trainer::run() {
+  using clock = std::chrono::steady_clock;
+  TrainResult result;
+  apply_precision_settings(opt_.precision);
+  workload_.model().train(true);
+  check_run_options();
+  ProcessSwitches switches(opt_.fast_paths);
+  TrainingStep training_step(workload_, step_options());
+  torch::optim::Optimizer* const optimizer = &training_step.optimizer();
+  GradScaler& scaler = training_step.scaler();
+  const int64_t per_epoch = data_.steps_per_epoch();
+  AdaptiveBatch* const adaptive = opt_.adaptive;
   // the run ends after max_steps optimizer steps, or once epochs x per_epoch batches of the data
   // (units: one each step, or --adaptive's units()) are consumed
   const int64_t total_units = opt_.max_steps > 0 ? std::numeric_limits<int64_t>::max() : opt_.epochs * per_epoch;
-  int64_t step = 0;
-  int64_t units_done = 0;
+  Loop loop(training_step, result);
   if (opt_.resume) {
-    step = load_checkpoint(*optimizer, scaler, result, units_done);
+    loop.step = load_checkpoint(*optimizer, scaler, result, loop.units_done);
     training_step.set_micro_batch(micro_);
-    result.resumed_from = step;
+    result.resumed_from = loop.step;
   }
-  const auto finished = [&] { return opt_.max_steps > 0 ? step >= opt_.max_steps : units_done >= total_units; };
-  const int64_t units_at_start = units_done;  // a resumed run's units before this process
+  int64_t& step = loop.step;
+  const auto finished = [&] { return opt_.max_steps > 0 ? step >= opt_.max_steps : loop.units_done >= total_units; };
+  loop.units_at_start = loop.units_done;
   if (opt_.sync) opt_.sync->begin_run();
-  const auto started = clock::now();
-  int64_t samples_this_run = 0;
-  int64_t global = 0;
-  int64_t unit_rows = 0;  // samples of one batch of the data (this rank's)
-  double eval_seconds = 0;  // evaluations' wall time, left out of EvalPoint::train_seconds
-  const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
+  loop.started = clock::now();
   PhaseObserver* const obs = opt_.observer;
-  const int64_t first_step = step;
-  // losses still on the device: read together every loss_every steps (one wait for the device)
-  struct PendingLoss {
-    int64_t step;
-    torch::Tensor loss;
-    double lr;
-  };
-  std::vector<PendingLoss> pending;
-  const auto read_losses = [&] {
-    for (const PendingLoss& p : pending) {
-      const double loss = p.loss.item<double>();
-      if (!std::isfinite(loss) && opt_.precision != Precision::kFp16)
-        throw RuntimeFailure(fmt::format("the training loss became {} at step {}; lower `lr` (now {:g}) or add "
-                                         "`clip_grad_norm` 1.0",
-                                         loss, p.step, p.lr));
-      result.losses.push_back(loss);
-      if (opt_.on_step) opt_.on_step(p.step, loss, p.lr);
-    }
-    pending.clear();
-  };
-  // an OOM back-off, in the step or while the loader joined its batch: half the micro-batch, twice
-  // the accumulation (the global batch stays), the loader's pieces with it
-  int64_t micro_cap = std::numeric_limits<int64_t>::max();  // the micro-batch an OOM back-off left
-  const auto halve_micro_batch = [&](int64_t at_step) {
-    const int64_t old_micro = micro_;
-    micro_ = (micro_ + 1) / 2;
-    accumulation_ *= 2;
-    training_step.set_micro_batch(micro_);
-    if (adaptive) adaptive->lower_max_micro_batch(micro_);
-    micro_cap = micro_;
-    data_.set_parts(accumulation_);
-    result.oom_backoffs.push_back({at_step, old_micro, micro_});
-    if (opt_.on_backoff) opt_.on_backoff(at_step, old_micro, micro_);
-  };
+  loop.first_step = step;
   for (; !finished(); ++step) {
-    // the run's first step warms up (allocator, caches, loader start): not measured
-    bool measured = step > first_step;
+    loop.measured = step > loop.first_step;  // the run's first step warms up (allocator, caches, loader start)
     const auto step_started = clock::now();
     if (obs) {
-      obs->step_begin(static_cast<int>(step), measured);
+      obs->step_begin(static_cast<int>(step), loop.measured);
       obs->phase_begin(Phase::kDataWait);
     }
     const int64_t units = adaptive ? adaptive->units() : 1;
-    const int64_t units_before = units_done;
-    Batch batch;
-    while (true) {
-      try {
-        batch = data_.batch_for_step(units_done);
-        unit_rows = batch.inputs.size(0);
-        if (units > 1) {  // --adaptive: consecutive batches of the data make the step's batch
-          std::vector<torch::Tensor> inputs{batch.inputs}, targets{batch.targets};
-          for (int64_t u = 1; u < units; ++u) {
-            Batch more = data_.batch_for_step(units_done + u);
-            inputs.push_back(std::move(more.inputs));
-            targets.push_back(std::move(more.targets));
-          }
-          batch = {torch::cat(inputs), torch::cat(targets)};
-        }
-        break;
-      } catch (const std::exception& e) {
-        // out of memory while the batch was joined from the loader's pieces (the whole batch and
-        // a piece held at once): the ranks back off together as in the step (this rank announces
-        // it at the others' next agreement point), and the pieces halve with the micro-batch
-        if (!is_out_of_memory(e) || !opt_.oom_backoff || micro_ == 1) throw;
-        batch = Batch{};
-        if (has_peers()) {
-          double unused = 0;
-          (void)opt_.sync->agree(true, unused, 0, false);
-        }
-        meter_.release_cache();
-        halve_micro_batch(step);
-      }
-    }
+    const int64_t units_before = loop.units_done;
+    Batch batch = next_batch(loop, units);
     if (obs) obs->phase_end(Phase::kDataWait);
-    global = opt_.sync ? opt_.sync->global_samples(batch.inputs.size(0)) : batch.inputs.size(0);  // all ranks'
+    loop.global = opt_.sync ? opt_.sync->global_samples(batch.inputs.size(0)) : batch.inputs.size(0);  // all ranks'
     // the schedule advances by the data consumed (one unit per step without --adaptive)
-    const double lr = opt_.schedule.lr_at(units_done) * (adaptive ? adaptive->lr_gain() : 1.0);
+    const double lr = opt_.schedule.lr_at(loop.units_done) * (adaptive ? adaptive->lr_gain() : 1.0);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
-    StepResult outcome;
-    std::unique_ptr<FlopCounter> flops;
-    while (true) {
-      try {
-        if (opt_.count_flops && step == first_step) flops = std::make_unique<FlopCounter>();
-        outcome = training_step.run(batch);
-        if (flops) {
-          result.flops_per_step = flops->total_flops();
-          result.flops_counted_batch = batch.inputs.size(0);  // this rank's samples
-          flops.reset();
-        }
-        break;
-      } catch (const std::exception& e) {
-        flops.reset();
-        const bool peer_oom = dynamic_cast<const PeerOutOfMemory*>(&e) != nullptr;
-        if (!peer_oom && !is_out_of_memory(e)) throw;
-        if (!peer_oom && !opt_.oom_backoff) {
-          const std::string what = e.what();
-          throw RuntimeFailure(fmt::format("out of memory at step {} with micro-batch {} (OOM back-off is off): {}", step,
-                                           micro_, what.substr(0, what.find('\n'))));
-        }
-        if (has_peers() && !peer_oom) {
-          // the backward that all-reduces had begun: the other ranks are inside the collective
-          if (training_step.agreed())
-            throw RuntimeFailure(fmt::format("out of memory at step {} in the backward pass that all-reduces the "
-                                             "gradients (micro-batch {}); the ranks can only back off together "
-                                             "before it: rerun with `micro_batch` {} or more memory",
-                                             step, micro_, std::max<int64_t>(1, micro_ / 2)));
-          double unused = 0;
-          (void)opt_.sync->agree(true, unused, 0, false);  // the other ranks back off with this one
-        }
-        // the step's graph and activations died with the exception; drop its gradients too.
-        release_failed_backward();
-        training_step.release_gradients();
-        meter_.release_cache();
-        if (micro_ == 1)
-          throw RuntimeFailure(fmt::format("out of memory at step {} with a micro-batch of 1{}; the step's "
-                                           "activations are not all of it: the loader's batches wait beside it (fewer "
-                                           "with a lower `prefetch` or fewer `workers`), and the model states stay "
-                                           "whatever the batch; raise `memory_budget`, hold fewer loader batches, or "
-                                           "use `checkpointing` blocks / `precision` bf16",
-                                           step, peer_oom ? " (on another rank)" : ""));
-        micro_ = std::min<int64_t>(micro_, batch.inputs.size(0));  // a token budget's micro may exceed its rows
-        halve_micro_batch(step);
-        if (obs) {  // the failed attempt ends here; the redo is timed as a warm-up step
-          obs->step_end(static_cast<int>(step), false);
-          measured = false;
-          obs->step_begin(static_cast<int>(step), false);
-        }
-      }
-    }
-    pending.push_back({step, outcome.loss, lr});
-    units_done += units;
-    const bool last = opt_.max_steps > 0 ? step + 1 >= opt_.max_steps : units_done >= total_units;
-    const bool epoch_end = units_done / per_epoch != units_before / per_epoch;
-    const int64_t unit_samples = opt_.sync ? opt_.sync->global_samples(unit_rows) : unit_rows;
-    const bool eval_due = eval_ && (epoch_end || (opt_.eval_every_samples > 0 &&
-                                                  units_done * unit_samples / opt_.eval_every_samples !=
-                                                      units_before * unit_samples / opt_.eval_every_samples));
-    const bool periodic = opt_.checkpoint_every > 0 && (step + 1) % opt_.checkpoint_every == 0;
-    const bool checkpoint = !opt_.checkpoint_dir.empty() && (periodic || epoch_end || last);
-    const bool read_now = static_cast<int64_t>(pending.size()) >= opt_.loss_every || checkpoint || eval_due || last;
+    const StepResult outcome = step_with_backoff(loop, batch);
+    loop.pending.push_back({step, outcome.loss, lr});
+    loop.units_done += units;
+    const Due due = due_after_step(loop, units_before, total_units);
+    const bool last = due.last, read_now = due.read_losses;
     // the read waits for the step's device work, so the observer's step_end follows it; without
     // a read, an observer on a GPU still needs the step finished to read its timing events
     if (read_now) {
-      (void)pending.back().loss.item<double>();
+      (void)loop.pending.back().loss.item<double>();
     } else if (obs && workload_.device().is_cuda()) {
       torch::cuda::synchronize(workload_.device().index());
     }
-    if (obs) obs->step_end(static_cast<int>(step), measured);
+    if (obs) obs->step_end(static_cast<int>(step), loop.measured);
     if (!outcome.stepped) ++result.skipped_steps;  // fp16: non-finite gradients, step skipped
-    if (read_now) read_losses();
-    samples_this_run += global;
+    if (read_now) read_losses(loop);
+    loop.samples_this_run += loop.global;
     if (adaptive && !last && adaptive->due(step)) adapt_batch(step, training_step);  // never after the last step
     if (opt_.reshare && !adaptive && !last) {  // `shares` auto: the ranks' shares re-split by speed
       const double step_ms = std::chrono::duration<double, std::milli>(clock::now() - step_started).count();
-      if (std::optional<Reshare> c = opt_.reshare(step, step_ms)) take_shares(*c, micro_cap, training_step);
+      if (std::optional<Reshare> c = opt_.reshare(step, step_ms)) take_shares(*c, loop.micro_cap, training_step);
     }
-    if (eval_due) {
-      const auto eval_started = clock::now();
-      auto [test_loss, accuracy] = evaluate(step + 1, &result.eval_oom_backoffs);
-      eval_seconds += std::chrono::duration<double>(clock::now() - eval_started).count();
-      result.final_test_loss = test_loss;
-      result.final_test_accuracy = accuracy;
-      const double train_seconds =
-          std::chrono::duration<double>(clock::now() - started).count() - eval_seconds;
-      result.evals.push_back({step + 1, units_done * unit_samples, train_seconds, test_loss, accuracy});
-      if (opt_.on_eval) opt_.on_eval(units_done / per_epoch, test_loss, accuracy);
-      if (opt_.stop_at_accuracy > 0 && accuracy >= opt_.stop_at_accuracy) result.reached_accuracy = true;
-    }
-    if (checkpoint || (result.reached_accuracy && !opt_.checkpoint_dir.empty()))
-      try_checkpoint(step + 1, units_done, *optimizer, scaler, result);
+    if (due.eval) evaluate_during(loop, due.unit_samples);
+    if (due.checkpoint || (result.reached_accuracy && !opt_.checkpoint_dir.empty()))
+      try_checkpoint(step + 1, loop.units_done, *optimizer, scaler, result);
     if (result.reached_accuracy) {
       ++step;
       break;
     }
-    // a graceful stop (SIGTERM before a preemption, Ctrl-C): after this step, with a checkpoint.
-    // Ranks agree on it where they read their losses anyway, so none waits in a collective alone.
-    if (opt_.stop && !last && (!has_peers() || read_now)) {
-      if (const int signal = agreed_stop_signal(); signal != 0) {
-        read_losses();
-        if (!opt_.checkpoint_dir.empty() && !checkpoint) try_checkpoint(step + 1, units_done, *optimizer, scaler, result);
-        result.stopped_by_signal = signal;
-        ++step;
-        break;
-      }
+    if (stop_after_step(loop, due, *optimizer, scaler)) {
+      ++step;
+      break;
     }
   }
-  read_losses();
-  const double seconds = std::chrono::duration<double>(clock::now() - started).count();
-  result.steps = step;
-  if (global == 0) global = opt_.global_batch > 0 ? opt_.global_batch : micro_ * accumulation_ * world;
-  if (unit_rows == 0) unit_rows = adaptive ? global / world / adaptive->units() : global / world;
-  result.global_batch = global;
-  // this run's samples as counted (token-budget batches differ in size), a resumed part as planned
-  result.samples_seen = units_at_start * (opt_.sync ? opt_.sync->global_samples(unit_rows) : unit_rows) + samples_this_run;
-  result.epochs = static_cast<double>(units_done) / static_cast<double>(per_epoch);
-  result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
-  result.samples_per_s = seconds > 0 ? static_cast<double>(samples_this_run) / seconds : 0;
-  result.micro_batch = micro_;
-  result.accumulation = accumulation_;
+  finish_result(loop);
   return result;
 }
 

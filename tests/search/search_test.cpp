@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "saturate/core/errors.h"
 #include "search/fake_runner.h"
 #include "support/support.h"
@@ -139,12 +141,55 @@ TEST(SearchTest, CapStopsEveryStrategyAtMaxBatch) {
   }
 }
 
+TEST(SearchTest, TheDivisorsStrategyFindsTheLargestDivisorThatFitsInFewerTrialsThanStepsOfNinetyPercent) {
+  // issue 29: a micro-batch that must split an effective batch into whole accumulation steps
+  // (Hugging Face Trainer's). The oracle scans the divisors with the law itself; the baseline is
+  // Accelerate's find_executable_batch_size from the same first batch (x0.9 after each OOM).
+  for (const FakeLaw& law : laws()) {
+    FakeRunner oracle(law);
+    const int64_t truth = oracle.true_max(law.budget_bytes);
+    for (int64_t total : {truth + 1, 2 * truth, 360 * (truth / 360 + 1), truth / 2 + 1, int64_t{1} << 20}) {
+      int64_t expected = 0, next = 0;  // the largest divisor that fits, the next one above it
+      for (int64_t d = 1; d <= total; ++d) {
+        if (total % d) continue;
+        if (oracle.peak_bytes(d) <= law.budget_bytes) expected = d;
+        else if (!next) next = d;
+      }
+      for (int64_t start : {total, std::max<int64_t>(1, truth / 3), int64_t{1}}) {
+        FakeRunner runner(law);
+        SearchOptions opt;
+        opt.strategy = Strategy::kDivisors;
+        opt.max_batch = total;
+        opt.start_batch = start;
+        const SearchResult r = search_batch_size(runner, opt);
+        SCOPED_TRACE(fmt::format("truth {} total {} start {}: {}", truth, total, start, trial_sequence(r)));
+        EXPECT_EQ(r.max_batch, expected);
+        EXPECT_NE(find_trial(r, expected, TrialStatus::kOk), nullptr);
+        if (next) {
+          EXPECT_NE(find_trial(r, next, TrialStatus::kOom), nullptr) << "the next divisor was run";
+        }
+        EXPECT_EQ(r.capped, expected == total);
+        for (const Trial& t : r.trials) EXPECT_EQ(total % t.batch, 0) << t.batch << " does not divide " << total;
+        if (start != total || expected == total) continue;
+        int64_t accelerate = 1;  // from the total down by 0.9 until one fits
+        for (auto b = static_cast<double>(total); oracle.peak_bytes(static_cast<int64_t>(b)) > law.budget_bytes;
+             b *= 0.9)
+          ++accelerate;
+        EXPECT_LE(static_cast<int64_t>(r.trials.size()), accelerate);
+        if (accelerate > 2) {
+          EXPECT_LT(static_cast<int64_t>(r.trials.size()), accelerate);
+        }
+      }
+    }
+  }
+}
+
 TEST(SearchTest, BatchOneNotFittingGivesZero) {
   FakeLaw law;
   law.fixed_bytes = law.budget_bytes - (law.per_sample_bytes / 2);
-  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower}) {
+  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower, Strategy::kDivisors}) {
     FakeRunner runner(law);
-    const SearchResult r = search(runner, s);
+    const SearchResult r = search(runner, s, 0.9, s == Strategy::kDivisors ? 64 : 0);
     EXPECT_EQ(r.max_batch, 0) << to_string(s);
     EXPECT_EQ(r.recommended_batch, 0);
     EXPECT_NE(find_trial(r, 1, TrialStatus::kOom), nullptr) << to_string(s);
@@ -292,6 +337,7 @@ TEST(SearchTest, RejectsATargetOutsideZeroToOne) {
 TEST(SearchTest, EveryOptionOutOfRangeIsRefusedNamingTheOption) {
   const std::vector<std::pair<std::string, std::function<void(SearchOptions&)>>> bad = {
       {"max_batch", [](SearchOptions& o) { o.max_batch = -1; }},
+      {"max_batch", [](SearchOptions& o) { o.strategy = Strategy::kDivisors; }},  // no batch to divide
       {"start_batch", [](SearchOptions& o) { o.start_batch = 0; }},
       {"warmup_steps", [](SearchOptions& o) { o.warmup_steps = -1; }},
       {"measure_steps", [](SearchOptions& o) { o.measure_steps = 0; }},
@@ -312,8 +358,9 @@ TEST(SearchTest, EveryOptionOutOfRangeIsRefusedNamingTheOption) {
 }
 
 TEST(SearchTest, StrategiesParseAndPrint) {
-  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower}) EXPECT_EQ(parse_strategy(to_string(s)), s);
-  ASSERT_THROWS_WITH(parse_strategy("newton"), UsageError, "expected fit, power or binsearch");
+  for (Strategy s : {Strategy::kFit, Strategy::kBinsearch, Strategy::kPower, Strategy::kDivisors})
+    EXPECT_EQ(parse_strategy(to_string(s)), s);
+  ASSERT_THROWS_WITH(parse_strategy("newton"), UsageError, "expected fit, power, binsearch or divisors");
 }
 
 TEST(SearchTest, OnMemoryHiddenUnderAFixedPeakAtSmallBatchesFitReachesTheExactMaxInAtMostSixTrials) {

@@ -329,6 +329,49 @@ TEST(ThroughputCurve, RoundsTakeTurnsAcrossPointsAndTimeAtLeastTheMinimumRoundEa
   }
 }
 
+TEST(ThroughputCurve, StepsThatSlowDownAfterTheCalibrationAreRecalibratedSoARoundStaysNearTheMinimum) {
+  // every step 10x slower from the second pass on (load that came after a quiet calibration):
+  // rounds of the calibrated step counts would take 10x the minimum round each
+  class SlowingRunner final : public TrialRunner {
+   public:
+    explicit SlowingRunner(FakeLaw law) : inner_(law) {}
+    Trial run(int64_t batch, const TrialRequest& r) override {
+      Trial t = inner_.run(batch, r);
+      if (++calls_ > 11) {
+        t.step_time_ms *= 10;
+        t.samples_per_s /= 10;
+      }
+      rounds.emplace_back(batch, t.step_time_ms * r.measure_steps);
+      return t;
+    }
+    int64_t budget_bytes() const override { return inner_.budget_bytes(); }
+    std::vector<std::pair<int64_t, double>> rounds;  // batch, the round's timed milliseconds
+
+   private:
+    FakeRunner inner_;
+    int calls_ = 0;
+  };
+  FakeLaw law;  // 5 ms + 0.05 ms a sample: batch 1 calibrates to 10 steps a round
+  law.per_sample_bytes = 1 << 10;
+  SlowingRunner runner(law);
+  ThroughputCurveOptions o;
+  o.max_batch = 1024;
+  o.min_round_ms = 50;
+  const ThroughputCurve c = measure_throughput_curve(runner, o);
+  ASSERT_EQ(c.points.size(), 11u);
+  // the first slow round of a point may run long (it is what shows the change); every point's
+  // rounds after it are back near the minimum: at most two minimum rounds, or two steps
+  std::map<int64_t, int> calls;
+  int checked = 0;
+  for (const auto& [batch, round_ms] : runner.rounds) {
+    if (++calls[batch] <= 2) continue;  // the quiet pass (a calibration or a round) and the first slow one
+    const double two_steps_ms = 2 * 10 * (5 + 0.05 * static_cast<double>(batch));
+    EXPECT_LE(round_ms, 1.0001 * std::max(2 * o.min_round_ms, two_steps_ms)) << "batch " << batch;
+    ++checked;
+  }
+  EXPECT_GE(checked, 11) << "every point ran rounds after the slowdown";
+}
+
 TEST(ThroughputCurve, AnOutOfMemoryEndsTheCurveAndTheKneeComesFromWhatRan) {
   FakeLaw law;  // 100 MiB + 1.27 MiB per sample in 4 GiB: batch 3145 fits, 4096 does not
   FakeRunner runner(law);

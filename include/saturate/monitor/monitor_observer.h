@@ -80,6 +80,10 @@ class MonitorObserver final : public ProbeObserver {
     int mark_begin, mark_end;
   };
   void close_trace_step(Clock::time_point end, bool aborted);
+  /// A trial's timed steps as the bottleneck's input: each cause's median share on the median step.
+  StepProfile step_profile(const Utilization& util) const;
+  /// The launch overhead's share of the compute, and how it was measured (options_.measure_launch).
+  void measure_launch(StepProfile& p) const;
 
   MonitorOptions options_;
   std::unique_ptr<Sampler> sampler_;

@@ -53,7 +53,10 @@ class Probe final : public TrialRunner {
 
  private:
   class Fanout;
+  struct StepTimes;
   void synchronize() const;
+  /// The trial's steps (warm-up, then measured), each timed; the stop signal that ended them (0: none).
+  int run_steps(int64_t batch, const TrialRequest& request, Fanout& fanout, Trial& t, StepTimes& times);
   template <class F>
   void notify(F f) {
     for (ProbeObserver* o : observers_) f(*o);

@@ -4,6 +4,8 @@
 //  - fit (default): two small memory probes, a line peak(b) = fixed + per_sample*b, a jump to the
 //    predicted largest batch, verification, and a bracket search guided by the local law. Answers
 //    are exact (max_batch fits, max_batch+1 does not) and every one is backed by a trial run.
+//  - divisors: only the divisors of max_batch (a micro-batch that splits an effective batch into
+//    whole accumulation steps): the largest that fits, the next divisor seen not to fit.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,18 +17,19 @@
 
 namespace saturate {
 
-enum class Strategy { kFit, kPower, kBinsearch };
+enum class Strategy { kFit, kPower, kBinsearch, kDivisors };
 std::string to_string(Strategy s);
-/// "fit" | "power" | "binsearch"; throws UsageError otherwise.
+/// "fit" | "power" | "binsearch" | "divisors"; throws UsageError otherwise.
 Strategy parse_strategy(const std::string& text);
 
 struct SearchOptions {
   Strategy strategy = Strategy::kFit;
   /// The recommended batch's measured peak may use at most this fraction of the budget.
   double target_fraction = 0.9;
-  /// Upper limit on batches tried (0: none).
+  /// Upper limit on batches tried (0: none); divisors: the batch whose divisors are tried (required).
   int64_t max_batch = 0;
-  /// First batch of power/binsearch (Lightning's init_val).
+  /// First batch of power/binsearch (Lightning's init_val); divisors: the largest divisor at or
+  /// below it is tried first.
   int64_t start_batch = 2;
   /// Steps of each timed trial (Lightning runs 3 per trial).
   int warmup_steps = 1;

@@ -239,6 +239,38 @@ class Trainer {
   /// TrainOptions::stop's signal, agreed with the peers (a collective with them): 0 for none.
   int agreed_stop_signal();
 
+  // run()'s pieces, over one run's state between steps (Loop, trainer.cpp)
+  struct Loop;
+  StepOptions step_options() const;
+  /// UsageError for a run that cannot start (loss_every, too little data, adaptive without a noise meter).
+  void check_run_options() const;
+  /// The losses still on the device, read together: RuntimeFailure for a non-finite one (not fp16).
+  void read_losses(Loop& loop);
+  /// The OOM back-off: half the micro-batch, twice the accumulation (the global batch stays), the
+  /// loader's pieces with it; an adaptive batch's largest micro-batch lowered with it.
+  void halve_micro_batch(Loop& loop);
+  /// The step's batch: `units` consecutive batches of the data joined (--adaptive). An
+  /// out-of-memory while joining backs off (every rank together) and joins again.
+  Batch next_batch(Loop& loop, int64_t units);
+  /// One training step; an out-of-memory backs off (back_off_after_step_oom) and redoes it.
+  StepResult step_with_backoff(Loop& loop, const Batch& batch);
+  /// After an out-of-memory in the step: rethrows what is not one, RuntimeFailure where the ranks
+  /// cannot back off together or micro-batch 1 ran out; else frees the step and halves the micro-batch.
+  void back_off_after_step_oom(Loop& loop, const std::exception& e, int64_t batch_rows);
+  /// An evaluation after the loop's step, recorded with the training time so far (evaluations left out).
+  void evaluate_during(Loop& loop, int64_t unit_samples);
+  /// What is due after the loop's step (units_before: the data consumed before it).
+  struct Due {
+    bool last = false, eval = false, checkpoint = false, read_losses = false;
+    int64_t unit_samples = 0;  ///< one batch of the data, all ranks' samples
+  };
+  Due due_after_step(const Loop& loop, int64_t units_before, int64_t total_units) const;
+  /// A graceful stop (SIGTERM before a preemption, Ctrl-C) after the loop's step, agreed with the
+  /// peers, with a checkpoint: true when the run stops here.
+  bool stop_after_step(Loop& loop, const Due& due, torch::optim::Optimizer& optimizer, GradScaler& scaler);
+  /// The result's totals after the last step (the last losses read).
+  void finish_result(Loop& loop);
+
   Workload& workload_;
   MemoryMeter& meter_;
   TrainData& data_;
