@@ -8,6 +8,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -65,6 +66,55 @@ struct ArchiveCloser {
   ~ArchiveCloser() { archive_read_free(a); }
 };
 
+/// The current member's bytes, and why it is broken (empty: it is whole). `unpacked` counts the
+/// shard's bytes unpacked so far, bounded by `most_unpacked` against a decompression bomb.
+std::pair<std::vector<uint8_t>, std::string> read_member(archive* a, int64_t declared, int64_t& unpacked,
+                                                         int64_t most_unpacked, size_t shard_size) {
+  std::vector<uint8_t> bytes;
+  bytes.reserve(declared > 0 ? static_cast<size_t>(declared) : 0);
+  uint8_t buf[16384];
+  while (true) {
+    const la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) return {std::move(bytes), archive_message(a)};
+    bytes.insert(bytes.end(), buf, buf + n);
+    unpacked += n;
+    if (static_cast<int64_t>(bytes.size()) > kMaxMemberBytes)  // a bomb: stopped before it takes the memory
+      return {std::move(bytes),
+              "it unpacks to more than " + mib_text(kMaxMemberBytes) + ", what a sample's member may take"};
+    if (unpacked > most_unpacked)
+      return {std::move(bytes), "the shard unpacks to more than " + mib_text(most_unpacked) + " (16 x its " +
+                                    mib_text(static_cast<int64_t>(shard_size)) +
+                                    " on disk, at least 64 MiB): a decompression bomb, not samples"};
+  }
+  if (declared >= 0 && static_cast<int64_t>(bytes.size()) != declared)
+    return {std::move(bytes),
+            "member holds " + std::to_string(bytes.size()) + " of its " + std::to_string(declared) + " bytes"};
+  return {std::move(bytes), ""};
+}
+
+/// The samples whose members all arrived, in the shard's order: an image and an integer label
+/// each (a sample without is reported through `fail`; a broken one was reported when it was met).
+std::vector<WdsSample> complete_samples(const std::vector<std::string>& order, std::map<std::string, Pending>& open,
+                                        const std::function<void(int64_t, const std::string&)>& fail) {
+  std::vector<WdsSample> out;
+  for (const auto& key : order) {
+    Pending& p = open[key];
+    if (p.broken) continue;
+    p.sample.label = p.has_cls ? p.cls : p.txt;
+    if (p.sample.image.empty()) {
+      fail(-1, "sample '" + key + "' has no .jpg/.jpeg/.png member");
+      continue;
+    }
+    if (p.sample.label < 0) {
+      fail(p.sample.image_offset, "sample '" + key + "' has no integer label (.cls, or .txt holding an integer)");
+      continue;
+    }
+    out.push_back(std::move(p.sample));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const std::string& shard, SkipReport* skips) {
@@ -74,7 +124,6 @@ std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const st
   archive_read_support_filter_gzip(a);
   if (archive_read_open_memory(a, data, size) != ARCHIVE_OK)
     throw DataError(shard, 0, "not a tar shard (libarchive: " + archive_message(a) + ")");
-  std::vector<WdsSample> out;
   std::map<std::string, Pending> open;  // samples whose members are still arriving, in key order
   std::vector<std::string> order;
   const auto fail = [&](int64_t at, const std::string& problem) {
@@ -115,36 +164,8 @@ std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const st
       damaged = true;
       break;
     }
-    std::vector<uint8_t> bytes;
-    bytes.reserve(declared > 0 ? static_cast<size_t>(declared) : 0);
-    uint8_t buf[16384];
-    bool broken = false;
-    std::string why;
-    while (true) {
-      const la_ssize_t n = archive_read_data(a, buf, sizeof buf);
-      if (n == 0) break;
-      if (n < 0) {
-        broken = true;
-        why = archive_message(a);
-        break;
-      }
-      bytes.insert(bytes.end(), buf, buf + n);
-      unpacked += n;
-      if (static_cast<int64_t>(bytes.size()) > kMaxMemberBytes || unpacked > most_unpacked) {
-        // a decompression bomb: stop before it takes the machine's memory
-        broken = true;
-        why = static_cast<int64_t>(bytes.size()) > kMaxMemberBytes
-                  ? "it unpacks to more than " + mib_text(kMaxMemberBytes) + ", what a sample's member may take"
-                  : "the shard unpacks to more than " + mib_text(most_unpacked) + " (16 x its " +
-                        mib_text(static_cast<int64_t>(size)) + " on disk, at least 64 MiB): a decompression bomb, "
-                        "not samples";
-        break;
-      }
-    }
-    if (!broken && declared >= 0 && static_cast<int64_t>(bytes.size()) != declared) {
-      broken = true;
-      why = "member holds " + std::to_string(bytes.size()) + " of its " + std::to_string(declared) + " bytes";
-    }
+    auto [bytes, why] = read_member(a, declared, unpacked, most_unpacked, size);
+    const bool broken = !why.empty();
     auto [it, inserted] = open.try_emplace(key);
     if (inserted) order.push_back(key);
     Pending& p = it->second;
@@ -167,21 +188,7 @@ std::vector<WdsSample> read_wds_shard(const uint8_t* data, size_t size, const st
     }
   }
   (void)damaged;
-  for (const auto& key : order) {
-    Pending& p = open[key];
-    if (p.broken) continue;  // counted when it was met
-    p.sample.label = p.has_cls ? p.cls : p.txt;
-    if (p.sample.image.empty()) {
-      fail(-1, "sample '" + key + "' has no .jpg/.jpeg/.png member");
-      continue;
-    }
-    if (p.sample.label < 0) {
-      fail(p.sample.image_offset, "sample '" + key + "' has no integer label (.cls, or .txt holding an integer)");
-      continue;
-    }
-    out.push_back(std::move(p.sample));
-  }
-  return out;
+  return complete_samples(order, open, fail);
 }
 
 namespace {

@@ -144,35 +144,82 @@ std::string rank_prefix(int rank, int world_size, const std::string& host) {
   return fmt::format("[rank {}/{} {}] ", rank, world_size, host);
 }
 
-LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
-  check_launch_options(o);
-  auto note = [&](const std::string& s) {
-    if (sinks.note) sinks.note(s);
-  };
-  LaunchResult result;
-  result.master_port = o.master_port ? o.master_port : free_port(o.master_addr);
-  const int world = o.nnodes * o.nproc_per_node;
+namespace {
 
-  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw RuntimeFailure(fmt::format("launch: pipe: {}", std::strerror(errno)));
-  struct sigaction old[3];
+/// One launch on this node: the signal handlers it installed, the ranks it started, and how it
+/// stops them (a failed rank stops the others: SIGTERM, then SIGKILL after kill_grace_s).
+class NodeLaunch {
+ public:
+  NodeLaunch(const LaunchOptions& o, const LaunchSinks& sinks, LaunchResult& result)
+      : o_(o), sinks_(sinks), result_(result) {}
+  /// Forwarded signals (SIGINT, SIGTERM, SIGHUP) write to the pipe the loop polls.
+  void install_signals();
+  /// The handlers as they were; the signal pipe closed.
+  void restore_signals();
+  /// Starts this node's ranks; false when one could not start (those started are killed and the
+  /// result names the one that failed, as a rank's failure would).
+  bool start_ranks();
+  /// Until every rank exited: their stderr lines prefixed, signals forwarded, ranks reaped.
+  void supervise();
+  /// What is left of the ranks' stderr flushed; every rank's exit in the result.
+  void collect();
+  int forwarded() const { return forwarded_; }
+  size_t rank_count() const { return children_.size(); }
+
+ private:
+  void note(const std::string& s) const {
+    if (sinks_.note) sinks_.note(s);
+  }
+  void flush_line(const Child& c, const std::string& line) const {
+    if (sinks_.rank_line) sinks_.rank_line(c.rank, line);
+  }
+  void stop_all(int sig) {
+    for (Child& c : children_)
+      if (c.running) kill(-c.pid, sig);
+  }
+  void spawn_failed(int local, const SpawnError& e);
+  void read_err(Child& c);
+  void read_signals();
+  void reap();
+
+  const LaunchOptions& o_;
+  const LaunchSinks& sinks_;
+  LaunchResult& result_;
+  struct sigaction old_[3];
+  std::vector<Child> children_;
+  bool stopping_ = false;
+  Clock::time_point kill_at_{};
+  bool killed_ = false;
+  int forwarded_ = 0;  // the first signal forwarded: ranks that exit 128 + it stopped as asked
+  int signals_ = 0;
+};
+
+void NodeLaunch::install_signals() {
   for (int i = 0; i < 3; ++i) {
     struct sigaction sa{};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(kForwarded[i], &sa, &old[i]);
+    sigaction(kForwarded[i], &sa, &old_[i]);
   }
+}
 
-  std::vector<Child> children;
+void NodeLaunch::restore_signals() {
+  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &old_[i], nullptr);
+  close(g_signal_pipe[0]);
+  close(g_signal_pipe[1]);
+  g_signal_pipe[0] = g_signal_pipe[1] = -1;
+}
+
+bool NodeLaunch::start_ranks() {
   g_signals.store(0);
-  for (int local = 0; local < o.nproc_per_node; ++local) {
-    if (g_signals.load() > 0) break;  // stopped while starting: the ranks started get the signal below
+  for (int local = 0; local < o_.nproc_per_node; ++local) {
+    if (g_signals.load() > 0) break;  // stopped while starting: the ranks started get the signal later
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) throw RuntimeFailure(fmt::format("launch: pipe: {}", std::strerror(errno)));
     ChildOptions co;
-    co.command = o.command;
-    co.extra_env = rank_environment(o, local, result.master_port);
+    co.command = o_.command;
+    co.extra_env = rank_environment(o_, local, result_.master_port);
     co.own_process_group = true;
     co.stderr_fd = p[1];
     co.who = "launch";
@@ -182,86 +229,131 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
     } catch (const SpawnError& e) {  // nothing runs: stop the ranks started, report as a rank would
       close(p[0]);
       close(p[1]);
-      for (Child& c : children) {
-        kill(-c.pid, SIGKILL);
-        int status = 0;
-        while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (c.err_fd >= 0) close(c.err_fd);
-        c.exit.exit_status = 137;
-        c.exit.signaled = true;
-        c.exit.signal = SIGKILL;
-        c.exit.stopped_by_launcher = true;
-        result.ranks.push_back(c.exit);
-      }
-      const int rank = o.node_rank * o.nproc_per_node + local;
-      if (sinks.rank_line) sinks.rank_line(rank, e.what());
-      RankExit failed;
-      failed.rank = rank;
-      failed.exit_status = e.exit_status;
-      result.ranks.push_back(failed);
-      result.failed_rank = rank;
-      result.exit_status = e.exit_status;
-      result.summary = fmt::format("rank {} could not start: {}", rank, e.what());
-      for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &old[i], nullptr);
-      close(g_signal_pipe[0]);
-      close(g_signal_pipe[1]);
-      g_signal_pipe[0] = g_signal_pipe[1] = -1;
-      return result;
+      spawn_failed(local, e);
+      return false;
     }
     close(p[1]);
     fcntl(p[0], F_SETFL, O_NONBLOCK);
     Child c;
-    c.rank = o.node_rank * o.nproc_per_node + local;
+    c.rank = o_.node_rank * o_.nproc_per_node + local;
     c.pid = pid;
     c.err_fd = p[0];
     c.exit.rank = c.rank;
     c.exit.pid = pid;
-    children.push_back(std::move(c));
+    children_.push_back(std::move(c));
   }
+  return true;
+}
 
-  bool stopping = false;
-  Clock::time_point kill_at{};
-  bool killed = false;
-  int forwarded = 0;  // the first signal forwarded: ranks that exit 128 + it stopped as asked
-  int signals = 0;
-  auto stop_all = [&](int sig) {
-    for (Child& c : children)
-      if (c.running) kill(-c.pid, sig);
-  };
-  auto flush_line = [&](Child& c, const std::string& line) {
-    if (sinks.rank_line) sinks.rank_line(c.rank, line);
-  };
-  auto read_err = [&](Child& c) {
-    char buf[4096];
-    for (;;) {
-      const ssize_t n = read(c.err_fd, buf, sizeof(buf));
-      if (n > 0) {
-        c.pending.append(buf, static_cast<size_t>(n));
-        size_t nl;
-        while ((nl = c.pending.find('\n')) != std::string::npos) {
-          flush_line(c, c.pending.substr(0, nl));
-          c.pending.erase(0, nl + 1);
-        }
-        continue;
-      }
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        if (!c.pending.empty()) flush_line(c, c.pending);
-        c.pending.clear();
-        close(c.err_fd);
-        c.err_fd = -1;
-      }
-      return;
+void NodeLaunch::spawn_failed(int local, const SpawnError& e) {
+  for (Child& c : children_) {
+    kill(-c.pid, SIGKILL);
+    int status = 0;
+    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
     }
-  };
+    if (c.err_fd >= 0) close(c.err_fd);
+    c.exit.exit_status = 137;
+    c.exit.signaled = true;
+    c.exit.signal = SIGKILL;
+    c.exit.stopped_by_launcher = true;
+    result_.ranks.push_back(c.exit);
+  }
+  const int rank = o_.node_rank * o_.nproc_per_node + local;
+  if (sinks_.rank_line) sinks_.rank_line(rank, e.what());
+  RankExit failed;
+  failed.rank = rank;
+  failed.exit_status = e.exit_status;
+  result_.ranks.push_back(failed);
+  result_.failed_rank = rank;
+  result_.exit_status = e.exit_status;
+  result_.summary = fmt::format("rank {} could not start: {}", rank, e.what());
+}
 
+void NodeLaunch::read_err(Child& c) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(c.err_fd, buf, sizeof(buf));
+    if (n > 0) {
+      c.pending.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = c.pending.find('\n')) != std::string::npos) {
+        flush_line(c, c.pending.substr(0, nl));
+        c.pending.erase(0, nl + 1);
+      }
+      continue;
+    }
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      if (!c.pending.empty()) flush_line(c, c.pending);
+      c.pending.clear();
+      close(c.err_fd);
+      c.err_fd = -1;
+    }
+    return;
+  }
+}
+
+void NodeLaunch::read_signals() {
+  unsigned char s;
+  while (read(g_signal_pipe[0], &s, 1) == 1) {
+    // the first and second are forwarded (a saturate rank checkpoints on the first and stops at
+    // once on the second); the third kills every rank
+    ++signals_;
+    if (signals_ >= 3) {
+      note(fmt::format("launch: received signal {} ({}) a third time; killing the ranks", static_cast<int>(s),
+                       strsignal(s)));
+      stop_all(SIGKILL);
+      killed_ = true;
+      continue;
+    }
+    note(fmt::format("launch: received signal {} ({}); forwarding it to the ranks{}", static_cast<int>(s),
+                     strsignal(s), signals_ == 1 ? " (send it again to stop them at once)" : ""));
+    stop_all(s);
+    if (forwarded_ == 0) forwarded_ = s;
+  }
+}
+
+void NodeLaunch::reap() {
+  for (Child& c : children_) {
+    if (!c.running) continue;
+    int status = 0;
+    const pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r != c.pid) continue;
+    c.running = false;
+    const ChildExit how = child_exit(status);
+    c.exit.signaled = how.signaled;
+    c.exit.signal = how.signal;
+    c.exit.exit_status = how.exit_status;
+    c.exit.stopped_by_launcher = stopping_ && result_.failed_rank != c.rank;
+    kill(-c.pid, SIGKILL);  // whatever the rank left behind in its group
+    // a rank that stopped on the forwarded signal (its exit code, or the signal itself) did as
+    // asked: the others got the same signal and are stopping too
+    const bool as_asked = forwarded_ != 0 && c.exit.exit_status == 128 + forwarded_;
+    if (as_asked && result_.exit_status == 0) result_.exit_status = c.exit.exit_status;
+    if (c.exit.exit_status != 0 && result_.failed_rank < 0 && !as_asked) {
+      result_.failed_rank = c.rank;
+      result_.exit_status = c.exit.exit_status;
+      c.exit.stopped_by_launcher = false;
+      result_.summary = fmt::format("rank {} (pid {}) {}", c.rank, c.pid, how.how);
+      bool others = false;
+      for (const Child& d : children_) others = others || d.running;
+      note(fmt::format("launch: {}{}", result_.summary, others ? "; stopping the other ranks" : ""));
+      if (!stopping_) {
+        stopping_ = true;
+        stop_all(SIGTERM);
+        kill_at_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.kill_grace_s * 1000));
+      }
+    }
+  }
+}
+
+void NodeLaunch::supervise() {
   Clock::time_point all_exited_at{};
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<Child*> owners;
     fds.push_back({g_signal_pipe[0], POLLIN, 0});
     owners.push_back(nullptr);
-    for (Child& c : children)
+    for (Child& c : children_)
       if (c.err_fd >= 0) {
         fds.push_back({c.err_fd, POLLIN, 0});
         owners.push_back(&c);
@@ -269,69 +361,19 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
     poll(fds.data(), fds.size(), 50);
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      if (!owners[i]) {
-        unsigned char s;
-        while (read(g_signal_pipe[0], &s, 1) == 1) {
-          // the first and second are forwarded (a saturate rank checkpoints on the first and stops
-          // at once on the second); the third kills every rank
-          ++signals;
-          if (signals >= 3) {
-            note(fmt::format("launch: received signal {} ({}) a third time; killing the ranks", static_cast<int>(s),
-                             strsignal(s)));
-            stop_all(SIGKILL);
-            killed = true;
-            continue;
-          }
-          note(fmt::format("launch: received signal {} ({}); forwarding it to the ranks{}", static_cast<int>(s),
-                           strsignal(s), signals == 1 ? " (send it again to stop them at once)" : ""));
-          stop_all(s);
-          if (forwarded == 0) forwarded = s;
-        }
-      } else {
-        read_err(*owners[i]);
-      }
+      if (!owners[i]) read_signals();
+      else read_err(*owners[i]);
     }
-    // reap
-    for (Child& c : children) {
-      if (!c.running) continue;
-      int status = 0;
-      const pid_t r = waitpid(c.pid, &status, WNOHANG);
-      if (r != c.pid) continue;
-      c.running = false;
-      const ChildExit how = child_exit(status);
-      c.exit.signaled = how.signaled;
-      c.exit.signal = how.signal;
-      c.exit.exit_status = how.exit_status;
-      c.exit.stopped_by_launcher = stopping && result.failed_rank != c.rank;
-      kill(-c.pid, SIGKILL);  // whatever the rank left behind in its group
-      // a rank that stopped on the forwarded signal (its exit code, or the signal itself) did as
-      // asked: the others got the same signal and are stopping too
-      const bool as_asked = forwarded != 0 && c.exit.exit_status == 128 + forwarded;
-      if (as_asked && result.exit_status == 0) result.exit_status = c.exit.exit_status;
-      if (c.exit.exit_status != 0 && result.failed_rank < 0 && !as_asked) {
-        result.failed_rank = c.rank;
-        result.exit_status = c.exit.exit_status;
-        c.exit.stopped_by_launcher = false;
-        result.summary = fmt::format("rank {} (pid {}) {}", c.rank, c.pid, how.how);
-        bool others = false;
-        for (const Child& d : children) others = others || d.running;
-        note(fmt::format("launch: {}{}", result.summary, others ? "; stopping the other ranks" : ""));
-        if (!stopping) {
-          stopping = true;
-          stop_all(SIGTERM);
-          kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o.kill_grace_s * 1000));
-        }
-      }
-    }
+    reap();
     bool any_running = false, any_open = false;
-    for (const Child& c : children) {
+    for (const Child& c : children_) {
       any_running = any_running || c.running;
       any_open = any_open || c.err_fd >= 0;
     }
-    if (stopping && !killed && any_running && Clock::now() >= kill_at) {
-      note(fmt::format("launch: ranks still running {:.0f} s after SIGTERM; sending SIGKILL", o.kill_grace_s));
+    if (stopping_ && !killed_ && any_running && Clock::now() >= kill_at_) {
+      note(fmt::format("launch: ranks still running {:.0f} s after SIGTERM; sending SIGKILL", o_.kill_grace_s));
       stop_all(SIGKILL);
-      killed = true;
+      killed_ = true;
     }
     if (!any_running) {
       if (all_exited_at == Clock::time_point{}) all_exited_at = Clock::now();
@@ -339,20 +381,41 @@ LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
       if (!any_open || Clock::now() - all_exited_at > std::chrono::seconds(1)) break;
     }
   }
-  for (Child& c : children) {
+}
+
+void NodeLaunch::collect() {
+  for (Child& c : children_) {
     if (c.err_fd >= 0) {
       if (!c.pending.empty()) flush_line(c, c.pending);
       close(c.err_fd);
     }
-    result.ranks.push_back(c.exit);
+    result_.ranks.push_back(c.exit);
   }
-  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &old[i], nullptr);
-  close(g_signal_pipe[0]);
-  close(g_signal_pipe[1]);
-  g_signal_pipe[0] = g_signal_pipe[1] = -1;
+}
+
+}  // namespace
+
+LaunchResult launch(const LaunchOptions& o, const LaunchSinks& sinks) {
+  check_launch_options(o);
+  LaunchResult result;
+  result.master_port = o.master_port ? o.master_port : free_port(o.master_addr);
+  const int world = o.nnodes * o.nproc_per_node;
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw RuntimeFailure(fmt::format("launch: pipe: {}", std::strerror(errno)));
+  NodeLaunch launcher(o, sinks, result);
+  launcher.install_signals();
+  if (!launcher.start_ranks()) {
+    launcher.restore_signals();
+    return result;
+  }
+  launcher.supervise();
+  launcher.collect();
+  launcher.restore_signals();
+  const int forwarded = launcher.forwarded();
+  const size_t ranks = launcher.rank_count();
   if (result.failed_rank < 0 && forwarded != 0)
-    result.summary = fmt::format("{} rank{} stopped on signal {} ({})", children.size(),
-                                 children.size() == 1 ? "" : "s", forwarded, strsignal(forwarded));
+    result.summary = fmt::format("{} rank{} stopped on signal {} ({})", ranks, ranks == 1 ? "" : "s", forwarded,
+                                 strsignal(forwarded));
   else if (result.failed_rank < 0)
     result.summary = fmt::format("{} rank{} finished", world == o.nproc_per_node ? world : o.nproc_per_node,
                                  o.nproc_per_node == 1 ? "" : "s");

@@ -522,6 +522,45 @@ class Rendezvous {
   std::vector<JoinRecord> peers_;
 };
 
+/// The backend the options ask for (auto: NCCL on a GPU, else Gloo); UsageError for one this
+/// device or build cannot run, or a timeout that is not positive.
+DistBackend checked_backend(const DistOptions& options, bool cuda) {
+  DistBackend backend = options.backend;
+  if (backend == DistBackend::kAuto) backend = cuda ? DistBackend::kNccl : DistBackend::kGloo;
+  if (backend == DistBackend::kNccl && !cuda)
+    throw UsageError("`backend` nccl: NCCL needs a CUDA device but the device is the CPU (expected gloo or auto "
+                     "with `device` cpu); use `backend` gloo");
+#ifndef SATURATE_HAVE_GLOO
+  if (backend == DistBackend::kGloo)
+    throw UsageError("`backend` gloo: this build has no Gloo (its headers were missing at build time: install "
+                     "libgloo-dev, as scripts/setup.sh does, and rebuild)");
+#endif
+#ifndef SATURATE_WITH_NCCL
+  if (backend == DistBackend::kNccl)
+    throw UsageError("`backend` nccl: this build has no NCCL (LibTorch without CUDA, or nccl.h was not found at "
+                     "build time); use `backend` gloo");
+#endif
+  if (options.timeout.count() <= 0)
+    throw UsageError("dist_timeout", fmt::format("{} ms is not positive; give e.g. 300 (seconds)",
+                                 options.timeout.count()));
+  return backend;
+}
+
+const char* ifname_variable(DistBackend backend) {
+  return backend == DistBackend::kGloo ? "GLOO_SOCKET_IFNAME" : "NCCL_SOCKET_IFNAME";
+}
+
+/// The interface this rank advertises (net_interface.h rank_interface), its failure naming the rank.
+std::optional<NetInterface> advertised_interface(const DistEnv& env, DistBackend backend) {
+  const char* variable = ifname_variable(backend);
+  const char* ifname = std::getenv(variable);
+  try {
+    return rank_interface(env.master_addr, ifname ? ifname : "", variable, env.local_world_size >= env.world_size);
+  } catch (const RuntimeFailure& e) {
+    throw RuntimeFailure(fmt::format("rank {}/{}: {}", env.rank, env.world_size, e.what()));
+  }
+}
+
 // the rendezvous says why it failed at its deadline, rank 0 up to 2 s later (its grace for the
 // others to read why), the others 1 s later (rank 0's verdict); past this the store is stuck
 constexpr milliseconds kRendezvousSlack{3000};
@@ -551,24 +590,7 @@ DistGroup::~DistGroup() = default;
 
 std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOptions& options, bool cuda,
                                               int device_index) {
-  DistBackend backend = options.backend;
-  if (backend == DistBackend::kAuto) backend = cuda ? DistBackend::kNccl : DistBackend::kGloo;
-  if (backend == DistBackend::kNccl && !cuda)
-    throw UsageError("`backend` nccl: NCCL needs a CUDA device but the device is the CPU (expected gloo or auto "
-                     "with `device` cpu); use `backend` gloo");
-#ifndef SATURATE_HAVE_GLOO
-  if (backend == DistBackend::kGloo)
-    throw UsageError("`backend` gloo: this build has no Gloo (its headers were missing at build time: install "
-                     "libgloo-dev, as scripts/setup.sh does, and rebuild)");
-#endif
-#ifndef SATURATE_WITH_NCCL
-  if (backend == DistBackend::kNccl)
-    throw UsageError("`backend` nccl: this build has no NCCL (LibTorch without CUDA, or nccl.h was not found at "
-                     "build time); use `backend` gloo");
-#endif
-  if (options.timeout.count() <= 0)
-    throw UsageError("dist_timeout", fmt::format("{} ms is not positive; give e.g. 300 (seconds)",
-                                 options.timeout.count()));
+  const DistBackend backend = checked_backend(options, cuda);
   std::unique_ptr<DistGroup> g(new DistGroup(env, backend, options.timeout));
   g->cuda_ = cuda;
   g->device_index_ = device_index;
@@ -577,14 +599,8 @@ std::unique_ptr<DistGroup> DistGroup::connect(const DistEnv& env, const DistOpti
   // GLOO_SOCKET_IFNAME (NCCL_SOCKET_IFNAME) names, else the one that routes to MASTER_ADDR (issue
   // 45: the host name's 127.0.1.1 was advertised, and ranks on other hosts were refused); a
   // loopback one for a multi-host run is this rank's own setting, refused here at once
-  const char* ifname_variable = backend == DistBackend::kGloo ? "GLOO_SOCKET_IFNAME" : "NCCL_SOCKET_IFNAME";
-  const char* ifname = std::getenv(ifname_variable);
-  try {
-    g->interface_ = rank_interface(env.master_addr, ifname ? ifname : "", ifname_variable,
-                                   env.local_world_size >= env.world_size);
-  } catch (const RuntimeFailure& e) {
-    throw RuntimeFailure(fmt::format("rank {}/{}: {}", env.rank, env.world_size, e.what()));
-  }
+  const char* ifname = std::getenv(ifname_variable(backend));
+  g->interface_ = advertised_interface(env, backend);
 
   // one deadline for the rendezvous: connecting to rank 0's store and every rank joining
   const auto deadline = Clock::now() + options.timeout;

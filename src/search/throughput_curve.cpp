@@ -97,7 +97,9 @@ void summarize_rounds(ThroughputPoint& p, int min_rounds, double spread_target) 
   p.settled = p.rounds >= min_rounds && p.rel_std_error <= spread_target;
 }
 
-ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCurveOptions& o) {
+namespace {
+
+void check_curve_options(const ThroughputCurveOptions& o) {
   if (o.min_rounds < 2 || o.max_rounds < o.min_rounds || o.max_rounds > 100)
     throw UsageError("rounds", fmt::format("rounds {}..{}: give 2 <= min <= max <= 100 (a spread needs two)",
                                            o.min_rounds, o.max_rounds));
@@ -108,6 +110,12 @@ ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCu
     throw UsageError("knee_fraction", fmt::format("{} is outside (0, 1]; e.g. 0.9: within 10 % of the best", o.knee_fraction));
   if (!(o.spread_target > 0))
     throw UsageError("spread_target", fmt::format("{} must be above 0; e.g. 0.02 for 2 %", o.spread_target));
+}
+
+}  // namespace
+
+ThroughputCurve measure_throughput_curve(TrialRunner& runner, const ThroughputCurveOptions& o) {
+  check_curve_options(o);
   const auto started = std::chrono::steady_clock::now();
   ThroughputCurve curve;
   curve.knee_fraction = o.knee_fraction;

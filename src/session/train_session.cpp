@@ -682,11 +682,9 @@ void resume_from(TrainSessionOptions& o, const std::string& dir) {
   o.resume = true;
 }
 
-TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, const RunContext& context,
-                                     TrainSessionData data, const TrainSessionOptions& options, TrainRanks& ranks,
-                                     const TrainEvents& events) {
-  options.check();
-  const int world = ranks.world_size();
+/// The session's settings, every check before any work made: every rank runs the same settings.
+std::vector<RunSetting> checked_settings(Workload& workload, const TrainSessionOptions& options, TrainSessionData& data,
+                                         TrainRanks& ranks) {
   if (options.micro_batch == 0 && !ranks.data_parallel_devices().empty())
     throw UsageError("`parallel` dp with `micro_batch` auto: the search probes one GPU, not the replicas together; "
                      "give `micro_batch` N (the whole batch, split over the GPUs)");
@@ -695,7 +693,6 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
                              "token models)");
   if (data.tokens) data.workers = 0;
   if (data.text_documents()) check_text_vocab(data.text.name, workload.built().classes);
-  // before any work: every rank runs the same settings; one writer per checkpoint folder
   std::vector<RunSetting> settings = train_run_settings(workload, options, data);
   if (!options.micro_batches.empty() && !ranks.shares_by_speed() && ranks.shares().empty())
     throw UsageError("micro_batch", fmt::format("{}: a micro-batch per rank needs `shares` (each rank's part of every "
@@ -707,21 +704,29 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
         {"shares", ranks.shares_by_speed() ? "auto" : fmt::format("{}", fmt::join(ranks.shares(), ",")), true});
   }
   if (ranks.group()) check_ranks_agree(settings, *ranks.group());
-  CheckpointLock checkpoint_lock;
-  if (!options.checkpoint_dir.empty() && ranks.writer() &&
-      (!options.resume || std::filesystem::is_directory(options.checkpoint_dir))) {  // else: no checkpoint there
-    check_checkpoint_dir(options.checkpoint_dir, options.resume ? "resume" : "checkpoint_dir");
-    checkpoint_lock = CheckpointLock(options.checkpoint_dir);
-  }
+  return settings;
+}
+
+/// What the session decided before training: the batch (searched, split by speed, chosen by the
+/// objective), the evaluation's batch and the loader's workers.
+struct Prepared {
+  BatchChoice choice;
+  BatchPlan plan;
+  std::optional<AutoBatch> auto_batch;
+  std::optional<AutoEvalBatch> auto_eval;
+  std::optional<WorkerTuning> workers_tuning;
+  int64_t tokens = 0;  // text:FILE: the longest document the searches sized for (0: not text)
+};
+
+/// The batch the options ask for (shares split by speed left to prepare_batches), checked.
+BatchChoice requested_batch(const TrainSessionOptions& options, TrainRanks& ranks, int64_t split_by_speed) {
   BatchChoice choice;
   choice.request.micro_batch = options.micro_batch;  // 0: auto
   choice.request.accumulation = options.accumulation;
   choice.request.global_batch = options.global_batch;
-  choice.request.world_size = world;
+  choice.request.world_size = ranks.world_size();
   choice.request.shares = ranks.shares();
   choice.request.rank = ranks.rank();
-  // `shares` auto splits the global batch; with `adaptive`, the base batch (its unit)
-  const int64_t split_by_speed = options.adaptive ? base_batch_of(options) : options.global_batch;
   if (options.adaptive && ranks.share_balance().every_steps.value_or(0) > 0)
     throw UsageError("reshare_every", "`adaptive` keeps the shares split before training (its batch grows by "
                                       "whole base batches, each split alike); leave `reshare_every` out");
@@ -731,6 +736,20 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     choice.request.global_batch = 0;  // split once the micro-batch is known and timed
   }
   check_batch_request(choice.request);
+  return choice;
+}
+
+/// The searches and timings before training (each asked for): the micro-batch, the shares by
+/// speed, the objective's batch, the evaluation's batch, the workers. The trials take optimizer
+/// steps on synthetic labels and reseed the generators: the weights and generator states are put
+/// back after them.
+Prepared prepare_batches(Workload& workload, MemoryMeter& meter, TrainSessionData& data,
+                         const TrainSessionOptions& options, TrainRanks& ranks, const TrainEvents& events) {
+  Prepared prep;
+  // `shares` auto splits the global batch; with `adaptive`, the base batch (its unit)
+  const int64_t split_by_speed = options.adaptive ? base_batch_of(options) : options.global_batch;
+  prep.choice = requested_batch(options, ranks, split_by_speed);
+  BatchChoice& choice = prep.choice;
   // the evaluation's own batch is searched when asked (auto), and by default when the micro-batch is
   // searched; not with a token budget (its batches are not a count of documents)
   const bool eval_searched = !data.eval_split().empty() && options.max_tokens == 0 &&
@@ -754,8 +773,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
       eval_searched || tunes_workers || ranks.shares_by_speed())
     before_probing.emplace(workload.model(), meter.device());
   // text:FILE: the searches size for the longest document, which every batch is padded to at most
-  const int64_t tokens = searched_tokens(data, workload.built().spec.seq_len);
-  std::optional<AutoBatch> auto_batch;
+  const int64_t tokens = prep.tokens = searched_tokens(data, workload.built().spec.seq_len);
+  std::optional<AutoBatch>& auto_batch = prep.auto_batch;
   if (options.micro_batch == 0) {
     BatchRequest searched = choice.request;
     if (options.adaptive) searched.shares.clear();  // the rank's batch grows by units: no share caps its micro-batch
@@ -770,15 +789,114 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   }
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
-  const BatchPlan plan = plan_batches(choice.request, choice.request.micro_batch);
-  std::optional<AutoEvalBatch> auto_eval;
-  if (eval_searched) auto_eval = search_eval_batch(workload, meter, footprint, plan, data, options, ranks, events);
-  std::optional<WorkerTuning> workers_tuning;
+  prep.plan = plan_batches(choice.request, choice.request.micro_batch);
+  if (eval_searched) prep.auto_eval = search_eval_batch(workload, meter, footprint, prep.plan, data, options, ranks, events);
   if (tunes_workers) {
-    workers_tuning = tune_training_workers(workload, meter, footprint, data, options.seed, plan.micro_batch, events);
-    data.workers = workers_tuning->workers;
+    prep.workers_tuning = tune_training_workers(workload, meter, footprint, data, options.seed, prep.plan.micro_batch, events);
+    data.workers = prep.workers_tuning->workers;
   }
   if (before_probing) before_probing->restore();
+  return prep;
+}
+
+/// The training's monitor (`monitor`; nullptr without), its windows counting this rank's samples.
+std::unique_ptr<TrainMonitor> make_monitor(const TrainSessionOptions& options, int64_t rank_batch,
+                                           const TrainEvents& events) {
+  if (!options.monitor) return nullptr;
+  TrainMonitorOptions mo;
+  mo.monitor = *options.monitor;
+  mo.monitor.mixed_precision = options.step.precision == Precision::kBf16 || options.step.precision == Precision::kFp16;
+  mo.global_batch = rank_batch;
+  auto monitor = std::make_unique<TrainMonitor>(mo);
+  if (!monitor->nvml_note().empty() && events.on_warning)
+    events.on_warning(monitor->nvml_note() + "; utilization falls back to /proc");
+  return monitor;
+}
+
+/// What training left that the summary reads.
+struct Trained {
+  const TrainResult& r;
+  const TrainOptions& t;
+  std::string data_name;
+  int64_t eval_batch = 0;  // 0: no evaluation data
+  int64_t rank_batch = 0;  // this rank's samples per step
+  TrainMonitor* monitor = nullptr;
+  std::shared_ptr<GradientNoiseScale> noise;
+  LeakWatch& leak_watch;
+};
+
+/// The session's summary and JSON, and this rank's row of the ranks' table.
+void summarize_session(Workload& workload, MemoryMeter& meter, const RunContext& context, const TrainSessionData& data,
+                       const TrainSessionOptions& options, TrainRanks& ranks, const Prepared& prep,
+                       const Trained& trained, TrainSessionResult& out) {
+  const TrainResult& r = trained.r;
+  const TrainOptions& t = trained.t;
+  const BatchChoice& choice = prep.choice;
+  TrainSummary& s = out.summary;
+  s.context = context;
+  s.data = trained.data_name;
+  s.precision = to_string(options.step.precision);
+  s.checkpointing = to_string(options.step.checkpointing);
+  s.fast_paths = t.fast_paths.to_string();
+  s.loss_every = t.loss_every;
+  s.result = r;
+  s.eval_split = data.eval_split();
+  if (trained.eval_batch > 0) s.eval_batch = trained.eval_batch;
+  if (prep.auto_eval) s.eval_search = prep.auto_eval->search;
+  if (prep.auto_batch) {
+    s.batch_search = prep.auto_batch->search;
+    s.batch_search_tokens = prep.tokens;
+  }
+  s.leak = trained.leak_watch.report();
+  s.leak_sites = trained.leak_watch.sites();
+  if (trained.monitor) s.monitor = trained.monitor->finish();
+  // each rank's row of the ranks' table (its step time from the global samples/s: every rank
+  // steps together); with unequal shares and a searched micro-batch, its own largest too
+  const double step_ms = r.samples_per_s > 0 ? 1e3 * static_cast<double>(r.global_batch) / r.samples_per_s : 0.0;
+  RankTraining mine{ranks.rank(), meter.budget_bytes(), r.micro_batch, r.accumulation,
+                    choice.adaptive               ? choice.adaptive->rank_batch()
+                    : !ranks.shares().empty() ? ranks.shares().at(static_cast<size_t>(ranks.rank()))  // as re-split
+                                              : trained.rank_batch};
+  if (prep.auto_batch && !ranks.shares().empty()) {
+    mine.max_batch = prep.auto_batch->search.max_batch;
+    mine.max_batch_exact = prep.auto_batch->search.max_batch_exact;
+  }
+  ranks.finish_training(mine, step_ms);
+  out.ranks = ranks.summary();
+  if (s.monitor && s.monitor->bottleneck) note_straggler(*s.monitor->bottleneck, out.ranks, ranks.rank());
+  if (choice.objective.objective != Objective::kMemory) s.objective = choice.objective;
+  if (choice.adaptive)
+    s.adaptive = adaptive_summary(*choice.adaptive, base_batch_of(options), options.adaptive_max, lr_rule_for(workload));
+  if (r.stopped_by_signal)
+    s.interrupted = TrainInterruption{signal_name(r.stopped_by_signal), 128 + r.stopped_by_signal, r.steps,
+                                      r.checkpoints_failed ? std::string() : t.checkpoint_dir};
+  if (const auto& noise = trained.noise)
+    s.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
+                                noise->measurements()};
+  s.compute = train_compute(workload, meter, t, r, ranks.world_size());
+  s.workers = data.workers;
+  s.workers_auto = prep.workers_tuning;
+  out.json = s.to_json();
+  out.ranks.add_to_json(out.json);
+}
+
+TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, const RunContext& context,
+                                     TrainSessionData data, const TrainSessionOptions& options, TrainRanks& ranks,
+                                     const TrainEvents& events) {
+  options.check();
+  const int world = ranks.world_size();
+  const std::vector<RunSetting> settings = checked_settings(workload, options, data, ranks);
+  CheckpointLock checkpoint_lock;
+  if (!options.checkpoint_dir.empty() && ranks.writer() &&
+      (!options.resume || std::filesystem::is_directory(options.checkpoint_dir))) {  // else: no checkpoint there
+    check_checkpoint_dir(options.checkpoint_dir, options.resume ? "resume" : "checkpoint_dir");
+    checkpoint_lock = CheckpointLock(options.checkpoint_dir);
+  }
+  Prepared prep = prepare_batches(workload, meter, data, options, ranks, events);
+  BatchChoice& choice = prep.choice;
+  const BatchPlan& plan = prep.plan;
+  const std::optional<AutoEvalBatch>& auto_eval = prep.auto_eval;
+  const int64_t tokens = prep.tokens;
   const int64_t rank_batch = plan.rank_batch;  // this rank's samples per step
 
   TrainOptions t = trainer_options(options, plan, ranks, settings);
@@ -812,16 +930,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   t.schedule.total_steps = options.max_steps > 0 ? options.max_steps : options.epochs * per_epoch;
   t.schedule.step_every = per_epoch;
   const int64_t total = t.schedule.total_steps;
-  std::unique_ptr<TrainMonitor> monitor;
-  if (options.monitor) {
-    TrainMonitorOptions mo;
-    mo.monitor = *options.monitor;
-    mo.monitor.mixed_precision = options.step.precision == Precision::kBf16 || options.step.precision == Precision::kFp16;
-    mo.global_batch = rank_batch;
-    monitor = std::make_unique<TrainMonitor>(mo);
-    if (!monitor->nvml_note().empty() && events.on_warning)
-      events.on_warning(monitor->nvml_note() + "; utilization falls back to /proc");
-  }
+  std::unique_ptr<TrainMonitor> monitor = make_monitor(options, rank_batch, events);
   t.observer = monitor.get();
   const auto noise = options.noise_scale || choice.adaptive ? std::make_shared<GradientNoiseScale>() : nullptr;
   t.noise = noise.get();
@@ -842,52 +951,8 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   const TrainResult r = trainer.run();
   TrainSessionResult out;
   if (op_profile.running()) out.op_profile = op_table_json(op_profile.stop(), r.steps);
-  TrainSummary& s = out.summary;
-  s.context = context;
-  s.data = data_name;
-  s.precision = to_string(options.step.precision);
-  s.checkpointing = to_string(options.step.checkpointing);
-  s.fast_paths = t.fast_paths.to_string();
-  s.loss_every = t.loss_every;
-  s.result = r;
-  s.eval_split = data.eval_split();
-  if (run_data.eval) s.eval_batch = eval_batch;
-  if (auto_eval) s.eval_search = auto_eval->search;
-  if (auto_batch) {
-    s.batch_search = auto_batch->search;
-    s.batch_search_tokens = tokens;
-  }
-  s.leak = leak_watch.report();
-  s.leak_sites = leak_watch.sites();
-  if (monitor) s.monitor = monitor->finish();
-  // each rank's row of the ranks' table (its step time from the global samples/s: every rank
-  // steps together); with unequal shares and a searched micro-batch, its own largest too
-  const double step_ms = r.samples_per_s > 0 ? 1e3 * static_cast<double>(r.global_batch) / r.samples_per_s : 0.0;
-  RankTraining mine{ranks.rank(), meter.budget_bytes(), r.micro_batch, r.accumulation,
-                    choice.adaptive               ? choice.adaptive->rank_batch()
-                    : !ranks.shares().empty() ? ranks.shares().at(static_cast<size_t>(ranks.rank()))  // as re-split
-                                              : rank_batch};
-  if (auto_batch && !ranks.shares().empty()) {
-    mine.max_batch = auto_batch->search.max_batch;
-    mine.max_batch_exact = auto_batch->search.max_batch_exact;
-  }
-  ranks.finish_training(mine, step_ms);
-  out.ranks = ranks.summary();
-  if (s.monitor && s.monitor->bottleneck) note_straggler(*s.monitor->bottleneck, out.ranks, ranks.rank());
-  if (choice.objective.objective != Objective::kMemory) s.objective = choice.objective;
-  if (choice.adaptive)
-    s.adaptive = adaptive_summary(*choice.adaptive, base_batch_of(options), options.adaptive_max, lr_rule_for(workload));
-  if (r.stopped_by_signal)
-    s.interrupted = TrainInterruption{signal_name(r.stopped_by_signal), 128 + r.stopped_by_signal, r.steps,
-                                      r.checkpoints_failed ? std::string() : t.checkpoint_dir};
-  if (noise)
-    s.noise = TrainNoiseSummary{noise->noise_scale(), noise->gradient_sq_norm(), noise->trace_covariance(),
-                                noise->measurements()};
-  s.compute = train_compute(workload, meter, t, r, world);
-  s.workers = data.workers;
-  s.workers_auto = workers_tuning;
-  out.json = s.to_json();
-  out.ranks.add_to_json(out.json);
+  const Trained trained{r, t, data_name, run_data.eval ? eval_batch : 0, rank_batch, monitor.get(), noise, leak_watch};
+  summarize_session(workload, meter, context, data, options, ranks, prep, trained, out);
   return out;
 }
 

@@ -35,6 +35,53 @@ class PhaseMark {
   Phase p_;
 };
 
+/// Rows [start, start + n) of the batch on the device (its own phase when a copy; channels_last
+/// for 4-d inputs when asked).
+std::pair<torch::Tensor, torch::Tensor> micro_batch_on(const Batch& batch, int64_t start, int64_t n,
+                                                       const torch::Device& device, bool channels_last,
+                                                       PhaseObserver* obs) {
+  PhaseMark h2d(obs, Phase::kHostToDevice);
+  torch::Tensor x = batch.inputs.slice(0, start, start + n).to(device, /*non_blocking=*/true);
+  if (channels_last && x.dim() == 4) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+  torch::Tensor y = batch.targets.slice(0, start, start + n).to(device, /*non_blocking=*/true);
+  h2d.end();  // (an exception leaves the phase open: the mark ends only here)
+  return {x, y};
+}
+
+/// The all-reduce the backward waited for after computing the gradients: its own phase.
+void move_exposed_allreduce(PhaseObserver& obs, StepSync& sync) {
+  const double exposed_ms = sync.exposed_allreduce_ms();
+  if (exposed_ms > 0) obs.phase_moved(Phase::kAllreduce, Phase::kBackward, exposed_ms);
+}
+
+/// Padded token targets (-100 is ignored by the loss): {the real tokens when some are padding
+/// (0: none are), the real tokens}. A micro-batch's mean is then over its real tokens, so its
+/// share of the step's mean is its share of the real tokens, not of the rows.
+std::pair<double, double> token_counts(const torch::Tensor& targets) {
+  if (targets.dim() < 2 || targets.scalar_type() != torch::kLong) return {0, 0};
+  const int64_t real = targets.ne(-100).sum().item<int64_t>();
+  const auto step_tokens = static_cast<double>(real);
+  return {real > 0 && real < targets.numel() ? step_tokens : 0.0, step_tokens};
+}
+
+/// The optimizer phase: gradients clipped to `clip` (unscaled first; 0: not clipped), the
+/// scaler's step (false: skipped, fp16's non-finite gradients) and update.
+bool clip_and_step(GradScaler& scaler, torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,
+                   double clip, PhaseObserver* obs) {
+  PhaseMark opt(obs, Phase::kOptimizer);
+  if (clip > 0) {
+    scaler.unscale(optimizer);
+    std::vector<torch::Tensor> params;
+    for (const auto& p : parameters)
+      if (p.grad().defined()) params.push_back(p);
+    torch::nn::utils::clip_grad_norm_(params, clip);
+  }
+  const bool stepped = scaler.step(optimizer);
+  scaler.update();
+  opt.end();
+  return stepped;
+}
+
 }  // namespace
 
 void check_step_options(Workload& workload, Precision precision, const CheckpointPolicy& checkpointing) {
@@ -139,21 +186,14 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
   // padded token targets (-100 is ignored by the loss): a micro-batch's mean is over its real
   // tokens, so its share of the step's mean is its share of the real tokens, not of the rows
   // (across ranks likewise: a rank's share of the global batch's mean is its share of the tokens)
-  double real_tokens = 0, step_tokens = 0;
-  if ((micro < global || has_peers) && batch.targets.dim() >= 2 && batch.targets.scalar_type() == torch::kLong) {
-    const int64_t real = batch.targets.ne(-100).sum().item<int64_t>();
-    step_tokens = static_cast<double>(real);
-    if (real > 0 && real < batch.targets.numel()) real_tokens = step_tokens;
-  }
+  const auto [real_tokens, step_tokens] =
+      micro < global || has_peers ? token_counts(batch.targets) : std::pair<double, double>{0, 0};
   // batches already on the device (CPU training, synthetic trial batches) need no copy phase
   const bool copies = batch.inputs.device() != device || batch.targets.device() != device;
   for (int64_t start = 0; start < global; start += micro) {
     const int64_t n = std::min(micro, global - start);
-    PhaseMark h2d(copies ? obs : nullptr, Phase::kHostToDevice);
-    torch::Tensor x = batch.inputs.slice(0, start, start + n).to(device, /*non_blocking=*/true);
-    if (options_.fast_paths.channels_last && x.dim() == 4) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
-    const torch::Tensor y = batch.targets.slice(0, start, start + n).to(device, /*non_blocking=*/true);
-    h2d.end();
+    const auto [x, y] = micro_batch_on(batch, start, n, device, options_.fast_paths.channels_last,
+                                       copies ? obs : nullptr);
     // each micro-batch's mean loss weighted by its share: the sum is the batch's mean loss.
     const bool last = start + n >= global;
     if (sync) sync->before_forward(last);
@@ -182,10 +222,7 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
     }
     bwd.end();
     // the all-reduce the backward waited for after computing the gradients is its own phase
-    if (obs && sync) {
-      const double exposed_ms = sync->exposed_allreduce_ms();
-      if (exposed_ms > 0) obs->phase_moved(Phase::kAllreduce, Phase::kBackward, exposed_ms);
-    }
+    if (obs && sync) move_exposed_allreduce(*obs, *sync);
     if (options_.retain_graph && last) result.graph_loss = loss;
     if (noise && start == 0 && !last) {
       // the buffers hold (n/global) x this micro-batch's mean gradient (x the fp16 loss scale)
@@ -199,17 +236,7 @@ StepResult TrainingStep::run_eager(const Batch& batch) {
     noise->add(first_samples, first_sq_norm, has_peers ? sync->global_samples(global) : global,
                gradient_sq_norm(workload_.model().parameters(), scaler_.scale_value()));
   }
-  PhaseMark opt(obs, Phase::kOptimizer);
-  if (options_.clip_grad_norm > 0) {
-    scaler_.unscale(*optimizer_);
-    std::vector<torch::Tensor> params;
-    for (auto& p : workload_.model().parameters())
-      if (p.grad().defined()) params.push_back(p);
-    torch::nn::utils::clip_grad_norm_(params, options_.clip_grad_norm);
-  }
-  result.stepped = scaler_.step(*optimizer_);
-  scaler_.update();
-  opt.end();
+  result.stepped = clip_and_step(scaler_, *optimizer_, workload_.model().parameters(), options_.clip_grad_norm, obs);
   result.loss = total;
   return result;
 }

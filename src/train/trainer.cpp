@@ -168,6 +168,79 @@ bool known_checkpoint_key(const std::string& key) {
   return false;
 }
 
+/// The checkpoint's format version (1: no key, every checkpoint before versions): UsageError for
+/// a later one (a newer saturate's, whose keys this one may read wrongly), and from version 2 on
+/// for a key this saturate does not know.
+int64_t checkpoint_version(torch::serialize::InputArchive& archive, const std::string& dir) {
+  torch::Tensor version_tensor;
+  const int64_t version = archive.try_read("format_version", version_tensor) ? version_tensor.item<int64_t>() : 1;
+  if (version < 1 || version > kCheckpointVersion)
+    throw UsageError(fmt::format("`resume` {}: the checkpoint is format version {}, and this saturate reads versions 1 "
+                                 "to {}: resume with the saturate that wrote it, or start a new `checkpoint_dir`",
+                                 dir, version, kCheckpointVersion));
+  if (version >= 2)
+    for (const std::string& key : archive.keys())
+      if (!known_checkpoint_key(key))
+        throw UsageError(fmt::format("`resume` {}: the checkpoint (format version {}) has a key this saturate does not "
+                                     "know, '{}': it was written by another version or edited; resume with the "
+                                     "saturate that wrote it, or start a new `checkpoint_dir`",
+                                     dir, version, key));
+  return version;
+}
+
+/// What an exact resume needs unchanged ({flag, value}), against the checkpoint: keyed by
+/// identifiers from version 2 on, where a missing one is an error; version 1 kept them under
+/// their display words, and those from before a setting was kept are not checked.
+void check_resume_settings(torch::serialize::InputArchive& archive, int64_t version,
+                           const std::vector<std::pair<std::string, std::string>>& settings, const std::string& dir) {
+  for (const auto& [flag, value] : settings) {
+    c10::IValue saved;
+    const std::string key = version >= 2 ? setting_key(flag) : "setting." + flag;
+    const bool found = archive.try_read(key, saved) && saved.isString();
+    if (!found && version >= 2)
+      throw UsageError(fmt::format("`resume` {}: the checkpoint (format version {}) has no '{}' ({}): it was written by "
+                                   "another version of saturate or edited; restore it, or start a new `checkpoint_dir`",
+                                   dir, version, key, flag));
+    if (!found) continue;
+    if (saved.toStringRef() != value)
+      throw UsageError(fmt::format("`resume` {}: the checkpoint was written with {} {} and this run has {} {}; an exact "
+                                   "resume needs the same: give {} {}{} as the checkpointed run did, or start a new "
+                                   "`checkpoint_dir`",
+                                   dir, flag, saved.toStringRef(), flag, value, flag, saved.toStringRef(),
+                                   flag == "global batch" ? " (`micro_batch` x `accumulation` x ranks, or `global_batch`)"
+                                   : flag == "cosine schedule length" ? " (`optimizer_steps` or `epochs`)" : ""));
+  }
+}
+
+/// The model's tensors, the optimizer's and the loss scaler's states and the generators, from the
+/// checkpoint.
+void load_training_states(torch::serialize::InputArchive& archive, Model& model, torch::optim::Optimizer& optimizer,
+                          GradScaler& scaler) {
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, tensor] : model.named_tensors()) {
+      torch::Tensor saved;
+      archive.read("model." + name, saved, true);
+      tensor.copy_(saved);
+    }
+  }
+  torch::serialize::InputArchive opt_archive;
+  archive.read("optimizer", opt_archive);
+  optimizer.load(opt_archive);
+  torch::Tensor scale, growth;
+  archive.read("scaler.scale", scale);
+  archive.read("scaler.growth", growth);
+  scaler.load_state({scale, growth});
+  RngStates rng;
+  archive.read("rng.cpu", rng.cpu);  // rng.cpu is undefined here: read() gives it a fresh tensor
+  for (size_t i = 0;; ++i) {  // CUDA states: only in checkpoints written by CUDA runs
+    torch::Tensor state;
+    if (!archive.try_read(fmt::format("rng.cuda.{}", i), state)) break;
+    rng.cuda.push_back(state);
+  }
+  restore_rng_states(rng);
+}
+
 }  // namespace
 
 void Trainer::save_checkpoint(int64_t steps_done, int64_t units_done, torch::optim::Optimizer& optimizer,
@@ -257,19 +330,7 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
   };
   // the format: version 1 (no key: every checkpoint before versions) or 2; a later one is a newer
   // saturate's, whose keys this one may read wrongly
-  torch::Tensor version_tensor;
-  const int64_t version = archive.try_read("format_version", version_tensor) ? version_tensor.item<int64_t>() : 1;
-  if (version < 1 || version > kCheckpointVersion)
-    throw UsageError(fmt::format("`resume` {}: the checkpoint is format version {}, and this saturate reads versions 1 "
-                                 "to {}: resume with the saturate that wrote it, or start a new `checkpoint_dir`",
-                                 opt_.checkpoint_dir, version, kCheckpointVersion));
-  if (version >= 2)
-    for (const std::string& key : archive.keys())
-      if (!known_checkpoint_key(key))
-        throw UsageError(fmt::format("`resume` {}: the checkpoint (format version {}) has a key this saturate does not "
-                                     "know, '{}': it was written by another version or edited; resume with the "
-                                     "saturate that wrote it, or start a new `checkpoint_dir`",
-                                     opt_.checkpoint_dir, version, key));
+  const int64_t version = checkpoint_version(archive, opt_.checkpoint_dir);
   torch::Tensor t = read("signature_hash");
   if (t.item<int64_t>() != static_cast<int64_t>(fnv1a64(model_signature()) >> 1))
     throw UsageError(fmt::format("`resume` {}: the checkpoint was written for another model or model settings; "
@@ -307,26 +368,7 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
                                  opt_.checkpoint_dir, has_adaptive ? "with" : "without", has_adaptive ? "with" : "without"));
   if (opt_.adaptive)
     opt_.adaptive->load_state(std::vector<double>(adaptive.data_ptr<double>(), adaptive.data_ptr<double>() + adaptive.numel()));
-  // what an exact resume needs unchanged: keyed by identifiers from version 2 on, where a missing
-  // one is an error; version 1 kept them under their display words, and those from before a
-  // setting was kept are not checked
-  for (const auto& [flag, value] : exact_resume_settings()) {
-    c10::IValue saved;
-    const std::string key = version >= 2 ? setting_key(flag) : "setting." + flag;
-    const bool found = archive.try_read(key, saved) && saved.isString();
-    if (!found && version >= 2)
-      throw UsageError(fmt::format("`resume` {}: the checkpoint (format version {}) has no '{}' ({}): it was written by "
-                                   "another version of saturate or edited; restore it, or start a new `checkpoint_dir`",
-                                   opt_.checkpoint_dir, version, key, flag));
-    if (!found) continue;
-    if (saved.toStringRef() != value)
-      throw UsageError(fmt::format("`resume` {}: the checkpoint was written with {} {} and this run has {} {}; an exact "
-                                   "resume needs the same: give {} {}{} as the checkpointed run did, or start a new "
-                                   "`checkpoint_dir`",
-                                   opt_.checkpoint_dir, flag, saved.toStringRef(), flag, value, flag, saved.toStringRef(),
-                                   flag == "global batch" ? " (`micro_batch` x `accumulation` x ranks, or `global_batch`)"
-                                   : flag == "cosine schedule length" ? " (`optimizer_steps` or `epochs`)" : ""));
-  }
+  check_resume_settings(archive, version, exact_resume_settings(), opt_.checkpoint_dir);
   // the checkpoint's split when the same micro-batch was asked for (an OOM back-off stays
   // backed off); another split of the same global batch when another was asked for. With
   // unequal shares (global_batch set) rank 0's split is not this rank's: each keeps its own
@@ -348,29 +390,7 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
     result.oom_backoffs.push_back({t[i].item<int64_t>(), t[i + 1].item<int64_t>(), t[i + 2].item<int64_t>()});
   if (torch::Tensor noise; opt_.noise && archive.try_read("noise_scale", noise))
     opt_.noise->load_state(std::vector<double>(noise.data_ptr<double>(), noise.data_ptr<double>() + noise.numel()));
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& [name, tensor] : workload_.model().named_tensors()) {
-      torch::Tensor saved;
-      archive.read("model." + name, saved, true);
-      tensor.copy_(saved);
-    }
-  }
-  torch::serialize::InputArchive opt_archive;
-  archive.read("optimizer", opt_archive);
-  optimizer.load(opt_archive);
-  torch::Tensor scale, growth;
-  archive.read("scaler.scale", scale);
-  archive.read("scaler.growth", growth);
-  scaler.load_state({scale, growth});
-  RngStates rng;
-  rng.cpu = read("rng.cpu");
-  for (size_t i = 0;; ++i) {  // CUDA states: only in checkpoints written by CUDA runs
-    torch::Tensor state;
-    if (!archive.try_read(fmt::format("rng.cuda.{}", i), state)) break;
-    rng.cuda.push_back(state);
-  }
-  restore_rng_states(rng);
+  load_training_states(archive, workload_.model(), optimizer, scaler);
   return steps_done;
 }
 
