@@ -121,6 +121,10 @@ def test_bad_arguments_name_the_value_and_what_is_allowed():
         saturate.search(step, device="cpu", memory_budget="48MiB", strategy="guess")
     with pytest.raises(ValueError, match="max_batch"):
         saturate.search(step, device="cpu", memory_budget="48MiB", max_batch=0)
+    with pytest.raises(ValueError, match="strategy='divisors' tries the divisors of max_batch: give max_batch="):
+        saturate.search(step, device="cpu", memory_budget="48MiB", strategy="divisors")
+    with pytest.raises(ValueError, match="start_batch=0: give a positive int"):
+        saturate.search(step, device="cpu", memory_budget="48MiB", strategy="divisors", max_batch=96, start_batch=0)
     with pytest.raises(TypeError, match="callable"):
         saturate.search(42, device="cpu", memory_budget="48MiB")
     # device=None (the default) is where the step runs: its model's device, the CPU here, where a

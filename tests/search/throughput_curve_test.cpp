@@ -287,18 +287,30 @@ TEST(ThroughputCurve, APlateauIsNotTakenFromSmallBatchesWhenOnlyTheySettled) {
 }
 
 /// Records each run's batch and timed steps.
+/// Records each trial's batch, timed steps and timed milliseconds; every step `slowdown` x slower
+/// after the first `slow_after` trials (load that came after a quiet start).
 class CountingRunner final : public TrialRunner {
  public:
-  explicit CountingRunner(FakeLaw law) : inner_(law) {}
+  explicit CountingRunner(FakeLaw law, int slow_after = -1, double slowdown = 1)
+      : inner_(law), slow_after_(slow_after), slowdown_(slowdown) {}
   Trial run(int64_t batch, const TrialRequest& r) override {
     runs.emplace_back(batch, r.measure_steps);
-    return inner_.run(batch, r);
+    Trial t = inner_.run(batch, r);
+    if (slow_after_ >= 0 && static_cast<int>(runs.size()) > slow_after_) {
+      t.step_time_ms *= slowdown_;
+      t.samples_per_s /= slowdown_;
+    }
+    rounds_ms.push_back(t.step_time_ms * r.measure_steps);
+    return t;
   }
   int64_t budget_bytes() const override { return inner_.budget_bytes(); }
   std::vector<std::pair<int64_t, int>> runs;
+  std::vector<double> rounds_ms;
 
  private:
   FakeRunner inner_;
+  int slow_after_;
+  double slowdown_;
 };
 
 TEST(ThroughputCurve, RoundsTakeTurnsAcrossPointsAndTimeAtLeastTheMinimumRoundEach) {
@@ -332,28 +344,9 @@ TEST(ThroughputCurve, RoundsTakeTurnsAcrossPointsAndTimeAtLeastTheMinimumRoundEa
 TEST(ThroughputCurve, StepsThatSlowDownAfterTheCalibrationAreRecalibratedSoARoundStaysNearTheMinimum) {
   // every step 10x slower from the second pass on (load that came after a quiet calibration):
   // rounds of the calibrated step counts would take 10x the minimum round each
-  class SlowingRunner final : public TrialRunner {
-   public:
-    explicit SlowingRunner(FakeLaw law) : inner_(law) {}
-    Trial run(int64_t batch, const TrialRequest& r) override {
-      Trial t = inner_.run(batch, r);
-      if (++calls_ > 11) {
-        t.step_time_ms *= 10;
-        t.samples_per_s /= 10;
-      }
-      rounds.emplace_back(batch, t.step_time_ms * r.measure_steps);
-      return t;
-    }
-    int64_t budget_bytes() const override { return inner_.budget_bytes(); }
-    std::vector<std::pair<int64_t, double>> rounds;  // batch, the round's timed milliseconds
-
-   private:
-    FakeRunner inner_;
-    int calls_ = 0;
-  };
   FakeLaw law;  // 5 ms + 0.05 ms a sample: batch 1 calibrates to 10 steps a round
   law.per_sample_bytes = 1 << 10;
-  SlowingRunner runner(law);
+  CountingRunner runner(law, 11, 10);
   ThroughputCurveOptions o;
   o.max_batch = 1024;
   o.min_round_ms = 50;
@@ -363,10 +356,11 @@ TEST(ThroughputCurve, StepsThatSlowDownAfterTheCalibrationAreRecalibratedSoARoun
   // rounds after it are back near the minimum: at most two minimum rounds, or two steps
   std::map<int64_t, int> calls;
   int checked = 0;
-  for (const auto& [batch, round_ms] : runner.rounds) {
+  for (size_t i = 0; i < runner.runs.size(); ++i) {
+    const int64_t batch = runner.runs[i].first;
     if (++calls[batch] <= 2) continue;  // the quiet pass (a calibration or a round) and the first slow one
     const double two_steps_ms = 2 * 10 * (5 + 0.05 * static_cast<double>(batch));
-    EXPECT_LE(round_ms, 1.0001 * std::max(2 * o.min_round_ms, two_steps_ms)) << "batch " << batch;
+    EXPECT_LE(runner.rounds_ms[i], 1.0001 * std::max(2 * o.min_round_ms, two_steps_ms)) << "batch " << batch;
     ++checked;
   }
   EXPECT_GE(checked, 11) << "every point ran rounds after the slowdown";
