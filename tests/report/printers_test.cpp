@@ -317,6 +317,16 @@ TEST(MaxBatchNote, SaysWhyTheMaximumIsWhatItIsForEveryWayASearchEnds) {
   EXPECT_EQ(max_batch_note(r), "nothing ran to the end: std::bad_alloc");
   r.error.clear();
   EXPECT_EQ(max_batch_note(r), "nothing fit: batch 1 ran out of memory");
+  // divisors (issue 29): the largest divisor that fits, named by the next one that ran out
+  r.strategy = Strategy::kDivisors;
+  r.max_batch = 32;
+  for (const auto& [batch, status] : {std::pair{64, TrialStatus::kOom}, {32, TrialStatus::kOk}, {128, TrialStatus::kOom}}) {
+    Trial t;
+    t.batch = batch;
+    t.status = status;
+    r.trials.push_back(t);
+  }
+  EXPECT_EQ(max_batch_note(r), "the largest divisor that fits: the next, 64, does not");
 }
 
 }  // namespace
