@@ -108,8 +108,11 @@ Sample Sampler::read() {
   s.time_s = std::chrono::duration<double>(s.at - origin_).count();
   const ProcUsage u = read_proc_usage(options_.pid, options_.include_descendants);
   s.cpu_time_s = u.cpu_time_s;
-  // a process that has ended (a zombie waiting to be reaped) holds no memory worth a minimum
-  s.rss_bytes = u.alive ? static_cast<double>(u.rss_bytes) : kNaN;
+  // a process that has ended (a zombie waiting to be reaped) holds no memory worth a minimum; one
+  // in the middle of its exit has already let its address space go and reads 0 resident pages
+  // while not yet a zombie (seen: cli.monitor_log's last live row read 0): no reading either, a
+  // running process always has pages resident
+  s.rss_bytes = u.alive && u.rss_bytes > 0 ? static_cast<double>(u.rss_bytes) : kNaN;
   if (have_prev_) {
     const double wall = std::chrono::duration<double>(s.at - prev_at_).count();
     s.cpu_percent = wall > 0 ? std::max(0.0, 100.0 * (u.cpu_time_s - prev_cpu_s_) / wall) : kNaN;
