@@ -203,14 +203,12 @@ def find_batch_size(trainer: Any, memory_budget: Size = None, *, use: str = "div
         _prime(model, optimizer)
         # with use="max" no trials are spent on the target's boundary (the recommended batch)
         target = target_memory if use == "recommended" else 1.0
-        if use == "divisor":  # only batches training can run at, from the one given
-            train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target,
-                           model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
-                           strategy="divisors", max_batch=effective, start_batch=int(args.per_device_train_batch_size))
-        else:
-            train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target,
-                           model=model, optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1,
-                           max_batch=min(65536, len(trainer.train_dataset)))  # no batch holds more than the data
+        # divisor: only batches training can run at, from the one given; else every batch up to
+        # what the data holds (no batch holds more)
+        batches = (dict(strategy="divisors", max_batch=effective, start_batch=int(args.per_device_train_batch_size))
+                   if use == "divisor" else dict(max_batch=min(65536, len(trainer.train_dataset))))
+        train = search(train_step, device=device, memory_budget=memory_budget, target_memory=target, model=model,
+                       optimizer=[], restore=False, ranks=ranks, warmup_steps=0, timed_steps=1, **batches)
         if train.error and not train.max_batch:
             raise RuntimeError(f"saturate.transformers.find_batch_size: the training step does not fit: {train.error}")
         fits = train.recommended_batch if use == "recommended" else train.max_batch

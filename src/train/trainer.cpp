@@ -443,6 +443,7 @@ struct Trainer::Loop {
   TrainResult& result;
   int64_t step = 0;
   int64_t first_step = 0;
+  int64_t per_epoch = 0;       // batches of the data in an epoch, as at the run's start
   int64_t units_done = 0;
   int64_t units_at_start = 0;  // a resumed run's units before this process
   int64_t unit_rows = 0;       // samples of one batch of the data (this rank's)
@@ -609,13 +610,13 @@ void Trainer::evaluate_during(Loop& loop, int64_t unit_samples) {
   result.final_test_accuracy = accuracy;
   const double train_seconds = std::chrono::duration<double>(clock::now() - loop.started).count() - loop.eval_seconds;
   result.evals.push_back({loop.step + 1, loop.units_done * unit_samples, train_seconds, test_loss, accuracy});
-  if (opt_.on_eval) opt_.on_eval(loop.units_done / data_.steps_per_epoch(), test_loss, accuracy);
+  if (opt_.on_eval) opt_.on_eval(loop.units_done / loop.per_epoch, test_loss, accuracy);
   if (opt_.stop_at_accuracy > 0 && accuracy >= opt_.stop_at_accuracy) result.reached_accuracy = true;
 }
 
 Trainer::Due Trainer::due_after_step(const Loop& loop, int64_t units_before, int64_t total_units) const {
   Due d;
-  const int64_t per_epoch = data_.steps_per_epoch();
+  const int64_t per_epoch = loop.per_epoch;
   d.last = opt_.max_steps > 0 ? loop.step + 1 >= opt_.max_steps : loop.units_done >= total_units;
   const bool epoch_end = loop.units_done / per_epoch != units_before / per_epoch;
   d.unit_samples = opt_.sync ? opt_.sync->global_samples(loop.unit_rows) : loop.unit_rows;
@@ -653,7 +654,7 @@ void Trainer::finish_result(Loop& loop) {
   // this run's samples as counted (token-budget batches differ in size), a resumed part as planned
   result.samples_seen =
       loop.units_at_start * (opt_.sync ? opt_.sync->global_samples(unit_rows) : unit_rows) + loop.samples_this_run;
-  result.epochs = static_cast<double>(loop.units_done) / static_cast<double>(data_.steps_per_epoch());
+  result.epochs = static_cast<double>(loop.units_done) / static_cast<double>(loop.per_epoch);
   result.final_train_loss = result.losses.empty() ? 0 : result.losses.back();
   result.samples_per_s = seconds > 0 ? static_cast<double>(loop.samples_this_run) / seconds : 0;
   result.micro_batch = micro_;
@@ -676,6 +677,7 @@ TrainResult Trainer::run() {
   // (units: one each step, or --adaptive's units()) are consumed
   const int64_t total_units = opt_.max_steps > 0 ? std::numeric_limits<int64_t>::max() : opt_.epochs * per_epoch;
   Loop loop(training_step, result);
+  loop.per_epoch = per_epoch;
   if (opt_.resume) {
     loop.step = load_checkpoint(*optimizer, scaler, result, loop.units_done);
     training_step.set_micro_batch(micro_);
