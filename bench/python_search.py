@@ -15,7 +15,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
 
-import saturate  # noqa: E402  (first: the CPU budget counts tensors made after it)
+import saturate  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from loops import LOOPS, run_fresh  # noqa: E402

@@ -119,8 +119,8 @@ UserStepOptions step_options(const std::string& device, std::vector<torch::Tenso
 std::unique_ptr<MemoryMeter> make_meter(const c10::Device& device, int64_t budget_bytes) {
   if (device.is_cpu() && !cpu_budget_allocator_installed())
     throw RuntimeFailure(
-        "the CPU budget allocator is not installed in this process (SATURATE_NO_CPU_ALLOCATOR is set?): "
-        "unset it, or search on a CUDA device");
+        "the CPU budget allocator is not in charge: a CPU measurement outside saturate's own calls "
+        "(python/saturate/_allocator.py puts it in charge for each)");
   auto meter = make_memory_meter(device);
   // (the CPU meter reports the machine's RAM without a budget: a search would run until the
   // kernel's OOM killer ends the process)
@@ -631,12 +631,31 @@ PYBIND11_MODULE(_saturate, m) {
     }
   });
 
-  m.def("install_cpu_allocator", [] {
-    install_cpu_budget_allocator();
-    start_cpu_math_libraries();  // the same bits in every process (core/cpu_math.h)
-    set_cpu_budget_name("saturate memory_budget");  // what an allocation past it names
-  });
-  m.def("cpu_allocator_installed", &cpu_budget_allocator_installed);
+  // MKL's vector math started on this thread alone (core/cpu_math.h): a warm-up, no setting
+  m.def("start_cpu_math", &start_cpu_math_libraries);
+  // the counting allocator is in charge only while saturate measures (python/saturate/_allocator.py)
+  set_cpu_budget_name("saturate memory_budget");  // what an allocation past it names
+  m.def("acquire_cpu_allocator", &acquire_cpu_budget_allocator);
+  m.def("release_cpu_allocator", &release_cpu_budget_allocator);
+  m.def("cpu_allocator_in_charge", &cpu_budget_allocator_installed);
+  m.def(
+      "adopt_cpu_tensors",
+      [](const std::vector<at::Tensor>& tensors) {
+        int64_t storages = 0, bytes = 0;
+        for (const at::Tensor& t : tensors) {
+          try {
+            if (!t.defined() || !t.device().is_cpu() || !t.has_storage()) continue;
+            c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+            if (s && adopt_cpu_storage(*s)) {
+              ++storages;
+              bytes += static_cast<int64_t>(s->nbytes());
+            }
+          } catch (const c10::Error&) {  // a wrapper subclass without storage of its own
+          }
+        }
+        return std::make_pair(storages, bytes);
+      },
+      py::arg("tensors"));
   m.def("cpu_counters", []() {
     const CpuMemoryCounters c = cpu_memory_counters();
     py::dict d;

@@ -8,8 +8,10 @@
     print(result.max_batch, result.recommended_batch)
 
 On CPU, `saturate.cpu_memory_budget("512MiB")` (or `memory_budget=`) makes this process run out
-of memory at that size, as a GPU of that size would. Import saturate before creating the model:
-the budget counts CPU tensors made after the import (SATURATE_NO_CPU_ALLOCATOR=1 turns that off).
+of memory at that size, as a GPU of that size would: every CPU tensor alive counts, the model built
+before included. Importing saturate changes nothing in the process: its counting CPU allocator is
+in charge only while one of its calls measures (_allocator.py); SATURATE_CPU_ALLOCATOR=import puts
+it in charge from the import on (tensors only C++ holds, made before a call, count too).
 """
 from __future__ import annotations
 
@@ -18,12 +20,18 @@ import os as _os
 import torch as _torch  # loads LibTorch before the extension that links it
 
 from . import _saturate as _C
+from ._allocator import watch as _watch
 from ._boundary import guard as _guard
 
 _guard(_C)  # a number the core cannot hold is a ValueError naming it, from every call (_boundary.py)
-
-if _os.environ.get("SATURATE_NO_CPU_ALLOCATOR", "") in ("", "0"):
-    _C.install_cpu_allocator()  # first: the budget sees CPU tensors made from here on
+_watch(_C)  # CPU bytes counted while a call measures, the allocator before given back after (_allocator.py)
+_C.start_cpu_math()  # a warm-up: MKL's vector math first run on one thread (core/cpu_math.h)
+if _os.environ.get("SATURATE_CPU_ALLOCATOR", "") == "import":  # asked for: every CPU tensor from here on
+    _C.acquire_cpu_allocator()  # (not released: tensors only C++ holds, a DDP's buckets, count too)
+elif _os.environ.get("SATURATE_CPU_ALLOCATOR", "") not in ("", "calls"):
+    raise ValueError(f"SATURATE_CPU_ALLOCATOR={_os.environ['SATURATE_CPU_ALLOCATOR']!r}: 'calls' (the default: "
+                     "saturate's counting CPU allocator is in charge while its calls measure) or 'import' (from "
+                     "`import saturate` on, for the whole process)")
 
 from ._step import is_out_of_memory, release_exception
 from ._search import (Alternative, ConfigSearchResult, Decision, Objective, SearchResult, Trial, search, search_configs,

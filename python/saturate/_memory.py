@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 import torch
 
 from . import _saturate as _C
+from ._allocator import counting
 from ._budget import Size, to_bytes
 from ._phases import auto_phases
 from ._step import StepRunner, StepState, device_of, step_name
@@ -18,29 +19,29 @@ from ._step import StepRunner, StepState, device_of, step_name
 def cpu_memory_budget(size: Size) -> Iterator[int]:
     """Within the block, CPU tensors of this process may hold at most `size` bytes together
     ('512MiB', bytes, or a fraction of RAM): one more allocation raises torch.OutOfMemoryError,
-    as a GPU of that size would (what the command line's --memory-budget does). Counted: CPU
-    tensors made after `import saturate`. Yields the budget in bytes; the previous one (or none)
+    as a GPU of that size would (what the command line's --memory-budget does). Counted: every
+    CPU tensor alive, the ones made before the block included (the model). saturate's counting
+    allocator is in charge within the block, the one before it after. Yields the budget in bytes; the previous one (or none)
     is back after the block. Inside another budget the smaller one holds (a block cannot give
     itself more than the block around it allows)."""
-    if not _C.cpu_allocator_installed():
-        raise RuntimeError("the CPU budget needs saturate's CPU allocator, which SATURATE_NO_CPU_ALLOCATOR "
-                           "turned off: unset it before `import saturate`")
     if size is None:
         raise ValueError("cpu_memory_budget(None): give a size such as '512MiB' or a number of bytes")
     budget = to_bytes(size, "cpu", "size")
-    before = _C.cpu_counters()["budget_bytes"]
-    if before:
-        budget = min(budget, before)
-    _C.set_cpu_budget(budget)
-    try:
-        yield budget
-    finally:
-        _C.set_cpu_budget(before)
+    with counting():
+        before = _C.cpu_counters()["budget_bytes"]
+        if before:
+            budget = min(budget, before)
+        _C.set_cpu_budget(budget)
+        try:
+            yield budget
+        finally:
+            _C.set_cpu_budget(before)
 
 
 def cpu_allocated_bytes() -> int:
-    """CPU tensor bytes alive now (made after `import saturate`)."""
-    return _C.cpu_counters()["allocated_bytes"]
+    """CPU tensor bytes alive now (every tensor the budget counts)."""
+    with counting():
+        return _C.cpu_counters()["allocated_bytes"]
 
 
 @dataclass

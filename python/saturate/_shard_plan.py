@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 
 from . import _saturate as _C
+from ._allocator import counted
 from ._budget import Size, current_cpu_budget, to_bytes
 from ._memory import cpu_memory_budget, memory_breakdown
 from ._shard_sync import agreement_points
@@ -477,6 +478,7 @@ def min_world_size(strategy: str, parameter_bytes: int, factor: float, largest_u
 
 # -- the plan ---------------------------------------------------------------------------------
 
+@counted  # the candidates' models, built here (a DDP's gradient buckets only C++ holds), are counted
 def shard_plan(make_model: Callable[[], torch.nn.Module], make_optimizer: Callable[[Any], torch.optim.Optimizer],
                step: Callable[[torch.nn.Module, torch.optim.Optimizer, int], Any], *, memory_budget: Size = None,
                ranks: Any = "auto", global_batch: Optional[int] = None, units: Optional[Sequence[str]] = None,

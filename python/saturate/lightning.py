@@ -28,17 +28,14 @@ from typing import Optional
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import BatchSizeFinder
-from lightning.pytorch.tuner import batch_size_scaling as _bss
 from lightning.pytorch.utilities.parsing import lightning_hasattr, lightning_setattr
 
+from . import _lightning_seam as seam
 from ._budget import Size
 from ._search import SearchResult, _training_state_held, search
 from ._step import StepState
 
-# Lightning's private helpers, by name (the double underscore would be mangled in a class body)
-_dump_params = getattr(_bss, "__scale_batch_dump_params")
-_reset_params = getattr(_bss, "__scale_batch_reset_params")
-_restore_params = getattr(_bss, "__scale_batch_restore_params")
+seam.check()  # every private part of Lightning used below (_lightning_seam.py), or an ImportError naming it
 
 
 def _set_batch_size(trainer: "pl.Trainer", name: str, batch_size: int) -> None:
@@ -47,18 +44,13 @@ def _set_batch_size(trainer: "pl.Trainer", name: str, batch_size: int) -> None:
     it every later trial, and the fit after the search, ran at that batch (issue 44: the fit trained
     at 4096 where the answer was 2048)."""
     lightning_setattr(trainer.lightning_module, name, batch_size)
-    _bss._reset_dataloaders(trainer)
+    seam.reset_dataloaders(trainer)
 
 
 def _capped_at_the_data(trainer: "pl.Trainer", max_batch: int) -> int:
     """max_batch, at most the training data's length (a larger batch is never one the loader
     gives: it holds every sample once)."""
-    loop = trainer.fit_loop
-    loop.setup_data()
-    try:
-        length = loop._combined_loader._dataset_length() if loop._combined_loader is not None else 0
-    except NotImplementedError:  # iterable datasets: no length
-        length = 0
+    length = seam.training_data_length(trainer)
     return min(max_batch, length) if length > 0 else max_batch
 
 
@@ -103,18 +95,17 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
                                  "datamodule has that attribute; give the one your val_dataloader reads")
         ckpt_path = os.path.join(trainer.default_root_dir, f".saturate_batch_size_{uuid.uuid4()}.ckpt")
         trainer.save_checkpoint(ckpt_path)
-        params = _dump_params(trainer)
-        _reset_params(trainer, self._steps_per_trial)
+        params = seam.dump_params(trainer)
+        seam.reset_params(trainer, self._steps_per_trial)
         if self._eval_name:
             trainer.limit_val_batches = 0  # the training trials do not validate (an evaluation of its own below)
         if trainer.progress_bar_callback:
             trainer.progress_bar_callback.disable()
         try:
             def trial(batch_size: int) -> None:
-                _drop_failed_batch(trainer.fit_loop)
+                seam.drop_failed_batch(trainer.fit_loop)
                 _set_batch_size(trainer, self._batch_arg_name, batch_size)
-                _bss._reset_progress(trainer)
-                _bss._try_loop_run(trainer, params)
+                seam.run_fit_trial(trainer, params)
 
             result = search(trial, device=str(trainer.strategy.root_device), memory_budget=self._memory_budget,
                             target_memory=self._target_memory, strategy=self._strategy,
@@ -130,16 +121,14 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
             if self._eval_name:
                 self._search_eval_batch(trainer, pl_module)
         finally:
-            _restore_params(trainer, params)
+            seam.restore_params(trainer, params)
             if trainer.progress_bar_callback:
                 trainer.progress_bar_callback.enable()
-            trainer._checkpoint_connector.restore(ckpt_path)
+            seam.restore_checkpoint(trainer, ckpt_path)
             trainer.strategy.remove_checkpoint(ckpt_path)
         self.optimal_batch_size = new_size
         if self._early_exit:
-            from lightning.pytorch.utilities.exceptions import _TunerExitException
-
-            raise _TunerExitException()
+            raise seam.tuner_exit()
 
     def _search_eval_batch(self, trainer: "pl.Trainer", pl_module: "pl.LightningModule") -> None:
         """The validation batch: Lightning's validation loop at each trial's batch, beside the
@@ -148,18 +137,15 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
         trainer.limit_val_batches = self._steps_per_trial
         # the training trials' fetcher still holds a batch of the last trial: let it go (fit holds no
         # training batch while it validates; the fit after the search sets up its loader anew)
-        fit_loop = trainer.fit_loop
-        if fit_loop._data_fetcher is not None:
-            fit_loop._data_fetcher.teardown()
-            fit_loop._data_fetcher = None
-        _drop_failed_batch(fit_loop)
+        seam.let_go_of_training_batch(trainer)
+        seam.drop_failed_batch(trainer.fit_loop)
         gc.collect()
 
         def trial(batch_size: int) -> None:
             # (not Lightning's _adjust_batch_size: it keeps a batch at or above the training data's length)
             lightning_setattr(pl_module, self._eval_name, batch_size)
-            _drop_failed_batch(val_loop)
-            val_loop._combined_loader = None  # the val dataloader again, at the new batch
+            seam.drop_failed_batch(val_loop)
+            seam.reset_validation_loader(val_loop)
             val_loop.batch_progress.reset()
             trainer.validating = True
             try:
@@ -182,11 +168,3 @@ class SaturateBatchSizeFinder(BatchSizeFinder):
         lightning_setattr(pl_module, self._eval_name, size)
         self.optimal_eval_batch_size = size
 
-
-def _drop_failed_batch(loop) -> None:
-    """A batch that ran out of memory stays referenced by the loop's results (Lightning drops it at
-    the batch's end, which never came): the next trial would hold it beside its own."""
-    results = getattr(loop, "_results", None)
-    if results is not None:
-        results.batch = None
-        results.batch_size = None

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-import saturate  # first: the CPU budget counts the tensors made after it
+import saturate
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-import saturate  # first: the CPU budget counts the tensors made after it
+import saturate
 import torch
 import torch.distributed as dist
 

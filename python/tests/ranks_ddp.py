@@ -20,7 +20,7 @@ import sys
 import time
 import weakref
 
-import saturate  # first: the CPU budget counts the tensors made after it
+import saturate
 import torch
 import torch.distributed as dist
 import torch.nn as nn

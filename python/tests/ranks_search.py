@@ -7,7 +7,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import saturate  # noqa: E402  first: the CPU budget counts the tensors made after it
+import saturate  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from loops import LOOPS  # noqa: E402

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 
-import saturate  # first: the CPU budget counts the tensors made after it
+import saturate
 import torch
 import torch.distributed as dist
 import torch.nn as nn

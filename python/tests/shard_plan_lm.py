@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-import saturate  # first: the CPU budget counts the tensors made after it
+import saturate
 import torch
 import torch.distributed as dist
 from ranks_util import run_fresh

@@ -61,3 +61,71 @@ def test_a_nested_budget_cannot_raise_the_one_around_it():
             with pytest.raises(torch.OutOfMemoryError):
                 torch.empty(32 * 2**20, dtype=torch.uint8)
         torch.empty(32 * 2**20, dtype=torch.uint8)  # the outer one is back
+
+
+def _fresh_python(code: str) -> str:
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ)
+    env.pop("SATURATE_CPU_ALLOCATOR", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_import_saturate_leaves_the_processs_own_cpu_allocator_in_charge_and_a_budget_gives_it_back_after():
+    # in a fresh process: a tensor made after the import is not seen by saturate's allocator (its
+    # counters do not move), within a budget block or a search one is, and after them again not
+    out = _fresh_python("""
+import torch, saturate
+C = saturate._saturate
+def counted(n):
+    before = C.cpu_counters()["allocated_bytes"]
+    t = torch.empty(n, dtype=torch.uint8)
+    return C.cpu_counters()["allocated_bytes"] - before
+print(C.cpu_allocator_in_charge(), counted(64 << 20))
+with saturate.cpu_memory_budget("1GiB"):
+    print(C.cpu_allocator_in_charge(), counted(64 << 20))
+model = torch.nn.Linear(64, 64)
+saturate.search(lambda b: model(torch.randn(b, 64)).sum().backward(), device="cpu", memory_budget="64MiB", max_batch=8)
+print(C.cpu_allocator_in_charge(), counted(64 << 20))
+""")
+    assert out.split() == ["False", "0", "True", str(64 << 20), "False", "0"], out
+
+
+def test_a_model_built_before_the_budget_counts_against_it_and_its_free_gives_the_bytes_back():
+    out = _fresh_python("""
+import torch, saturate
+MiB = 1 << 20
+weights = torch.ones(100 * MiB // 4)         # built before any budget (the default allocator's)
+view = weights[10:]                          # a view: the same storage, counted once
+with saturate.cpu_memory_budget("150MiB"):
+    try:
+        torch.empty(60 * MiB, dtype=torch.uint8)
+        print("fits")
+    except torch.OutOfMemoryError:
+        print("oom")
+    del weights, view                        # its free is seen: 100 MiB back
+    x = torch.empty(60 * MiB, dtype=torch.uint8)
+    print("fits")
+""")
+    assert out.split() == ["oom", "fits"], out
+
+
+def test_saturate_cpu_allocator_import_counts_from_the_import_and_a_wrong_value_names_both_allowed():
+    out = _fresh_python("""
+import os
+os.environ["SATURATE_CPU_ALLOCATOR"] = "import"
+import torch, saturate
+C = saturate._saturate
+before = C.cpu_counters()["allocated_bytes"]
+t = torch.empty(64 << 20, dtype=torch.uint8)
+print(C.cpu_allocator_in_charge(), C.cpu_counters()["allocated_bytes"] - before)
+""")
+    assert out.split() == ["True", str(64 << 20)], out
+    import subprocess
+    import sys
+    bad = subprocess.run([sys.executable, "-c", "import saturate"], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "SATURATE_CPU_ALLOCATOR": "always"})
+    assert bad.returncode != 0 and "SATURATE_CPU_ALLOCATOR='always'" in bad.stderr and "'import'" in bad.stderr

@@ -320,3 +320,31 @@ def test_an_eval_batch_attribute_the_module_lacks_is_refused_before_any_trial(tm
     with StepCounter() as count, pytest.raises(AttributeError, match="eval_batch_size"):
         fit_and_validate(L, module, tmp_path, saturate._memory.cpu_allocated_bytes() + 20 * MiB, [finder])
     assert count.steps == 0 and finder.search_result is None
+
+
+def test_every_private_part_of_lightning_the_drop_in_uses_is_named_in_one_place_and_present_in_the_pinned_lightning():
+    import os
+    import re
+
+    import lightning
+
+    from saturate import _lightning_seam as seam
+    setup = open(os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "setup.sh")).read()
+    assert re.search(r"lightning==([0-9.]+)", setup).group(1) == seam.TESTED == lightning.__version__
+    seam.check()  # every name of PRIVATE is there
+    # and saturate.lightning touches no private Lightning name but through the seam
+    source = open(os.path.join(os.path.dirname(saturate.__file__), "lightning.py")).read()
+    assert "_bss" not in source and "lightning.pytorch.tuner" not in source
+    for _, name, _ in seam.PRIVATE:
+        assert re.search(r"\." + re.escape(name) + r"\b", source) is None or name in (
+            "_steps_per_trial", "_batch_arg_name", "_init_val", "_max_val", "_early_exit"), name
+
+
+def test_a_lightning_without_a_private_part_the_drop_in_uses_is_refused_naming_it_and_the_tested_version(monkeypatch):
+    from lightning.pytorch.tuner import batch_size_scaling
+
+    from saturate import _lightning_seam as seam
+    monkeypatch.delattr(batch_size_scaling, "_try_loop_run")
+    with pytest.raises(seam.MissingLightningPrivate) as e:
+        seam.check()
+    assert "_try_loop_run" in str(e.value) and f"lightning=={seam.TESTED}" in str(e.value)

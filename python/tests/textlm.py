@@ -10,7 +10,7 @@ import math
 import random
 from typing import Dict, List
 
-import saturate  # noqa: F401  (first: the CPU budget counts the tensors made after it)
+import saturate  # noqa: F401
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/StorageImpl.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
@@ -160,7 +161,24 @@ class BudgetAllocator final : public c10::Allocator {
     return log_on_;
   }
 
-  bool installed = false;
+  /// Counts a default-allocator storage from now on (its free included): see adopt_cpu_storage.
+  bool adopt(c10::DataPtr& data, int64_t bytes) {
+    c10::Allocator* fallback = c10::GetDefaultCPUAllocator();
+    const c10::DeleterFnPtr theirs = fallback ? fallback->raw_deleter() : nullptr;
+    void* ptr = data.get();
+    if (!theirs || !ptr || data.get_context() != ptr || data.device().type() != c10::DeviceType::CPU) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (sizes_.count(ptr) || !data.compare_exchange_deleter(theirs, &BudgetAllocator::release)) return false;
+    sizes_[ptr] = bytes;
+    allocated_bytes_ += bytes;
+    peak_allocated_bytes_ = std::max(peak_allocated_bytes_, allocated_bytes_);
+    return true;
+  }
+
+  bool installed = false;   // for the rest of the process (install_cpu_budget_allocator)
+  std::mutex charge_mutex;  // the nest of acquires
+  int acquired = 0;
+  c10::Allocator* before = nullptr;  // in charge before the first acquire of the nest
 
  private:
   // with mutex_ held.
@@ -190,16 +208,46 @@ class BudgetAllocator final : public c10::Allocator {
 
 }  // namespace
 
-void install_cpu_budget_allocator() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    BudgetAllocator& a = BudgetAllocator::instance();
-    c10::SetCPUAllocator(&a, /*priority=*/100);
-    a.installed = c10::GetCPUAllocator() == &a;
-  });
+bool cpu_budget_allocator_installed() {
+  BudgetAllocator& a = BudgetAllocator::instance();
+  return c10::GetCPUAllocator() == &a;
 }
 
-bool cpu_budget_allocator_installed() { return BudgetAllocator::instance().installed; }
+// The priority LibTorch's SetCPUAllocator takes: the highest, so that giving the allocator back
+// is not refused by the priority the counting one was set with.
+constexpr uint8_t kInCharge = 255;
+
+// Installed for good unless already in charge: a Python call acquired it for its length (a meter
+// made inside that call must not keep it in charge after).
+void install_cpu_budget_allocator() {
+  BudgetAllocator& a = BudgetAllocator::instance();
+  std::lock_guard<std::mutex> lock(a.charge_mutex);
+  if (a.installed || c10::GetCPUAllocator() == &a) return;
+  c10::SetCPUAllocator(&a, kInCharge);
+  a.installed = c10::GetCPUAllocator() == &a;
+}
+
+bool acquire_cpu_budget_allocator() {
+  BudgetAllocator& a = BudgetAllocator::instance();
+  std::lock_guard<std::mutex> lock(a.charge_mutex);
+  if (a.acquired++ > 0 || a.installed) return false;
+  a.before = c10::GetCPUAllocator();
+  if (a.before == &a) return false;
+  c10::SetCPUAllocator(&a, kInCharge);
+  return c10::GetCPUAllocator() == &a;
+}
+
+void release_cpu_budget_allocator() {
+  BudgetAllocator& a = BudgetAllocator::instance();
+  std::lock_guard<std::mutex> lock(a.charge_mutex);
+  if (a.acquired == 0 || --a.acquired > 0 || a.installed) return;
+  if (a.before && a.before != &a && c10::GetCPUAllocator() == &a) c10::SetCPUAllocator(a.before, kInCharge);
+  a.before = nullptr;
+}
+
+bool adopt_cpu_storage(c10::StorageImpl& storage) {
+  return BudgetAllocator::instance().adopt(storage._mutable_data_ptr_no_checks(), static_cast<int64_t>(storage.nbytes()));
+}
 CpuMemoryCounters cpu_memory_counters() { return BudgetAllocator::instance().counters(); }
 void set_cpu_budget_bytes(int64_t bytes) { BudgetAllocator::instance().set_budget(bytes); }
 void reset_cpu_peak() { BudgetAllocator::instance().reset_peak(); }

@@ -1,5 +1,7 @@
 // Implements: a byte-counting wrapper around LibTorch's CPU allocator with a budget.
-// Installed with c10::SetCPUAllocator before any CPU tensor exists, it sees every CPU tensor
+// Installed with c10::SetCPUAllocator before any CPU tensor exists (the command line, the tests),
+// or put in charge only while a library call measures (the Python package: acquire, adopt the
+// live tensors' storages, release), it sees every CPU tensor
 // byte (parameters, gradients, optimizer state, activations, autograd buffers) and throws
 // c10::OutOfMemoryError when an allocation would pass the budget, as the CUDA caching
 // allocator does when the device is full. Not seen: pinned host memory, oneDNN/BLAS scratch
@@ -14,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace c10 {
+struct StorageImpl;
+}
+
 namespace saturate {
 
 struct CpuMemoryCounters {
@@ -23,9 +29,24 @@ struct CpuMemoryCounters {
   int64_t failed_allocations = 0;
 };
 
-/// Installs the counting allocator (idempotent). Call first thing in main().
+/// Installs the counting allocator for the rest of the process (idempotent). Call first thing
+/// in main().
 void install_cpu_budget_allocator();
+/// Whether the counting allocator makes new CPU tensors now (installed, or acquired).
 bool cpu_budget_allocator_installed();
+
+/// Puts the counting allocator in charge of new CPU tensors until the matching release (nested
+/// calls are counted; one lock for all). Returns true when this call put it in charge (the first
+/// of a nest, not installed): then storages made before are not counted until adopted.
+bool acquire_cpu_budget_allocator();
+/// Ends an acquire; the last one of a nest gives the allocator that was in charge before it back
+/// (unless another was put in charge meanwhile: that one stays). Tensors made meanwhile stay
+/// counted until they are freed.
+void release_cpu_budget_allocator();
+/// Counts a storage that LibTorch's default CPU allocator made (before the counting one was in
+/// charge): its bytes from now on, and its free when it goes. Returns false, and changes nothing,
+/// for a storage made otherwise (already counted, from_blob, numpy's, mmap, another allocator's).
+bool adopt_cpu_storage(c10::StorageImpl& storage);
 
 CpuMemoryCounters cpu_memory_counters();
 /// 0 removes the budget.
