@@ -135,7 +135,7 @@ void WorkloadTrialStep::step(int64_t batch, PhaseObserver* observer) {
   }
   const int64_t global = data_.inputs.size(0);
   // a global batch the loader hands over in pieces (LoaderOptions::parts) is joined on the host:
-  // while a piece is copied in, the whole batch and that piece are held (train/loader_data.cpp),
+  // while a piece is copied in, the whole batch and that piece are held (data/loader_data.cpp),
   // which can peak above the step itself where the input dominates (an mlp on images). On CPU
   // that is the budget's memory: the piece is allocated here, beside the batch and the window
   if (!source_ && footprint_.prefetches_micro_batches && global > batch && workload_.device().is_cpu()) {

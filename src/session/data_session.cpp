@@ -16,8 +16,8 @@
 #include "saturate/session/workload_session.h"
 #include "saturate/core/units.h"
 #include "saturate/core/option_doc.h"
-#include "saturate/train/text_data.h"
-#include "saturate/train/token_data.h"
+#include "saturate/data/text_data.h"
+#include "saturate/data/token_data.h"
 
 namespace saturate {
 

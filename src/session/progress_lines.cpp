@@ -4,7 +4,7 @@
 
 #include "saturate/report/report.h"
 #include "saturate/search/objective.h"
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 #include "saturate/train/eta.h"
 #include "saturate/train/share_balance.h"
 

@@ -15,7 +15,7 @@
 #include "saturate/report/data_text.h"
 #include "saturate/report/memory_text.h"
 #include "saturate/session/data_session.h"
-#include "saturate/train/text_data.h"
+#include "saturate/data/text_data.h"
 
 namespace saturate {
 

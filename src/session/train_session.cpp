@@ -27,9 +27,9 @@
 #include "saturate/session/objective_session.h"
 #include "saturate/step/model_snapshot.h"
 #include "saturate/train/adaptive_batch.h"
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 #include "saturate/train/eta.h"
-#include "saturate/train/loader_data.h"
+#include "saturate/data/loader_data.h"
 
 namespace saturate {
 namespace {
@@ -396,7 +396,7 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
 
 /// `shares` auto: each rank times its own step at its micro-batch (no collective inside it, so an
 /// OOM cannot hang a peer), the ranks gather the speeds, and `global_batch` is split in proportion
-/// (train/batch_plan.h shares_by_speed): a rank twice as fast takes twice the samples, and no rank
+/// (data/batch_plan.h shares_by_speed): a rank twice as fast takes twice the samples, and no rank
 /// waits for another at the all-reduce. The trials take optimizer steps: the caller restores the
 /// weights.
 void choose_shares_by_speed(Workload& workload, MemoryMeter& meter, const TrainingFootprint& footprint,

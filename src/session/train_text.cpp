@@ -5,7 +5,7 @@
 
 #include "saturate/core/units.h"
 #include "saturate/session/train_session.h"
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 
 namespace saturate {
 

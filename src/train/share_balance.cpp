@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 
 namespace saturate {
 

@@ -5,7 +5,7 @@
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 
 namespace saturate::cli {
 

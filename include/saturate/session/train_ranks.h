@@ -16,7 +16,7 @@
 #include "saturate/dist/ddp.h"
 #include "saturate/dist/ddp_sync.h"
 #include "saturate/dist/network_measure.h"
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 #include "saturate/train/share_balance.h"
 #include "saturate/dist/process_group.h"
 #include "saturate/probe/findings.h"

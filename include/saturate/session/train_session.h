@@ -24,8 +24,8 @@
 #include "saturate/session/train_summary.h"
 #include "saturate/train/auto_batch.h"
 #include "saturate/train/lr_schedule.h"
-#include "saturate/train/text_data.h"
-#include "saturate/train/token_data.h"
+#include "saturate/data/text_data.h"
+#include "saturate/data/token_data.h"
 #include "saturate/train/trainer.h"
 
 #include "saturate/dist/env.h"
@@ -107,7 +107,7 @@ struct TrainSessionData {
   /// undefined. Evaluates on corpus.val when defined.
   bool tokens = false;
   TokenCorpus corpus;
-  /// text:FILE (with tokens true): one document per line, padded batches (train/text_data.h).
+  /// text:FILE (with tokens true): one document per line, padded batches (data/text_data.h).
   TextCorpus text;
   bool text_documents() const { return text.train.size() > 0; }
   int workers = 2;   ///< loader threads

@@ -11,7 +11,7 @@
 #include "saturate/probe/probe_hooks.h"
 #include "saturate/probe/workload_trial_step.h"
 #include "saturate/search/search.h"
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 
 namespace saturate {
 

@@ -1,4 +1,4 @@
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "saturate/train/text_data.h"
+#include "saturate/data/text_data.h"
 
 #include <algorithm>
 
@@ -11,7 +11,7 @@
 #include "saturate/core/units.h"
 #include "saturate/data/sampler.h"
 #include "saturate/data/token_budget.h"
-#include "saturate/train/token_data.h"
+#include "saturate/data/token_data.h"
 
 namespace saturate {
 namespace {

@@ -1,4 +1,4 @@
-#include "saturate/train/token_data.h"
+#include "saturate/data/token_data.h"
 
 #include <sys/stat.h>
 

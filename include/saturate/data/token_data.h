@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "saturate/train/batch_plan.h"
-#include "saturate/train/trainer.h"
+#include "saturate/data/batch_plan.h"
+#include "saturate/data/train_data.h"
 
 namespace saturate {
 

@@ -19,8 +19,8 @@
 
 #include "saturate/data/worst_case.h"
 #include "saturate/probe/probe_hooks.h"
-#include "saturate/train/batch_plan.h"
-#include "saturate/train/trainer.h"
+#include "saturate/data/batch_plan.h"
+#include "saturate/data/train_data.h"
 
 namespace saturate {
 

@@ -1,6 +1,6 @@
 // Byte-level language-model data: next-token targets, a held-out end of the text, the same
 // global batches in every process whatever the rank split.
-#include "saturate/train/token_data.h"
+#include "saturate/data/token_data.h"
 
 #include <fstream>
 

@@ -1,4 +1,4 @@
-#include "saturate/train/loader_data.h"
+#include "saturate/data/loader_data.h"
 
 #include <algorithm>
 #include <numeric>

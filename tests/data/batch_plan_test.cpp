@@ -1,6 +1,6 @@
 // The batch plan: micro-batch x accumulation x ranks = global batch, completed from any two,
 // with errors that name the option they concern (the command line turns it into its flag).
-#include "saturate/train/batch_plan.h"
+#include "saturate/data/batch_plan.h"
 
 #include <regex>
 #include <sstream>

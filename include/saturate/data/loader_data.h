@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "saturate/data/loader.h"
-#include "saturate/train/trainer.h"
+#include "saturate/data/train_data.h"
 
 namespace saturate {
 
