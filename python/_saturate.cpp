@@ -698,11 +698,29 @@ PYBIND11_MODULE(_saturate, m) {
     const PlanTarget t = parse_plan_target(text);
     return py::make_tuple(t.name, t.capacity_bytes);
   }, py::arg("text"));
-  m.def("search", &search, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
-        py::arg("target_fraction") = 0.9, py::arg("strategy") = "fit", py::arg("max_batch") = 0,
-        py::arg("start_batch") = 2, py::arg("warmup_steps") = 1, py::arg("measure_steps") = 2,
-        py::arg("objective") = "memory", py::arg("knee_fraction") = 0.9, py::arg("noise_steps") = 40,
-        py::arg("base_batch") = 0, py::arg("parameters"),
+  // the search's defaults: the library's option structs, default-constructed (one place); the
+  // Python signatures read them from here, the command line's flags from the same structs
+  m.def("defaults", [] {
+    const SearchOptions search;
+    const ObjectiveOptions objective;
+    py::dict d;
+    d["strategy"] = to_string(search.strategy);
+    d["target_fraction"] = search.target_fraction;
+    d["max_batch"] = search.max_batch;
+    d["start_batch"] = search.start_batch;
+    d["warmup_steps"] = search.warmup_steps;
+    d["measure_steps"] = search.measure_steps;
+    d["objective"] = to_string(objective.objective);
+    d["knee_fraction"] = objective.knee_fraction;
+    d["noise_steps"] = objective.noise_steps;
+    d["base_batch"] = objective.base_batch;
+    return d;
+  });
+  m.def("search", &search, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes"),
+        py::arg("target_fraction"), py::arg("strategy"), py::arg("max_batch"),
+        py::arg("start_batch"), py::arg("warmup_steps"), py::arg("measure_steps"),
+        py::arg("objective"), py::arg("knee_fraction"), py::arg("noise_steps"),
+        py::arg("base_batch"), py::arg("parameters"),
         py::arg("after_trial") = py::none(), py::arg("name") = "user step", py::arg("optimizer") = "",
         py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none(),
         py::arg("ranks") = py::none(), py::arg("exact_ranks") = false);

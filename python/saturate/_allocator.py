@@ -29,7 +29,7 @@ PURE = frozenset({
     "set_allocation_site", "gradient_sq_norm", "cpu_counters", "set_cpu_budget", "reset_cpu_peak",
     "start_cpu_math", "acquire_cpu_allocator", "release_cpu_allocator", "cpu_allocator_in_charge",
     "adopt_cpu_tensors", "token_budget_batches", "shard_model_state_bytes", "shard_min_world_size",
-    "apply_fast_paths",
+    "apply_fast_paths", "defaults",
 })
 
 

@@ -149,11 +149,17 @@ class SearchResult:
         return self._text
 
 
+# the library's defaults, from its option structs (one place; test_defaults.py holds the command line,
+# these signatures and docs/python.md to them)
+_DEFAULTS = _C.defaults()
+
+
 def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_budget: Size = None,
-           target_memory: float = 0.9, strategy: str = "fit", max_batch: Optional[int] = None,
-           min_batch: int = 1, model=None, optimizer=None, restore: bool = True,
-           warmup_steps: int = 1, timed_steps: int = 2, monitor: bool = False,
-           objective: str = "memory", knee_fraction: float = 0.9, noise_steps: int = 40,
+           target_memory: float = _DEFAULTS["target_fraction"], strategy: str = _DEFAULTS["strategy"],
+           max_batch: Optional[int] = None, min_batch: int = 1, model=None, optimizer=None, restore: bool = True,
+           warmup_steps: int = _DEFAULTS["warmup_steps"], timed_steps: int = _DEFAULTS["measure_steps"],
+           monitor: bool = False, objective: str = _DEFAULTS["objective"],
+           knee_fraction: float = _DEFAULTS["knee_fraction"], noise_steps: int = _DEFAULTS["noise_steps"],
            base_batch: Optional[int] = None, ranks: Any = "auto", exact_ranks: bool = False,
            after_trial: Optional[Callable[[], None]] = None,
            on_trial: Optional[Callable[[Trial], None]] = None, data: Any = None,

@@ -15,10 +15,16 @@ from . import _saturate as _C
 from ._search import SearchResult
 
 
+_DEFAULTS = _C.defaults()  # the library's (its option structs), as the command line's flags
+
+
 def zoo_search(model: str = "convnet", *, device: str = "auto", memory_budget: Optional[str] = None,
-               objective: str = "memory", target_memory: float = 0.9, strategy: str = "fit", max_batch: int = 0,
-               min_batch: int = 2, timed_steps: int = 2, knee_fraction: float = 0.9, noise_steps: int = 40,
-               base_batch: int = 0, precision: str = "fp32", **model_options: Any) -> SearchResult:
+               objective: str = _DEFAULTS["objective"], target_memory: float = _DEFAULTS["target_fraction"],
+               strategy: str = _DEFAULTS["strategy"], max_batch: int = _DEFAULTS["max_batch"],
+               min_batch: int = _DEFAULTS["start_batch"], timed_steps: int = _DEFAULTS["measure_steps"],
+               knee_fraction: float = _DEFAULTS["knee_fraction"], noise_steps: int = _DEFAULTS["noise_steps"],
+               base_batch: int = _DEFAULTS["base_batch"], precision: str = "fp32",
+               **model_options: Any) -> SearchResult:
     """`saturate search --model MODEL` with synthetic batches. `model_options` are the command
     line's model flags as keywords: input="3x32x32", classes, layers, width, heads, seq_len, vocab,
     tokens, seed, optimizer, lr, threads. `memory_budget` as --memory-budget ("512MiB", "0.9");
