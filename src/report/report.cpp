@@ -186,21 +186,24 @@ void write_stopped_json(const std::string& command, const std::string& path, con
   if (rank == 0 && !path.empty()) write_json(stopped_json(command, stop), path, stdout_stream);
 }
 
-nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample,
-                            const std::string& mfu_note, double trials_others_busy_cpus) {
-  nlohmann::json j = {{"peak_flops_per_s", peak.flops_per_s}, {"peak_method", peak.method()}, {"flops_method", "counted"},
-                      {"peak_threads", peak.threads}};
-  if (peak.others_busy_cpus >= 0) j["peak_others_busy_cpus"] = peak.others_busy_cpus;
-  if (trials_others_busy_cpus >= 0) j["trials_others_busy_cpus"] = trials_others_busy_cpus;
+ComputeSummary compute_summary(const SearchResult& r, const GemmPeak& peak,
+                               std::optional<double> analytic_flops_per_sample, const std::string& mfu_note,
+                               double trials_others_busy_cpus) {
+  ComputeSummary s;
+  s.peak_flops_per_s = peak.flops_per_s;
+  s.peak_method = peak.method();
+  s.peak_threads = peak.threads;
+  if (peak.others_busy_cpus >= 0) s.peak_others_busy_cpus = peak.others_busy_cpus;
+  if (trials_others_busy_cpus >= 0) s.trials_others_busy_cpus = trials_others_busy_cpus;
   // the load moved between the peak's measurement and the trials: the MFU compares rates taken
   // under different conditions (issue 27: flagged, as google/benchmark warns of CPU scaling)
-  if (trials_others_busy_cpus >= 0 && peak.others_busy_cpus >= 0 &&
+  if (s.peak_others_busy_cpus && s.trials_others_busy_cpus &&
       std::abs(trials_others_busy_cpus - peak.others_busy_cpus) >= 0.5)
-    j["load_note"] = fmt::format("the load moved: {:.1f} other CPUs busy while the peak was measured, {:.1f} over "
-                                 "the trials; the MFU compares rates taken under different loads",
-                                 peak.others_busy_cpus, trials_others_busy_cpus);
-  if (peak.first_flops_per_s > 0) j["peak_first_flops_per_s"] = peak.first_flops_per_s;
-  if (analytic_flops_per_sample) j["analytic_flops_per_sample"] = *analytic_flops_per_sample;
+    s.load_note = fmt::format("the load moved: {:.1f} other CPUs busy while the peak was measured, {:.1f} over "
+                              "the trials; the MFU compares rates taken under different loads",
+                              peak.others_busy_cpus, trials_others_busy_cpus);
+  if (peak.first_flops_per_s > 0) s.peak_first_flops_per_s = peak.first_flops_per_s;
+  s.analytic_flops_per_sample = analytic_flops_per_sample;
   const Trial* at = nullptr;
   for (const int64_t want : {r.throughput_batch, r.recommended_batch, r.max_batch})
     for (const Trial& t : r.trials)
@@ -209,50 +212,67 @@ nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::op
   if (!at)
     for (const Trial& t : r.trials)
       if (t.ok() && t.findings.compute) at = &t;
-  if (!at) return j;
+  if (!at) return s;
   const ComputeFinding& c = *at->findings.compute;
-  j["batch"] = at->batch;
+  s.batch = at->batch;
+  s.flops_per_sample = c.flops_per_sample;
+  s.recompute_flops_per_step = c.recompute_flops_per_step;
+  if (c.achieved_flops_per_s) {
+    s.achieved_flops_per_s = *c.achieved_flops_per_s;
+    if (c.hfu && c.recompute_flops_per_step > 0 && c.flops_per_step > 0) {
+      const double hardware = *c.achieved_flops_per_s * (1 + c.recompute_flops_per_step / c.flops_per_step);
+      if (hardware <= peak.flops_per_s) s.hfu = hardware / peak.flops_per_s;
+    }
+    // against the run's last peak (measured again when a trial outran the first): never above 1
+    if (c.mfu && peak.flops_per_s >= *c.achieved_flops_per_s)
+      s.mfu = *c.achieved_flops_per_s / peak.flops_per_s;
+    else
+      s.mfu_note = !mfu_note.empty()         ? mfu_note
+                   : peak.flops_per_s <= 0 ? std::string("no MFU: no GEMM peak was measured")
+                                           : std::string("no MFU: the step's rate is above the GEMM peak measured");
+  }
+  return s;
+}
+
+nlohmann::json to_json(const ComputeSummary& c) {
+  nlohmann::json j = {{"peak_flops_per_s", c.peak_flops_per_s}, {"peak_method", c.peak_method},
+                      {"flops_method", "counted"}, {"peak_threads", c.peak_threads}};
+  if (c.peak_others_busy_cpus) j["peak_others_busy_cpus"] = *c.peak_others_busy_cpus;
+  if (c.trials_others_busy_cpus) j["trials_others_busy_cpus"] = *c.trials_others_busy_cpus;
+  if (!c.load_note.empty()) j["load_note"] = c.load_note;
+  if (c.peak_first_flops_per_s) j["peak_first_flops_per_s"] = *c.peak_first_flops_per_s;
+  if (c.analytic_flops_per_sample) j["analytic_flops_per_sample"] = *c.analytic_flops_per_sample;
+  if (c.batch == 0) return j;
+  j["batch"] = c.batch;
   j["flops_per_sample"] = c.flops_per_sample;
   if (c.recompute_flops_per_step > 0) j["recompute_flops_per_step"] = c.recompute_flops_per_step;
   if (c.achieved_flops_per_s) {
     j["achieved_flops_per_s"] = *c.achieved_flops_per_s;
-    if (c.hfu && c.recompute_flops_per_step > 0 && c.flops_per_step > 0) {
-      const double hardware = *c.achieved_flops_per_s * (1 + c.recompute_flops_per_step / c.flops_per_step);
-      if (hardware <= peak.flops_per_s) j["hfu"] = hardware / peak.flops_per_s;
-    }
-    // against the run's last peak (measured again when a trial outran the first): never above 1
-    if (c.mfu && peak.flops_per_s >= *c.achieved_flops_per_s) {
-      j["mfu"] = *c.achieved_flops_per_s / peak.flops_per_s;
+    if (c.hfu) j["hfu"] = *c.hfu;
+    if (c.mfu) {
+      j["mfu"] = *c.mfu;
     } else {
       j["mfu"] = nullptr;
-      j["mfu_note"] = !mfu_note.empty()         ? mfu_note
-                      : peak.flops_per_s <= 0 ? std::string("no MFU: no GEMM peak was measured")
-                                              : std::string("no MFU: the step's rate is above the GEMM peak measured");
+      j["mfu_note"] = c.mfu_note;
     }
   }
   return j;
 }
 
-std::string compute_text(const nlohmann::json& c) {
-  if (!c.contains("flops_per_sample")) return "";
+std::string compute_text(const ComputeSummary& c) {
+  if (c.batch == 0) return "";
   std::string analytic;
-  if (c.contains("analytic_flops_per_sample"))
-    analytic = fmt::format(", analytic {}", format_flops(c["analytic_flops_per_sample"].get<double>()));
+  if (c.analytic_flops_per_sample) analytic = fmt::format(", analytic {}", format_flops(*c.analytic_flops_per_sample));
   std::string rate;
-  if (c.contains("achieved_flops_per_s") && c.contains("mfu") && c["mfu"].is_number())
-    rate = fmt::format("; {}/s at batch {} = {:.1f} % MFU of {}/s ({})",
-                       format_flops(c["achieved_flops_per_s"].get<double>()), c["batch"].get<int64_t>(),
-                       100 * c["mfu"].get<double>(), format_flops(c["peak_flops_per_s"].get<double>()),
-                       c["peak_method"].get<std::string>()) +
-           (c.contains("hfu") ? fmt::format("; {:.1f} % HFU with the checkpoints' recomputation",
-                                            100 * c["hfu"].get<double>())
-                              : std::string());
-  else if (c.contains("achieved_flops_per_s"))
-    rate = fmt::format("; {}/s at batch {}; {}", format_flops(c["achieved_flops_per_s"].get<double>()),
-                       c["batch"].get<int64_t>(), c.value("mfu_note", std::string("no MFU")));
-  if (c.contains("load_note")) rate += "; " + c["load_note"].get<std::string>();
-  return fmt::format("compute            {}/sample (counted{}){}\n", format_flops(c["flops_per_sample"].get<double>()),
-                     analytic, rate);
+  if (c.achieved_flops_per_s && c.mfu)
+    rate = fmt::format("; {}/s at batch {} = {:.1f} % MFU of {}/s ({})", format_flops(*c.achieved_flops_per_s),
+                       c.batch, 100 * *c.mfu, format_flops(c.peak_flops_per_s), c.peak_method) +
+           (c.hfu ? fmt::format("; {:.1f} % HFU with the checkpoints' recomputation", 100 * *c.hfu) : std::string());
+  else if (c.achieved_flops_per_s)
+    rate = fmt::format("; {}/s at batch {}; {}", format_flops(*c.achieved_flops_per_s), c.batch,
+                       c.mfu_note.empty() ? std::string("no MFU") : c.mfu_note);
+  if (!c.load_note.empty()) rate += "; " + c.load_note;
+  return fmt::format("compute            {}/sample (counted{}){}\n", format_flops(c.flops_per_sample), analytic, rate);
 }
 
 }  // namespace saturate

@@ -98,35 +98,68 @@ std::string trial_data_name(const OpenedData& data) {
 
 namespace {
 
-/// The worst case a text search sized for: which documents, how long, and the token budget.
-nlohmann::json worst_case_json(const WorstCaseOrder& w, const SearchResult& r) {
-  const std::vector<int64_t> items = w.worst_items(std::max<int64_t>(1, std::min<int64_t>(r.max_batch, 8)));
-  return {{"documents", w.items()},
-          {"longest_tokens", w.largest_size() - 1},
-          {"median_tokens", w.median_size() - 1},
-          {"worst_documents", items},
-          {"max_tokens", r.max_batch * (w.largest_size() - 1)},
-          {"recommended_tokens", r.recommended_batch * (w.largest_size() - 1)}};
+/// The worst case a text search sized for: which documents, how long, and the token budget; and
+/// the same search on documents of the median length beside it. One typed result, two printers
+/// (to_json, worst_case_text): no printer reads the other's keys.
+struct TextWorstCase {
+  int64_t documents = 0;
+  int64_t longest_tokens = 0;
+  int64_t median_tokens = 0;
+  std::vector<int64_t> worst_documents;
+  int64_t max_tokens = 0;
+  int64_t recommended_tokens = 0;
+  struct Median {  // the search on median-length documents
+    int64_t max_batch = 0;
+    bool max_batch_exact = false;
+    int64_t recommended_batch = 0;
+    int64_t trials = 0;
+  };
+  std::optional<Median> median;  ///< none when that search failed
+};
+
+TextWorstCase text_worst_case(const WorstCaseOrder& w, const SearchResult& r) {
+  TextWorstCase c;
+  c.documents = w.items();
+  c.longest_tokens = w.largest_size() - 1;
+  c.median_tokens = w.median_size() - 1;
+  c.worst_documents = w.worst_items(std::max<int64_t>(1, std::min<int64_t>(r.max_batch, 8)));
+  c.max_tokens = r.max_batch * c.longest_tokens;
+  c.recommended_tokens = r.recommended_batch * c.longest_tokens;
+  return c;
 }
 
-std::string worst_case_text(const nlohmann::json& j) {
+nlohmann::json to_json(const TextWorstCase& c) {
+  nlohmann::json j = {{"documents", c.documents},
+                      {"longest_tokens", c.longest_tokens},
+                      {"median_tokens", c.median_tokens},
+                      {"worst_documents", c.worst_documents},
+                      {"max_tokens", c.max_tokens},
+                      {"recommended_tokens", c.recommended_tokens}};
+  if (c.median) {
+    j["median_max_batch"] = c.median->max_batch;
+    j["median_max_batch_exact"] = c.median->max_batch_exact;
+    j["median_recommended_batch"] = c.median->recommended_batch;
+    j["median_trials"] = c.median->trials;
+  }
+  return j;
+}
+
+std::string worst_case_text(const TextWorstCase& c) {
   std::string text = fmt::format(
       "worst case         the longest of {} documents: {} tokens (median {}); every batch of the "
       "epoch fits where these do\ntoken budget       max_tokens {} (recommended {}) for `max_tokens`\n",
-      j["documents"].get<int64_t>(), j["longest_tokens"].get<int64_t>(), j["median_tokens"].get<int64_t>(),
-      j["max_tokens"].get<int64_t>(), j["recommended_tokens"].get<int64_t>());
-  if (j.contains("median_max_batch"))
+      c.documents, c.longest_tokens, c.median_tokens, c.max_tokens, c.recommended_tokens);
+  if (c.median)
     text += fmt::format("median batches     max {}, recommended {} ({} trials): documents of the median length; "
                         "unsafe once the longest come\n",
-                        j["median_max_batch"].get<int64_t>(), j["median_recommended_batch"].get<int64_t>(),
-                        j["median_trials"].get<int64_t>());
+                        c.median->max_batch, c.median->recommended_batch, c.median->trials);
   return text;
 }
 
 /// The same search on batches of median-length documents: what a finder that never meets the
 /// tail would answer, beside the worst case (its own probe: the first search's records stay).
-void add_median_answer(nlohmann::json& worst_case, WorkloadSession& session, const TextDocs& docs,
-                       const SearchOptions& options, DistGroup* dist) {
+std::optional<TextWorstCase::Median> median_answer(WorkloadSession& session, const TextDocs& docs,
+                                                   const SearchOptions& options, DistGroup* dist) {
   Probe probe(*session.workload, *session.meter);
   probe.set_empty_cache_before_trials(true);
   WorstCaseTextSource median(docs, session.device, /*median=*/true);
@@ -134,11 +167,9 @@ void add_median_answer(nlohmann::json& worst_case, WorkloadSession& session, con
   SearchOptions so = options;
   so.on_trial = nullptr;
   const SearchResult m = search_across_ranks(probe, so, dist, /*exact_ranks=*/false).result;
-  if (!m.error.empty()) return;
-  worst_case["median_max_batch"] = m.max_batch;
-  worst_case["median_max_batch_exact"] = m.max_batch_exact;
-  worst_case["median_recommended_batch"] = m.recommended_batch;
-  worst_case["median_trials"] = static_cast<int64_t>(m.trials.size());
+  if (!m.error.empty()) return std::nullopt;
+  return TextWorstCase::Median{m.max_batch, m.max_batch_exact, m.recommended_batch,
+                               static_cast<int64_t>(m.trials.size())};
 }
 
 }  // namespace
@@ -188,13 +219,14 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   r.plan = run_plan_for(options.plan, session, options.search.search.target_fraction);
   if (r.plan) r.json["plan"] = plan_json(*r.plan);
   add_memory_breakdown_json(r.json, result);
-  r.notes = r.found.notes(r.json);
+  r.notes = r.found.notes();
   if (r.plan) r.notes += plan_text(*r.plan);
   if (worst) {
-    r.json["worst_case"] = worst_case_json(worst->worst(), result);
+    TextWorstCase worst_case = text_worst_case(worst->worst(), result);
     if (result.error.empty() && result.max_batch > 0)
-      add_median_answer(r.json["worst_case"], session, text->train, options.search.search, dist);
-    r.notes += worst_case_text(r.json["worst_case"]);
+      worst_case.median = median_answer(session, text->train, options.search.search, dist);
+    r.json["worst_case"] = to_json(worst_case);
+    r.notes += worst_case_text(worst_case);
   }
   if (data) {
     r.data = data->source();

@@ -143,7 +143,7 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
   j["checkpointing"] = checkpointing_json;
   j["precision"] = to_string(footprint.precision);
-  j["compute"] = compute_json(search(), peak, analytic_flops_per_sample, mfu_note, trials_others_busy_cpus);
+  j["compute"] = saturate::to_json(compute());
   j["fast_paths"] = fast_paths_json;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(
@@ -156,13 +156,17 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   return j;
 }
 
-std::string WorkloadSearchResult::notes(const nlohmann::json& run_json) const {
+ComputeSummary WorkloadSearchResult::compute() const {
+  return compute_summary(search(), peak, analytic_flops_per_sample, mfu_note, trials_others_busy_cpus);
+}
+
+std::string WorkloadSearchResult::notes() const {
   std::string notes;
   if (footprint.checkpointing.enabled()) notes += "checkpointing      " + to_string(footprint.checkpointing) + "\n";
   if (footprint.precision != Precision::kFp32) notes += "precision          " + to_string(footprint.precision) + "\n";
   notes += objective_text(objective.objective, objective.reason, objective.noise, objective.noise_data,
                           objective.goodput);
-  notes += compute_text(run_json["compute"]);
+  notes += compute_text(compute());
   if (fast_paths) notes += fast_paths_text(*fast_paths, fast_paths_batch);
   notes += checkpointing_text;
   if (world_size > 1) notes += rank_text(run.chosen.ranks, backend, search().max_batch);

@@ -42,10 +42,32 @@ void print_trial(std::ostream& out, const RunContext& c, const Trial& t);
 /// `trials_others_busy_cpus` (>= 0: read): the other processes' load over the trials; where it is
 /// half a CPU or more away from the load the peak was measured under, `load_note` says so (the MFU
 /// is against a peak measured under other conditions).
-nlohmann::json compute_json(const SearchResult& r, const GemmPeak& peak, std::optional<double> analytic_flops_per_sample,
-                            const std::string& mfu_note = {}, double trials_others_busy_cpus = -1);
-/// One line for the search table ("" without FLOPs).
-std::string compute_text(const nlohmann::json& compute);
+struct ComputeSummary {
+  double peak_flops_per_s = 0;
+  std::string peak_method;
+  int peak_threads = 0;
+  std::optional<double> peak_others_busy_cpus;    ///< the other processes' load while the peak ran
+  std::optional<double> trials_others_busy_cpus;  ///< ... over the trials
+  std::optional<double> peak_first_flops_per_s;   ///< the first peak, when a trial outran it
+  std::optional<double> analytic_flops_per_sample;
+  std::string load_note;  ///< the load moved between the peak and the trials ("" when not)
+  /// At the trial the rate was read at; batch 0: no trial counted FLOPs (the rest is unset).
+  int64_t batch = 0;
+  double flops_per_sample = 0;
+  double recompute_flops_per_step = 0;  ///< > 0: checkpointing's recomputation
+  std::optional<double> achieved_flops_per_s;
+  std::optional<double> hfu;
+  /// With achieved_flops_per_s: the MFU, or none and mfu_note says why.
+  std::optional<double> mfu;
+  std::string mfu_note;
+};
+ComputeSummary compute_summary(const SearchResult& r, const GemmPeak& peak,
+                               std::optional<double> analytic_flops_per_sample, const std::string& mfu_note = {},
+                               double trials_others_busy_cpus = -1);
+/// The printers of the summary: the search JSON's `compute` block, and one line for the search
+/// table ("" without FLOPs).
+nlohmann::json to_json(const ComputeSummary& c);
+std::string compute_text(const ComputeSummary& c);
 
 /// Writes `j` to `path` ("-" = stdout): a regular file atomically (temporary file, then rename); a
 /// FIFO, a device or /dev/stdout in place; through a symlink to its target (core/output_file.h).

@@ -17,6 +17,7 @@
 #include "saturate/dist/search_run.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/monitor/gemm_peak.h"
+#include "saturate/report/report.h"
 #include "saturate/probe/probe.h"
 #include "saturate/report/printer.h"
 #include "saturate/step/model_snapshot.h"
@@ -85,7 +86,9 @@ struct WorkloadSearchResult {
   nlohmann::json to_json(const RunContext& context) const;
   /// The lines after the answer: checkpointing, precision, objective, compute, fast paths, the
   /// checkpointing comparison, ranks.
-  std::string notes(const nlohmann::json& run_json) const;
+  /// The step's compute at the chosen batch (the JSON's `compute` and the notes' line print it).
+  ComputeSummary compute() const;
+  std::string notes() const;
 };
 
 /// The device's GEMM rate with `precision` and the fast paths' switches, measured outside the
