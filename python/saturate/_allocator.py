@@ -45,6 +45,17 @@ def _live_cpu_tensors() -> List[torch.Tensor]:
     return found
 
 
+def _adopt(_C, tensors: List[torch.Tensor]) -> None:
+    try:
+        _C.adopt_cpu_tensors(tensors)
+    except TypeError:  # a tensor subclass the extension cannot take: the others one by one, it left out
+        for t in tensors:
+            try:
+                _C.adopt_cpu_tensors([t])
+            except TypeError:
+                continue
+
+
 @contextlib.contextmanager
 def counting() -> Iterator[None]:
     """The counting allocator in charge for the block (nested blocks: the outermost decides)."""
@@ -52,7 +63,7 @@ def counting() -> Iterator[None]:
 
     if _C.acquire_cpu_allocator():
         try:
-            _C.adopt_cpu_tensors(_live_cpu_tensors())
+            _adopt(_C, _live_cpu_tensors())
         except BaseException:
             _C.release_cpu_allocator()
             raise
