@@ -672,6 +672,12 @@ PYBIND11_MODULE(_saturate, m) {
     return std::make_pair(s.bytes, s.fraction);
   });
   m.def("device_capacity", [](const std::string& device) {
+    // a CPU meter installs the counting allocator for good when it is not in charge: in charge for
+    // this read only (nothing is measured, so nothing to adopt), the one before given back after
+    struct InCharge {
+      InCharge() { acquire_cpu_budget_allocator(); }
+      ~InCharge() { release_cpu_budget_allocator(); }
+    } in_charge;
     return make_memory_meter(resolve_device(device))->capacity_bytes();
   });
   m.def("format_bytes", &format_bytes);

@@ -10,7 +10,7 @@ did not make (numpy's, from_blob, mmap, another allocator's) and tensors only C+
 made before the call (a DDP model's gradient buckets, built and rebuilt before it: build the model
 inside a `cpu_memory_budget` block, or set SATURATE_CPU_ALLOCATOR=import to count from the import).
 
-Every function of the extension passes `watch` (below), so a new measuring call is counted
+Every function of the extension passes `watch` (below; its classes do not: they measure inside those calls), so a new measuring call is counted
 without a line of its own; PURE names the calls that allocate nothing worth a scan.
 """
 from __future__ import annotations
@@ -22,6 +22,8 @@ import types
 from typing import Callable, Iterator, List
 
 import torch
+
+from . import _saturate as _C
 
 # extension calls that measure nothing (sizes, text, counters, the switch itself): no scan
 PURE = frozenset({
@@ -45,7 +47,7 @@ def _live_cpu_tensors() -> List[torch.Tensor]:
     return found
 
 
-def _adopt(_C, tensors: List[torch.Tensor]) -> None:
+def _adopt(tensors: List[torch.Tensor]) -> None:
     try:
         _C.adopt_cpu_tensors(tensors)
     except TypeError:  # a tensor subclass the extension cannot take: the others one by one, it left out
@@ -59,11 +61,9 @@ def _adopt(_C, tensors: List[torch.Tensor]) -> None:
 @contextlib.contextmanager
 def counting() -> Iterator[None]:
     """The counting allocator in charge for the block (nested blocks: the outermost decides)."""
-    from . import _saturate as _C
-
     if _C.acquire_cpu_allocator():
         try:
-            _adopt(_C, _live_cpu_tensors())
+            _adopt(_live_cpu_tensors())
         except BaseException:
             _C.release_cpu_allocator()
             raise

@@ -90,8 +90,10 @@ with saturate.cpu_memory_budget("1GiB"):
 model = torch.nn.Linear(64, 64)
 saturate.search(lambda b: model(torch.randn(b, 64)).sum().backward(), device="cpu", memory_budget="64MiB", max_batch=8)
 print(C.cpu_allocator_in_charge(), counted(64 << 20))
+saturate._budget.to_bytes(0.5, "cpu")  # a fraction of the CPU's memory: its capacity read, nothing measured
+print(C.cpu_allocator_in_charge(), counted(64 << 20))
 """)
-    assert out.split() == ["False", "0", "True", str(64 << 20), "False", "0"], out
+    assert out.split() == ["False", "0", "True", str(64 << 20), "False", "0", "False", "0"], out
 
 
 def test_a_model_built_before_the_budget_counts_against_it_and_its_free_gives_the_bytes_back():
@@ -124,8 +126,9 @@ t = torch.empty(64 << 20, dtype=torch.uint8)
 print(C.cpu_allocator_in_charge(), C.cpu_counters()["allocated_bytes"] - before)
 """)
     assert out.split() == ["True", str(64 << 20)], out
+    import os
     import subprocess
     import sys
     bad = subprocess.run([sys.executable, "-c", "import saturate"], capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "SATURATE_CPU_ALLOCATOR": "always"})
+                         env={**os.environ, "SATURATE_CPU_ALLOCATOR": "always"})
     assert bad.returncode != 0 and "SATURATE_CPU_ALLOCATOR='always'" in bad.stderr and "'import'" in bad.stderr
