@@ -8,4 +8,5 @@ except ImportError:
     print("pytest is not installed: run scripts/setup.sh (it installs the Python test dependencies)")
     sys.exit(1)
 
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
+# --durations: the slowest cases named in the log, for the loop time (issue 46 item 8)
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--durations=8", *sys.argv[1:]]))

@@ -1,4 +1,5 @@
 #include "saturate/monitor/bottleneck.h"
+#include "monitor/readings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +12,6 @@ namespace saturate {
 namespace {
 
 double share(double part, double whole) { return whole > 0 ? std::clamp(part / whole, 0.0, 1.0) : 0.0; }
-double r3(double v) { return std::isnan(v) ? v : std::round(v * 1000.0) / 1000.0; }
 
 }  // namespace
 
@@ -129,22 +129,22 @@ StepShares shares_of(const StepProfile& p) {
 
 nlohmann::json evidence_of(const StepProfile& p, const StepShares& s, double f) {
   nlohmann::json e = {
-      {"step_ms", r3(s.step_ms)},
-      {"data_share", r3(s.data)},
-      {"communication_share", r3(s.comm)},
-      {"compute_share", r3(s.compute)},
-      {"launch_fraction", std::isnan(p.launch_fraction) ? nlohmann::json() : nlohmann::json(r3(s.lf))},
-      {"launch_share", r3(s.launch)},
-      {"shares", {{"data", r3(s.data)},
-                  {"communication", r3(s.comm)},
-                  {"launch", r3(s.launch)},
-                  {"arithmetic", r3(s.useful)},
-                  {"other", r3(std::max(0.0, 1.0 - s.data - s.comm - s.compute))}}},
+      {"step_ms", monitor_detail::round3(s.step_ms)},
+      {"data_share", monitor_detail::round3(s.data)},
+      {"communication_share", monitor_detail::round3(s.comm)},
+      {"compute_share", monitor_detail::round3(s.compute)},
+      {"launch_fraction", std::isnan(p.launch_fraction) ? nlohmann::json() : nlohmann::json(monitor_detail::round3(s.lf))},
+      {"launch_share", monitor_detail::round3(s.launch)},
+      {"shares", {{"data", monitor_detail::round3(s.data)},
+                  {"communication", monitor_detail::round3(s.comm)},
+                  {"launch", monitor_detail::round3(s.launch)},
+                  {"arithmetic", monitor_detail::round3(s.useful)},
+                  {"other", monitor_detail::round3(std::max(0.0, 1.0 - s.data - s.comm - s.compute))}}},
       {"borderline_factor", f}};
   if (!p.launch_evidence.empty()) e["launch"] = p.launch_evidence;
-  if (!std::isnan(p.gpu_util_percent)) e["gpu_util_percent"] = r3(p.gpu_util_percent);
-  if (!std::isnan(p.mem_util_percent)) e["mem_util_percent"] = r3(p.mem_util_percent);
-  if (!std::isnan(p.cpu_percent)) e["cpu_percent"] = r3(p.cpu_percent);
+  if (!std::isnan(p.gpu_util_percent)) e["gpu_util_percent"] = monitor_detail::round3(p.gpu_util_percent);
+  if (!std::isnan(p.mem_util_percent)) e["mem_util_percent"] = monitor_detail::round3(p.mem_util_percent);
+  if (!std::isnan(p.cpu_percent)) e["cpu_percent"] = monitor_detail::round3(p.cpu_percent);
   return e;
 }
 
@@ -186,7 +186,7 @@ Cause fallback_of(const StepProfile& p, const BottleneckThresholds& t, const Ste
     return fallback;
   }
   // no device counters (CPU, or a GPU without NVML): the arithmetic's share of the step.
-  evidence["useful_compute_share"] = r3(s.useful);
+  evidence["useful_compute_share"] = monitor_detail::round3(s.useful);
   fallback.side = side_of(s.useful, t.compute_share, f);
   const std::string arithmetic =
       fmt::format("{:.0f} % of the step is arithmetic (threshold {:.0f} %)", 100 * s.useful, 100 * t.compute_share);
@@ -248,8 +248,8 @@ void decide(const std::vector<Cause>& stalls, const Cause& fallback, const std::
 
 /// Memory handed back to the operating system and faulted in again every step: said beside the fix.
 void add_page_fault_note(const StepProfile& p, const BottleneckThresholds& t, Verdict& v) {
-  if (!std::isnan(p.page_faults_per_step)) v.evidence["page_faults_per_step"] = r3(p.page_faults_per_step);
-  if (!std::isnan(p.system_cpu_share)) v.evidence["system_cpu_share"] = r3(p.system_cpu_share);
+  if (!std::isnan(p.page_faults_per_step)) v.evidence["page_faults_per_step"] = monitor_detail::round3(p.page_faults_per_step);
+  if (!std::isnan(p.system_cpu_share)) v.evidence["system_cpu_share"] = monitor_detail::round3(p.system_cpu_share);
   if (!std::isnan(p.page_faults_per_step) && !std::isnan(p.system_cpu_share) &&
       p.page_faults_per_step >= t.page_faults_per_step && p.system_cpu_share >= t.system_cpu_share)
     v.fix += fmt::format(

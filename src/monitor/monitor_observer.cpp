@@ -1,4 +1,5 @@
 #include "saturate/monitor/monitor_observer.h"
+#include "monitor/readings.h"
 
 #include <algorithm>
 #include <array>
@@ -22,7 +23,6 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 double ms(std::chrono::steady_clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 struct KernelTime {
   int64_t minor_faults = 0;
@@ -238,8 +238,8 @@ void MonitorObserver::measure_launch(StepProfile& p) const {
     const double device = median(compute_ms_), host = median(host_issue_ms_);
     if (device > 0) p.launch_fraction = host / device;
     p.launch_evidence = {{"method", "host issue time / device time of the compute phases"},
-                         {"host_issue_ms", r3(host)},
-                         {"device_ms", r3(device)}};
+                         {"host_issue_ms", monitor_detail::round3(host)},
+                         {"device_ms", monitor_detail::round3(device)}};
   } else if (ops_counted_ >= 0 && per_op_us_ > 0) {
     // the fastest timed step: the least disturbed by other load on the machine.
     const double compute = *std::min_element(compute_ms_.begin(), compute_ms_.end());
@@ -247,9 +247,9 @@ void MonitorObserver::measure_launch(StepProfile& p) const {
     if (compute > 0) p.launch_fraction = overhead / compute;
     p.launch_evidence = {{"method", "ops per step x calibrated per-op cost / compute time"},
                          {"ops_per_step", ops_counted_},
-                         {"per_op_us", r3(per_op_us_)},
-                         {"overhead_ms", r3(overhead)},
-                         {"compute_ms", r3(compute)},
+                         {"per_op_us", monitor_detail::round3(per_op_us_)},
+                         {"overhead_ms", monitor_detail::round3(overhead)},
+                         {"compute_ms", monitor_detail::round3(compute)},
                          {"counted_on", ops_on_timed_step_ ? "timed step" : "warm-up step"}};
   }
   if (options_.cuda && ops_counted_ >= 0) p.launch_evidence["ops_per_step"] = ops_counted_;
@@ -278,7 +278,7 @@ void MonitorObserver::trial_end(Trial& trial) {
   if (!step_ms_.empty()) {
     PhaseTimes phases;
     for (int i = 0; i < kPhaseCount; ++i)
-      phases.ms.emplace_back(to_string(kPhases[i]), r3(mean(phase_ms_[static_cast<size_t>(i)])));
+      phases.ms.emplace_back(to_string(kPhases[i]), monitor_detail::round3(mean(phase_ms_[static_cast<size_t>(i)])));
     trial.findings.phases = std::move(phases);
   }
   if (trial.ok() && !step_ms_.empty())
@@ -291,8 +291,8 @@ void MonitorObserver::trial_end(Trial& trial) {
       (accounted_timed_ > 0 ? hooks_timed_s_ / static_cast<double>(accounted_timed_) * static_cast<double>(timed_this_trial_)
                             : 0.0);
   trial.findings.monitor_overhead = MonitorOverhead{
-      steps_this_trial_ > 0 ? r3(1e6 * hooks_total_s / static_cast<double>(steps_this_trial_)) : 0.0,
-      r3(1000.0 * sampler_s), trial_s > 0 ? sampler_s / trial_s : 0.0};
+      steps_this_trial_ > 0 ? monitor_detail::round3(1e6 * hooks_total_s / static_cast<double>(steps_this_trial_)) : 0.0,
+      monitor_detail::round3(1000.0 * sampler_s), trial_s > 0 ? sampler_s / trial_s : 0.0};
   if (trace_) {
     nlohmann::json args = {{"batch", batch_}, {"status", to_string(trial.status)}};
     if (trial.findings.bottleneck) args["bottleneck"] = trial.findings.bottleneck->verdict;

@@ -1,4 +1,5 @@
 #include "saturate/monitor/nvml.h"
+#include "monitor/readings.h"
 
 #include <dlfcn.h>
 
@@ -8,7 +9,7 @@
 #include <type_traits>
 
 namespace saturate {
-namespace {
+namespace nvml_abi {  // named, not anonymous: Nvml::Api holds these types
 
 // The few NVML declarations saturate needs, written from NVML's documented ABI (nvml.h is not
 // installed here). Return codes: 0 success, 7 insufficient size.
@@ -34,23 +35,22 @@ constexpr nvmlReturn_t kInsufficientSize = 7;
 constexpr int kClockSm = 1;         // NVML_CLOCK_SM
 constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
 constexpr unsigned long long kValueNotAvailable = ~0ULL;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-}  // namespace
+}  // namespace nvml_abi
 
 struct Nvml::Api {
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*device_count)(unsigned int*) = nullptr;
-  nvmlReturn_t (*handle_by_index)(unsigned int, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned int) = nullptr;
-  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
-  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;
-  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;
+  nvml_abi::nvmlReturn_t (*init)() = nullptr;
+  nvml_abi::nvmlReturn_t (*shutdown)() = nullptr;
+  const char* (*error_string)(nvml_abi::nvmlReturn_t) = nullptr;
+  nvml_abi::nvmlReturn_t (*device_count)(unsigned int*) = nullptr;
+  nvml_abi::nvmlReturn_t (*handle_by_index)(unsigned int, nvml_abi::nvmlDevice_t*) = nullptr;
+  nvml_abi::nvmlReturn_t (*name)(nvml_abi::nvmlDevice_t, char*, unsigned int) = nullptr;
+  nvml_abi::nvmlReturn_t (*utilization)(nvml_abi::nvmlDevice_t, nvml_abi::nvmlUtilization_t*) = nullptr;
+  nvml_abi::nvmlReturn_t (*memory)(nvml_abi::nvmlDevice_t, nvml_abi::nvmlMemory_t*) = nullptr;
+  nvml_abi::nvmlReturn_t (*power)(nvml_abi::nvmlDevice_t, unsigned int*) = nullptr;
+  nvml_abi::nvmlReturn_t (*clock)(nvml_abi::nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvml_abi::nvmlReturn_t (*temperature)(nvml_abi::nvmlDevice_t, int, unsigned int*) = nullptr;
+  nvml_abi::nvmlReturn_t (*processes)(nvml_abi::nvmlDevice_t, unsigned int*, nvml_abi::nvmlProcessInfo_t*) = nullptr;
 };
 
 std::string Nvml::library_path(const std::string& path) {
@@ -96,7 +96,7 @@ std::shared_ptr<Nvml> Nvml::load(const std::string& path, std::string* why) {
     nvml->api_->shutdown = nullptr;  // never initialised: the destructor only closes
     return fail("NVML unavailable: " + lib + " has no symbol " + missing);
   }
-  if (const nvmlReturn_t rc = a.init(); rc != kSuccess) {
+  if (const nvml_abi::nvmlReturn_t rc = a.init(); rc != nvml_abi::kSuccess) {
     const std::string msg = a.error_string ? a.error_string(rc) : "error";
     a.shutdown = nullptr;
     return fail("NVML unavailable: nvmlInit_v2 failed: " + msg + " (code " + std::to_string(rc) + ")");
@@ -111,47 +111,47 @@ Nvml::~Nvml() {
 
 int Nvml::device_count() const {
   unsigned int n = 0;
-  return api_->device_count(&n) == kSuccess ? static_cast<int>(n) : 0;
+  return api_->device_count(&n) == nvml_abi::kSuccess ? static_cast<int>(n) : 0;
 }
 
 std::string Nvml::device_name(int index) const {
-  nvmlDevice_t dev = nullptr;
-  if (api_->handle_by_index(static_cast<unsigned int>(index), &dev) != kSuccess) return "";
+  nvml_abi::nvmlDevice_t dev = nullptr;
+  if (api_->handle_by_index(static_cast<unsigned int>(index), &dev) != nvml_abi::kSuccess) return "";
   char name[96] = {};
-  if (api_->name(dev, name, sizeof(name)) != kSuccess) return "";
+  if (api_->name(dev, name, sizeof(name)) != nvml_abi::kSuccess) return "";
   return name;
 }
 
 NvmlReading Nvml::read(int index, const std::vector<int>& pids) const {
-  NvmlReading r{kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN};
-  nvmlDevice_t dev = nullptr;
-  if (api_->handle_by_index(static_cast<unsigned int>(index), &dev) != kSuccess) return r;
-  if (nvmlUtilization_t u{}; api_->utilization(dev, &u) == kSuccess) {
+  NvmlReading r{monitor_detail::kNoReading, monitor_detail::kNoReading, monitor_detail::kNoReading, monitor_detail::kNoReading, monitor_detail::kNoReading, monitor_detail::kNoReading, monitor_detail::kNoReading, monitor_detail::kNoReading};
+  nvml_abi::nvmlDevice_t dev = nullptr;
+  if (api_->handle_by_index(static_cast<unsigned int>(index), &dev) != nvml_abi::kSuccess) return r;
+  if (nvml_abi::nvmlUtilization_t u{}; api_->utilization(dev, &u) == nvml_abi::kSuccess) {
     r.gpu_util_percent = u.gpu;
     r.mem_util_percent = u.memory;
   }
-  if (nvmlMemory_t m{}; api_->memory(dev, &m) == kSuccess) {
+  if (nvml_abi::nvmlMemory_t m{}; api_->memory(dev, &m) == nvml_abi::kSuccess) {
     r.mem_used_bytes = static_cast<double>(m.used);
     r.mem_total_bytes = static_cast<double>(m.total);
   }
-  if (unsigned int mw = 0; api_->power(dev, &mw) == kSuccess) r.power_w = mw / 1000.0;
-  if (unsigned int mhz = 0; api_->clock(dev, kClockSm, &mhz) == kSuccess) r.sm_clock_mhz = mhz;
-  if (unsigned int c = 0; api_->temperature(dev, kTemperatureGpu, &c) == kSuccess) r.temperature_c = c;
+  if (unsigned int mw = 0; api_->power(dev, &mw) == nvml_abi::kSuccess) r.power_w = mw / 1000.0;
+  if (unsigned int mhz = 0; api_->clock(dev, nvml_abi::kClockSm, &mhz) == nvml_abi::kSuccess) r.sm_clock_mhz = mhz;
+  if (unsigned int c = 0; api_->temperature(dev, nvml_abi::kTemperatureGpu, &c) == nvml_abi::kSuccess) r.temperature_c = c;
   if (!pids.empty()) {
-    std::vector<nvmlProcessInfo_t> infos(32);
+    std::vector<nvml_abi::nvmlProcessInfo_t> infos(32);
     for (int attempt = 0; attempt < 3; ++attempt) {
       unsigned int count = static_cast<unsigned int>(infos.size());
-      const nvmlReturn_t rc = api_->processes(dev, &count, infos.data());
-      if (rc == kInsufficientSize) {
+      const nvml_abi::nvmlReturn_t rc = api_->processes(dev, &count, infos.data());
+      if (rc == nvml_abi::kInsufficientSize) {
         infos.resize(count + 16);
         continue;
       }
-      if (rc != kSuccess) break;
+      if (rc != nvml_abi::kSuccess) break;
       double sum = 0;
       bool found = false;
       for (unsigned int i = 0; i < count && i < infos.size(); ++i) {
         for (int pid : pids) {
-          if (static_cast<int>(infos[i].pid) == pid && infos[i].usedGpuMemory != kValueNotAvailable) {
+          if (static_cast<int>(infos[i].pid) == pid && infos[i].usedGpuMemory != nvml_abi::kValueNotAvailable) {
             sum += static_cast<double>(infos[i].usedGpuMemory);
             found = true;
           }

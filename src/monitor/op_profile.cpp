@@ -1,4 +1,5 @@
 #include "saturate/monitor/op_profile.h"
+#include "monitor/readings.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,7 +21,6 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 struct Span {
   uint64_t begin_ns, end_ns;
@@ -109,19 +109,19 @@ nlohmann::json op_table_json(const OpTable& t, int64_t steps) {
   const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
   nlohmann::json ops = nlohmann::json::array();
   for (const OpRow& r : t.rows) {
-    nlohmann::json row = {{"name", r.name}, {"calls", r.calls}, {"self_ms", r3(r.self_ms)}, {"total_ms", r3(r.total_ms)}};
+    nlohmann::json row = {{"name", r.name}, {"calls", r.calls}, {"self_ms", monitor_detail::round3(r.self_ms)}, {"total_ms", monitor_detail::round3(r.total_ms)}};
     if (steps > 0) {
-      row["calls_per_step"] = r3(static_cast<double>(r.calls) * per);
-      row["self_ms_per_step"] = r3(r.self_ms * per);
+      row["calls_per_step"] = monitor_detail::round3(static_cast<double>(r.calls) * per);
+      row["self_ms_per_step"] = monitor_detail::round3(r.self_ms * per);
     }
     ops.push_back(std::move(row));
   }
-  nlohmann::json j = {{"wall_ms", r3(t.wall_ms)}, {"self_ms_total", r3(t.self_ms_total)}, {"threads", t.threads},
+  nlohmann::json j = {{"wall_ms", monitor_detail::round3(t.wall_ms)}, {"self_ms_total", monitor_detail::round3(t.self_ms_total)}, {"threads", t.threads},
                       {"ops", std::move(ops)}};
   if (steps > 0) {
     j["steps"] = steps;
-    j["wall_ms_per_step"] = r3(t.wall_ms * per);
-    j["self_ms_total_per_step"] = r3(t.self_ms_total * per);
+    j["wall_ms_per_step"] = monitor_detail::round3(t.wall_ms * per);
+    j["self_ms_total_per_step"] = monitor_detail::round3(t.self_ms_total * per);
   }
   return j;
 }

@@ -1,4 +1,5 @@
 #include "saturate/monitor/sampler.h"
+#include "monitor/readings.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -14,7 +15,6 @@
 namespace saturate {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double thread_cpu_s() {
   timespec ts{};
@@ -112,18 +112,18 @@ Sample Sampler::read() {
   // in the middle of its exit has already let its address space go and reads 0 resident pages
   // while not yet a zombie (seen: cli.monitor_log's last live row read 0): no reading either, a
   // running process always has pages resident
-  s.rss_bytes = u.alive && u.rss_bytes > 0 ? static_cast<double>(u.rss_bytes) : kNaN;
+  s.rss_bytes = u.alive && u.rss_bytes > 0 ? static_cast<double>(u.rss_bytes) : monitor_detail::kNoReading;
   if (have_prev_) {
     const double wall = std::chrono::duration<double>(s.at - prev_at_).count();
-    s.cpu_percent = wall > 0 ? std::max(0.0, 100.0 * (u.cpu_time_s - prev_cpu_s_) / wall) : kNaN;
+    s.cpu_percent = wall > 0 ? std::max(0.0, 100.0 * (u.cpu_time_s - prev_cpu_s_) / wall) : monitor_detail::kNoReading;
   } else {
-    s.cpu_percent = kNaN;  // no interval yet
+    s.cpu_percent = monitor_detail::kNoReading;  // no interval yet
   }
   have_prev_ = true;
   prev_cpu_s_ = u.cpu_time_s;
   prev_at_ = s.at;
   s.gpu_util_percent = s.mem_util_percent = s.mem_used_bytes = s.mem_total_bytes = s.power_w = s.sm_clock_mhz =
-      s.temperature_c = s.process_gpu_mem_bytes = kNaN;
+      s.temperature_c = s.process_gpu_mem_bytes = monitor_detail::kNoReading;
   if (nvml_) {
     const std::vector<int> pids =
         options_.include_descendants ? process_tree(options_.pid) : std::vector<int>{options_.pid};

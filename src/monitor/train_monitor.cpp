@@ -1,4 +1,5 @@
 #include "saturate/monitor/train_monitor.h"
+#include "monitor/readings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +13,6 @@
 namespace saturate {
 namespace {
 
-double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
 /// The share of the windows' time one verdict must hold to be the run's (else: borderline).
 constexpr double kRunVerdictTimeShare = 2.0 / 3.0;
 
@@ -183,7 +183,7 @@ std::optional<BottleneckFinding> run_verdict(const std::vector<MonitorWindow>& w
   for (const auto& [v, n] : count_of) counts[v] = n;
   b.evidence["windows"] = {{"count", with_verdict},
                            {"verdicts", counts},
-                           {"time_share", seconds > 0 ? r3(top->second / seconds) : 0.0},
+                           {"time_share", seconds > 0 ? monitor_detail::round3(top->second / seconds) : 0.0},
                            {"representative_steps", {rep.first_step, rep.last_step}}};
   if (with_verdict > 1)
     b.reason = fmt::format("{} (in {} of {} windows, {:.0f} % of the time)", b.reason, count_of[top->first],
@@ -223,15 +223,15 @@ const TrainMonitorSummary& TrainMonitor::finish() {
     PhaseTimes phases;
     for (Phase p : {Phase::kDataWait, Phase::kHostToDevice, Phase::kForward, Phase::kBackward, Phase::kOptimizer,
                     Phase::kAllreduce})
-      phases.ms.emplace_back(to_string(p), r3(phase_sum[to_string(p)] / static_cast<double>(timed)));
+      phases.ms.emplace_back(to_string(p), monitor_detail::round3(phase_sum[to_string(p)] / static_cast<double>(timed)));
     out.phases = std::move(phases);
   }
   out.utilization = merge_utilization(windows_);
 
   out.bottleneck = run_verdict(windows_, seconds, options_.monitor.cuda, options_.monitor.mixed_precision);
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_begin_).count();
-  out.overhead = RunMonitorOverhead{steps > 0 ? r3(hooks_us / static_cast<double>(steps)) : 0.0, r3(sampler_ms),
-                                    run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0, windows_.size(), r3(1000.0 * close_s_)};
+  out.overhead = RunMonitorOverhead{steps > 0 ? monitor_detail::round3(hooks_us / static_cast<double>(steps)) : 0.0, monitor_detail::round3(sampler_ms),
+                                    run_s > 0 ? sampler_ms / 1000.0 / run_s : 0.0, windows_.size(), monitor_detail::round3(1000.0 * close_s_)};
   out.windows = windows_;
   summary_ = std::move(out);
   return summary_;
@@ -245,7 +245,7 @@ nlohmann::json to_json(const TrainMonitorSummary& s) {
   nlohmann::json over_time = nlohmann::json::array();  // the run window by window
   for (const MonitorWindow& w : s.windows) {
     nlohmann::json x = {{"first_step", w.first_step}, {"last_step", w.last_step}, {"timed_steps", w.timed_steps},
-                        {"start_s", r3(w.start_s)}, {"seconds", r3(w.seconds)}};
+                        {"start_s", monitor_detail::round3(w.start_s)}, {"seconds", monitor_detail::round3(w.seconds)}};
     if (w.findings.utilization) x["utilization"] = to_json(*w.findings.utilization);
     if (!w.verdict().empty()) x["verdict"] = w.verdict();
     over_time.push_back(std::move(x));

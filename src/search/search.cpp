@@ -56,9 +56,9 @@ struct Bracket {
 /// A probe at this share of the budget ends the jumps: the law is fitted on a baseline this long.
 constexpr double kLongBaseline = 0.35;
 
-class SearchRun {
+class BatchSearchRun {
  public:
-  SearchRun(TrialRunner& runner, const SearchOptions& options, SearchResult& result)
+  BatchSearchRun(TrialRunner& runner, const SearchOptions& options, SearchResult& result)
       : runner_(runner), opt_(options), res_(result) {
     res_.strategy = opt_.strategy;
     res_.budget_bytes = runner_.budget_bytes();
@@ -481,7 +481,7 @@ SearchResult search_batch_size(TrialRunner& runner, const SearchOptions& options
   options.check();
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
-  SearchRun run(runner, options, result);
+  BatchSearchRun run(runner, options, result);
   switch (options.strategy) {
     case Strategy::kFit: run.fit(); break;
     case Strategy::kPower: run.power_then_maybe_bisect(false); break;

@@ -17,8 +17,8 @@ using namespace saturate::testing;
 
 namespace {
 
-struct Rig {
-  Rig() {
+struct FeedRig {
+  FeedRig() {
     ModelSpec s;
     s.name = "mlp";
     s.input_shape = {1, 4, 4};
@@ -29,7 +29,7 @@ struct Rig {
     meter->set_budget_bytes(256 << 20);
     probe = std::make_unique<Probe>(*workload, *meter);
   }
-  ~Rig() { set_cpu_budget_bytes(0); }
+  ~FeedRig() { set_cpu_budget_bytes(0); }
   DataFeed& attach(std::shared_ptr<Dataset> ds, int workers, bool shuffle = true) {
     LoaderOptions o;
     o.workers = workers;
@@ -92,7 +92,7 @@ class SleepingProbe final : public TrialRunner {
 }  // namespace
 
 TEST(DataFeedTest, ProbeTrialReportsDataWaitAndWorkersInItsJson) {
-  Rig rig;
+  FeedRig rig;
   rig.attach(std::make_shared<StubDataset>(100), 2);
   const Trial t = rig.probe->run(16, {1, 3, 0});
   ASSERT_EQ(t.status, TrialStatus::kOk) << t.error;
@@ -119,7 +119,7 @@ TEST(DataFeedTest, SlowDataShowsAsWaitOnTheStep) {
 }
 
 TEST(DataFeedTest, BatchesHaveExactlyTheRequestedSizeAcrossEpochEnds) {
-  Rig rig;
+  FeedRig rig;
   DataFeed& feed = rig.attach(std::make_shared<StubDataset>(10), 2, /*shuffle=*/false);
   feed.reset(4);
   std::vector<int64_t> labels;
@@ -137,7 +137,7 @@ TEST(DataFeedTest, BatchesHaveExactlyTheRequestedSizeAcrossEpochEnds) {
 }
 
 TEST(DataFeedTest, BadSampleFailsTheTrialAndIsKeptForTheCommandLine) {
-  Rig rig;
+  FeedRig rig;
   auto ds = std::make_shared<StubDataset>(40);
   ds->on_get = [](int64_t i) {
     if (i == 5) throw DataError("stub-file-5", 99, "bad record");

@@ -29,8 +29,8 @@ using Clock = std::chrono::steady_clock;
     if (!std::getenv("SATURATE_DIST_TESTS")) GTEST_SKIP() << "multi-process: ctest -L dist"; \
   } while (0)
 
-const std::string kBin = SATURATE_BINARY;
-const std::string kTrain = " train --model mlp --layers 1 --width 16 --device cpu --threads 1 --workers 0 --steps 1 -q ";
+const std::string kRendezvousBin = SATURATE_BINARY;
+const std::string kRendezvousTrain = " train --model mlp --layers 1 --width 16 --device cpu --threads 1 --workers 0 --steps 1 -q ";
 
 /// What the user sees: every line of `text` that is not empty.
 std::vector<std::string> lines(const std::string& text) {
@@ -95,7 +95,7 @@ TEST(DistProcessTest, ARankWhoseRankZeroIsUnreachableFailsWithinTheTimeoutInOneL
   std::string out;
   const auto start = Clock::now();
   const int status = testing::run_command(
-      rank_env(1, 2, port) + "timeout 120 " + kBin + kTrain + "--dist-timeout 3", &out);
+      rank_env(1, 2, port) + "timeout 120 " + kRendezvousBin + kRendezvousTrain + "--dist-timeout 3", &out);
   const double elapsed = seconds_since(start);
   EXPECT_EQ(status, 1) << out;  // a RuntimeFailure, not the timeout's 124
   EXPECT_NE(out.find("saturate: error: rank 1/2: rendezvous failed: cannot reach rank 0 at 127.0.0.1:" +
@@ -128,7 +128,7 @@ TEST(DistProcessTest, ARankWhoseRankZeroStopsAnsweringFailsWithinTheTimeoutInOne
   std::string out;
   const auto start = Clock::now();
   const int status = testing::run_command(
-      rank_env(1, 2, port) + "timeout 120 " + kBin + kTrain + "--dist-timeout 3", &out);
+      rank_env(1, 2, port) + "timeout 120 " + kRendezvousBin + kRendezvousTrain + "--dist-timeout 3", &out);
   const double elapsed = seconds_since(start);
   close(fd);
   EXPECT_EQ(status, 1) << out;  // not the timeout's 124
@@ -147,7 +147,7 @@ TEST(DistProcessTest, ARankZeroWhoseOtherRankNeverJoinsFailsWithinTheTimeoutNami
   std::string out;
   const auto start = Clock::now();
   const int status = testing::run_command(
-      rank_env(0, 3, port) + "timeout 120 " + kBin + kTrain + "--dist-timeout 3", &out);
+      rank_env(0, 3, port) + "timeout 120 " + kRendezvousBin + kRendezvousTrain + "--dist-timeout 3", &out);
   const double elapsed = seconds_since(start);
   EXPECT_EQ(status, 1) << out;
   EXPECT_NE(out.find("saturate: error: rank 0/3: rendezvous failed: 1 of 3 ranks joined at 127.0.0.1:" +
@@ -191,10 +191,10 @@ TEST(DistProcessTest, RanksStartedWithDifferentWorldSizesFailAtOnceNamingBothSiz
     SCOPED_TRACE("rank 0 WORLD_SIZE=" + std::to_string(size0) + ", rank 1 WORLD_SIZE=" + std::to_string(size1));
     const std::string dir = testing::temp_dir("dist_world_size_" + std::to_string(size0) + std::to_string(size1));
     const int port = free_port("127.0.0.1");
-    const std::string flags = kTrain + "--dist-timeout 100";
+    const std::string flags = kRendezvousTrain + "--dist-timeout 100";
     const auto start = Clock::now();
-    start_rank(dir, "0", rank_env(0, size0, port) + "timeout 110 " + kBin + flags);
-    start_rank(dir, "1", rank_env(1, size1, port) + "timeout 110 " + kBin + flags);
+    start_rank(dir, "0", rank_env(0, size0, port) + "timeout 110 " + kRendezvousBin + flags);
+    start_rank(dir, "1", rank_env(1, size1, port) + "timeout 110 " + kRendezvousBin + flags);
     const auto deadline = start + std::chrono::seconds(105);
     const int status1 = wait_rank(dir, "1", deadline);
     const double elapsed1 = seconds_since(start);

@@ -20,6 +20,8 @@
 namespace saturate {
 namespace {
 
+using saturate::testing::read_json;
+
 using testing::last_progress_step;
 using testing::wait_exit;
 
@@ -35,11 +37,6 @@ std::vector<std::string> launch_train(const std::vector<std::string>& extra) {
                                    "10", "--no-monitor"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
 }
 
 TEST(DistProcessTest, SigtermToTheLauncherCheckpointsEveryRankAtTheSameStepAndTheResumeContinuesTheCurve) {

@@ -26,6 +26,8 @@
 namespace saturate {
 namespace {
 
+using saturate::testing::read_json;
+
 namespace fs = std::filesystem;
 
 #define SKIP_OUTSIDE_DIST_LABEL()                                                      \
@@ -39,11 +41,6 @@ const std::string kTrain = " train --model mlp --layers 1 --width 64 --data fash
                            "--workers 0 --no-augment --optimizer sgd --lr 0.05 ";
 
 int free_port_for_test() { return free_port("127.0.0.1"); }
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
 
 /// `saturate launch --nproc-per-node n -- sh -c '<rank_command>'`; $RANK is expanded per rank.
 std::string launch(int n, const std::string& rank_command) {

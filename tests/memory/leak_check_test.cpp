@@ -12,14 +12,14 @@ using namespace saturate;
 
 namespace {
 
-struct Rig {
-  explicit Rig(ModelSpec s) {
+struct LeakRig {
+  explicit LeakRig(ModelSpec s) {
     at::set_num_threads(1);  // small tensors: threads only add waiting on a loaded machine
     meter = make_memory_meter(torch::kCPU);
     workload = std::make_unique<Workload>(build_model(s), torch::kCPU, OptimizerKind::kAdam);
     meter->set_budget_bytes(int64_t{2} << 30);
   }
-  ~Rig() { set_cpu_budget_bytes(0); }
+  ~LeakRig() { set_cpu_budget_bytes(0); }
   std::unique_ptr<MemoryMeter> meter;
   std::unique_ptr<Workload> workload;
 };
@@ -39,7 +39,7 @@ TEST(LeakCheckTest, KeepingEachLossWithItsGraphIsFlaggedAtAboutTheGraphsSize) {
   ModelSpec s;
   s.name = "mlp";
   s.width = 256;
-  Rig rig(s);
+  LeakRig rig(s);
   const int64_t batch = 64;
   const int64_t graph = retained_graph_bytes(*rig.workload, *rig.meter, batch);
   ASSERT_GT(graph, 3 * batch * 256 * 4);  // at least the three saved ReLU outputs
@@ -101,7 +101,7 @@ TEST(LeakSitesTest, OnlyAllocationsOutlivingTheirStepCountAndTheLastStepIsLeftOu
 namespace {
 
 void expect_no_leak_over_50_steps(const ModelSpec& s) {
-  Rig rig(s);
+  LeakRig rig(s);
   LeakCheckOptions o;
   o.batch = 2;
   o.steps = 50;

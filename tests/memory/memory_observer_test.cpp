@@ -16,8 +16,8 @@ using namespace saturate;
 
 namespace {
 
-struct Rig {
-  explicit Rig(ModelSpec s, OptimizerKind opt = OptimizerKind::kAdam) {
+struct ObserverRig {
+  explicit ObserverRig(ModelSpec s, OptimizerKind opt = OptimizerKind::kAdam) {
     meter = make_memory_meter(torch::kCPU);
     workload = std::make_unique<Workload>(build_model(s), torch::kCPU, opt);
     meter->set_budget_bytes(int64_t{1} << 30);
@@ -25,7 +25,7 @@ struct Rig {
     observer = std::make_unique<MemoryObserver>(*workload);
     probe->add_observer(observer.get());
   }
-  ~Rig() { set_cpu_budget_bytes(0); }
+  ~ObserverRig() { set_cpu_budget_bytes(0); }
   std::unique_ptr<MemoryMeter> meter;
   std::unique_ptr<Workload> workload;
   std::unique_ptr<Probe> probe;
@@ -45,7 +45,7 @@ static_assert(kMlpParams == 2913290);
 }  // namespace
 
 TEST(MemoryBreakdownTest, MlpWithAdamHasExactParameterGradientAndOptimizerStateBytes) {
-  Rig rig(mlp_spec());
+  ObserverRig rig(mlp_spec());
   const int64_t batch = 8;
   const Trial t = rig.probe->run(batch, {1, 1, 0});
   ASSERT_TRUE(t.ok()) << t.error;
@@ -65,7 +65,7 @@ TEST(MemoryBreakdownTest, MlpWithAdamHasExactParameterGradientAndOptimizerStateB
 }
 
 TEST(MemoryBreakdownTest, SgdWithMomentumKeepsOneBufferPerParameter) {
-  Rig rig(mlp_spec(), OptimizerKind::kSgd);
+  ObserverRig rig(mlp_spec(), OptimizerKind::kSgd);
   const Trial t = rig.probe->run(4, {1, 1, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   const MemoryBreakdown& b = rig.observer->last_breakdown();
@@ -78,7 +78,7 @@ TEST(MemoryBreakdownTest, SgdWithMomentumKeepsOneBufferPerParameter) {
 TEST(MemoryBreakdownTest, LargeBatchPeaksInBackwardWithActivationsEveryByteNamed) {
   ModelSpec s = mlp_spec();
   s.width = 256;
-  Rig rig(s);
+  ObserverRig rig(s);
   const Trial t = rig.probe->run(2048, {1, 1, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   const MemoryBreakdown& b = rig.observer->last_breakdown();
@@ -93,7 +93,7 @@ TEST(MemoryBreakdownTest, LargeBatchPeaksInBackwardWithActivationsEveryByteNamed
 TEST(MemoryBreakdownTest, ConvnetBuffersAndOomTrialsAreAccountedFor) {
   ModelSpec s;
   s.name = "convnet";
-  Rig rig(s);
+  ObserverRig rig(s);
   // the BatchNorm buffers (running mean and variance, the batch count), counted from the model:
   // held, but no parameter, gradient or optimizer state; they are what "other" holds
   int64_t buffers = 0, params = 0;
@@ -117,7 +117,7 @@ TEST(MemoryBreakdownTest, ConvnetBuffersAndOomTrialsAreAccountedFor) {
 }
 
 TEST(MemoryTimelineTest, OneStepHasForwardBackwardAndOptimizerAndWritesSvg) {
-  Rig rig(mlp_spec());
+  ObserverRig rig(mlp_spec());
   ASSERT_TRUE(rig.probe->run(16, {1, 1, 0}).ok());
   const Timeline t = build_timeline(rig.observer->last_log());
   EXPECT_EQ(t.step, 1);

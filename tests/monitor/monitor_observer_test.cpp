@@ -17,7 +17,7 @@
 namespace saturate {
 namespace {
 
-using Rig = testing::MonitoredProbe;
+using MonitorObserverRig = testing::MonitoredProbe;
 
 /// A data loader too slow for the model: each batch takes `delay` to arrive.
 class SlowSource final : public BatchSource {
@@ -40,7 +40,7 @@ std::string verdict_of(const Trial& t) {
 }
 
 TEST(MonitorObserverTest, TrialJsonHasPhasesUtilizationBottleneckAndOverhead) {
-  Rig rig(32, 1, {1, 8, 8});
+  MonitorObserverRig rig(32, 1, {1, 8, 8});
   const Trial t = rig.probe->run(4, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   const nlohmann::json phases = saturate::testing::findings_json(t)["phases_ms"];
@@ -61,7 +61,7 @@ TEST(MonitorObserverTest, TrialJsonHasPhasesUtilizationBottleneckAndOverhead) {
 }
 
 TEST(MonitorObserverTest, SlowBatchSourceIsDataBound) {
-  Rig rig(16, 1, {1, 8, 8});
+  MonitorObserverRig rig(16, 1, {1, 8, 8});
   SlowSource source(*rig.workload, std::chrono::milliseconds(60));
   rig.probe->set_batch_source(&source);
   // five timed steps: the verdict takes medians, so a step or two preempted by other load on
@@ -73,14 +73,14 @@ TEST(MonitorObserverTest, SlowBatchSourceIsDataBound) {
 }
 
 TEST(MonitorObserverTest, TinyModelAtBatchOneIsLaunchBound) {
-  Rig rig(8, 1, {1, 4, 4});
+  MonitorObserverRig rig(8, 1, {1, 4, 4});
   const Trial t = rig.probe->run(1, {1, 5, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   EXPECT_EQ(verdict_of(t), "launch-bound") << saturate::testing::findings_json(t).dump(1);
 }
 
 TEST(MonitorObserverTest, LargeMatmulsAreComputeBound) {
-  Rig rig(512, 3, {1, 32, 32});
+  MonitorObserverRig rig(512, 3, {1, 32, 32});
   const Trial t = rig.probe->run(128, {1, 3, 0});
   ASSERT_TRUE(t.ok()) << t.error;
   EXPECT_EQ(verdict_of(t), "compute-bound") << saturate::testing::findings_json(t).dump(1);
@@ -88,7 +88,7 @@ TEST(MonitorObserverTest, LargeMatmulsAreComputeBound) {
 }
 
 TEST(MonitorObserverTest, OutOfMemoryTrialHasUtilizationButNoVerdict) {
-  Rig rig(256, 3, {});
+  MonitorObserverRig rig(256, 3, {});
   rig.meter->set_budget_bytes(int64_t{48} << 20);
   const Trial t = rig.probe->run(40000, {1, 1, 0});
   ASSERT_EQ(t.status, TrialStatus::kOom) << t.error;

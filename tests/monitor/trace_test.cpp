@@ -17,6 +17,8 @@
 namespace saturate {
 namespace {
 
+using saturate::testing::read_json;
+
 /// Every "X" event on a thread lies inside or wholly outside each other one (a stack).
 void expect_nested(const nlohmann::json& trace) {
   std::map<int, std::vector<std::pair<double, double>>> by_tid;
@@ -39,11 +41,6 @@ void expect_nested(const nlohmann::json& trace) {
       stack.push_back(s);
     }
   }
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);  // throws on invalid JSON
 }
 
 TEST(TraceTest, ProbeTraceParsesWithRequiredFieldsAndNests) {

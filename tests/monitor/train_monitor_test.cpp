@@ -17,8 +17,8 @@
 namespace saturate {
 namespace {
 
-struct Rig {
-  explicit Rig(int64_t width = 32, int64_t samples = 256) {
+struct TrainMonitorRig {
+  explicit TrainMonitorRig(int64_t width = 32, int64_t samples = 256) {
     at::set_num_threads(1);  // small tensors: threads only add waiting on a loaded machine
     ModelSpec s;
     s.name = "mlp";
@@ -98,7 +98,7 @@ TrainMonitorOptions quick_windows() {
 }
 
 TEST(TrainMonitorTest, TrainerReportsEachPhaseOfEveryMicroBatchInsideItsStep) {
-  Rig rig;
+  TrainMonitorRig rig;
   TensorTrainData data(rig.inputs, rig.targets, 16);
   Recorder rec;
   TrainOptions o;
@@ -119,7 +119,7 @@ TEST(TrainMonitorTest, TrainerReportsEachPhaseOfEveryMicroBatchInsideItsStep) {
 }
 
 TEST(TrainMonitorTest, TrainJsonHasPhasesUtilizationAndBottleneckWithSaneValues) {
-  Rig rig;
+  TrainMonitorRig rig;
   TensorTrainData data(rig.inputs, rig.targets, 16);
   TrainMonitor monitor(quick_windows());
   TrainOptions o;
@@ -159,7 +159,7 @@ TEST(TrainMonitorTest, TrainJsonHasPhasesUtilizationAndBottleneckWithSaneValues)
 }
 
 TEST(TrainMonitorTest, MonitorWindowsCoverTheRunsStepsInOrderEachWithItsUtilization) {
-  Rig rig;
+  TrainMonitorRig rig;
   TensorTrainData data(rig.inputs, rig.targets, 16);
   TrainMonitor monitor(quick_windows());
   TrainOptions o;
@@ -191,7 +191,7 @@ TEST(TrainMonitorTest, MonitorWindowsCoverTheRunsStepsInOrderEachWithItsUtilizat
 }
 
 TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
-  Rig rig(16);
+  TrainMonitorRig rig(16);
   SlowTrainData data(rig.inputs, rig.targets, 8, std::chrono::milliseconds(60));
   TrainMonitor monitor(quick_windows());
   TrainOptions o;
@@ -208,7 +208,7 @@ TEST(TrainMonitorTest, SlowTrainDataIsDataBound) {
 }
 
 TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound) {
-  Rig rig(16);
+  TrainMonitorRig rig(16);
   TensorTrainData data(rig.inputs, rig.targets, 16);
   SlowAllreduceSync sync(std::chrono::milliseconds(120));
   TrainMonitor monitor(quick_windows());
@@ -228,7 +228,7 @@ TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound)
 
 TEST(TrainMonitorTest, TrainingTraceHasWindowsStepsAndPhases) {
   const std::string path = saturate::testing::temp_dir("train_trace") + "/train.json";
-  Rig rig;
+  TrainMonitorRig rig;
   TensorTrainData data(rig.inputs, rig.targets, 16);
   TrainMonitorOptions mo = quick_windows();
   mo.monitor.trace_path = path;
@@ -250,7 +250,7 @@ TEST(TrainMonitorTest, TrainingTraceHasWindowsStepsAndPhases) {
 }
 
 TEST(TrainMonitorTest, NoWindowWithoutTimedStepsMeansNoVerdict) {
-  Rig rig;
+  TrainMonitorRig rig;
   TensorTrainData data(rig.inputs, rig.targets, 16);
   TrainMonitor monitor(quick_windows());
   TrainOptions o;
@@ -310,7 +310,7 @@ class SlowLaterAllreduceSync final : public StepSync {
 };
 
 TEST(TrainMonitorTest, WindowsThatDisagreeForAboutEqualTimesMakeTheRunBorderlineBetweenTheirVerdicts) {
-  Rig rig(16);
+  TrainMonitorRig rig(16);
   // steps 0-6 wait 60 ms for data (the warm-up step and the first two windows of three timed
   // steps), steps 7-12 wait 60 ms for the all-reduce (the last two windows)
   SlowAtFirstTrainData data(rig.inputs, rig.targets, 8, 7, std::chrono::milliseconds(60));
@@ -336,7 +336,7 @@ TEST(TrainMonitorTest, WindowsThatDisagreeForAboutEqualTimesMakeTheRunBorderline
 }
 
 TEST(TrainMonitorTest, OneVerdictHoldingMostOfTheTimeIsTheRuns) {
-  Rig rig(16);
+  TrainMonitorRig rig(16);
   // steps 0-9 wait 60 ms for data (three windows), then three fast steps (a short window)
   SlowAtFirstTrainData data(rig.inputs, rig.targets, 8, 10, std::chrono::milliseconds(60));
   TrainMonitor monitor(quick_windows());

@@ -23,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-using Rig = testing::MonitoredProbe;
+using StabilityRig = testing::MonitoredProbe;
 
 /// A data phase that does CPU work (plain arithmetic, no LibTorch ops that the launch counter
 /// would count as the step's) for `ratio` times the time the rest of the previous step took:
@@ -81,7 +81,7 @@ std::string verdict_of(const Trial& t) {
 }
 
 /// Three trials in a row of the same configuration: their verdicts (and the last trial's JSON).
-std::vector<std::string> three_verdicts(Rig& rig, int64_t batch, int timed_steps, nlohmann::json* last = nullptr) {
+std::vector<std::string> three_verdicts(StabilityRig& rig, int64_t batch, int timed_steps, nlohmann::json* last = nullptr) {
   std::vector<std::string> out;
   for (int run = 0; run < 3; ++run) {
     const Trial t = rig.probe->run(batch, {1, timed_steps, 0});
@@ -95,7 +95,7 @@ std::vector<std::string> three_verdicts(Rig& rig, int64_t batch, int timed_steps
 using Verdicts = std::vector<std::string>;
 
 TEST(VerdictStabilityTest, ALoaderThreeTimesSlowerThanTheStepIsDataBoundThreeTimesInARow) {
-  Rig rig(512, 3, {1, 32, 32});
+  StabilityRig rig(512, 3, {1, 32, 32});
   ProportionalSource source(*rig.workload, 3.0);  // a data share of 0.75
   rig.probe->set_batch_source(&source);
   nlohmann::json j;
@@ -103,19 +103,19 @@ TEST(VerdictStabilityTest, ALoaderThreeTimesSlowerThanTheStepIsDataBoundThreeTim
 }
 
 TEST(VerdictStabilityTest, LargeMatrixProductsAreComputeBoundThreeTimesInARow) {
-  Rig rig(512, 3, {1, 32, 32});
+  StabilityRig rig(512, 3, {1, 32, 32});
   nlohmann::json j;
   EXPECT_EQ(three_verdicts(rig, 128, 3, &j), Verdicts(3, "compute-bound")) << j.dump(1);
 }
 
 TEST(VerdictStabilityTest, ManyTinyOpsAreLaunchBoundThreeTimesInARow) {
-  Rig rig(8, 4, {1, 4, 4});
+  StabilityRig rig(8, 4, {1, 4, 4});
   nlohmann::json j;
   EXPECT_EQ(three_verdicts(rig, 1, 5, &j), Verdicts(3, "launch-bound")) << j.dump(1);
 }
 
 TEST(VerdictStabilityTest, DataWaitAtItsThresholdIsBorderlineWithEveryShareThreeTimesInARow) {
-  Rig rig(512, 3, {1, 32, 32});
+  StabilityRig rig(512, 3, {1, 32, 32});
   // data = 3/7 of the rest: a data share of 0.30, on the data-bound threshold
   ProportionalSource source(*rig.workload, 3.0 / 7.0);
   rig.probe->set_batch_source(&source);
@@ -136,7 +136,7 @@ TEST(VerdictStabilityTest, DataWaitOfTwoThirdsOfTheStepIsDataBoundThreeTimesInAR
   // of 1/2 a fresh-clone CI read "borderline" once in three: each data phase matches the previous
   // step's rest, so one compute step stretched by the load, unmatched, pulled the run's share under
   // the band's 0.375; a construction's wobble, not the verdict's.)
-  Rig rig(512, 3, {1, 32, 32});
+  StabilityRig rig(512, 3, {1, 32, 32});
   ProportionalSource source(*rig.workload, 2.0);
   rig.probe->set_batch_source(&source);
   nlohmann::json j;
@@ -144,7 +144,7 @@ TEST(VerdictStabilityTest, DataWaitOfTwoThirdsOfTheStepIsDataBoundThreeTimesInAR
 }
 
 TEST(VerdictStabilityTest, MemoryFaultedInAgainEveryStepGetsAnAllocatorNoteAndFreshMemoryOnlyOnceDoesNot) {
-  Rig rig(16, 1, {1, 8, 8});
+  StabilityRig rig(16, 1, {1, 8, 8});
   PageChurnSource churn(*rig.workload);
   rig.probe->set_batch_source(&churn);
   const Trial t = rig.probe->run(8, {1, 5, 0});

@@ -17,8 +17,8 @@ namespace {
 
 constexpr int64_t kSampleBytes = 784 * 4 + 8;  // a 1x28x28 float image and its int64 label
 
-struct Rig {
-  Rig() {
+struct TrialRig {
+  TrialRig() {
     ModelSpec s;
     s.name = "mlp";
     s.width = 128;
@@ -26,7 +26,7 @@ struct Rig {
     workload = std::make_unique<Workload>(build_model(s), torch::kCPU, OptimizerKind::kAdam);
     meter->set_budget_bytes(int64_t{512} << 20);
   }
-  ~Rig() { set_cpu_budget_bytes(0); }
+  ~TrialRig() { set_cpu_budget_bytes(0); }
   Trial run(const TrainingFootprint& f, int64_t batch) {
     Probe probe(*workload, *meter);
     probe.set_footprint(f);
@@ -39,7 +39,7 @@ struct Rig {
 }  // namespace
 
 TEST(WorkloadTrialStepTest, TheLoadersPrefetchedGlobalBatchesAreHeldDuringTheTrial) {
-  Rig rig;
+  TrialRig rig;
   TrainingFootprint plain;
   TrainingFootprint held;
   held.global_batch = 2048;
@@ -56,7 +56,7 @@ TEST(WorkloadTrialStepTest, TheLoadersPrefetchedGlobalBatchesAreHeldDuringTheTri
 }
 
 TEST(WorkloadTrialStepTest, AWindowOfMicroBatchesHoldsTheGlobalBatchInUseAndMicroBatchesBesideIt) {
-  Rig rig;
+  TrialRig rig;
   TrainingFootprint globals;
   globals.global_batch = 2048;
   globals.prefetched_batches = 4;
@@ -84,7 +84,7 @@ TEST(WorkloadTrialStepTest, AWindowOfMicroBatchesHoldsTheGlobalBatchInUseAndMicr
 TEST(WorkloadTrialStepTest, ATrialMeasuresTheForwardAndBackwardPeakApartFromTheOptimizers) {
   // at batch 2 Adam's step (its state and temporaries) holds the peak and hides the activations;
   // at a large batch the backward holds it. The search sizes its jumps on the first.
-  Rig rig;
+  TrialRig rig;
   const Trial small = rig.run({}, 2);
   const Trial large = rig.run({}, 4096);
   ASSERT_TRUE(small.ok() && large.ok()) << small.error << large.error;
@@ -96,7 +96,7 @@ TEST(WorkloadTrialStepTest, ATrialMeasuresTheForwardAndBackwardPeakApartFromTheO
 }
 
 TEST(WorkloadTrialStepTest, WithAFixedAccumulationTheHeldGlobalBatchGrowsWithTheMicroBatch) {
-  Rig rig;
+  TrialRig rig;
   TrainingFootprint f;
   f.accumulation = 4;
   f.prefetched_batches = 2;
@@ -109,7 +109,7 @@ TEST(WorkloadTrialStepTest, WithAFixedAccumulationTheHeldGlobalBatchGrowsWithThe
 }
 
 TEST(WorkloadTrialStepTest, AnAccumulatingTrialStepRunsTwoMicroBatches) {
-  Rig rig;
+  TrialRig rig;
   TrainingFootprint f;
   f.global_batch = 1000;
   WorkloadTrialStep step(*rig.workload, f);
@@ -119,7 +119,7 @@ TEST(WorkloadTrialStepTest, AnAccumulatingTrialStepRunsTwoMicroBatches) {
 }
 
 TEST(WorkloadTrialStepTest, TheEvaluationPassAndItsLoadersWindowCountInThePeak) {
-  Rig rig;
+  TrialRig rig;
   TrainingFootprint without;
   TrainingFootprint with_eval;
   with_eval.eval_batch_per_micro = 64;  // a window far above the step's own transients
@@ -135,7 +135,7 @@ TEST(WorkloadTrialStepTest, TheEvaluationPassAndItsLoadersWindowCountInThePeak) 
 }
 
 TEST(WorkloadTrialStepTest, AnEvaluationThatDoesNotFitMakesTheTrialAnOom) {
-  Rig rig;
+  TrialRig rig;
   rig.meter->set_budget_bytes(int64_t{24} << 20);
   TrainingFootprint f;
   f.eval_batch = 200000;  // 600 MiB of evaluation inputs
@@ -145,7 +145,7 @@ TEST(WorkloadTrialStepTest, AnEvaluationThatDoesNotFitMakesTheTrialAnOom) {
 }
 
 TEST(WorkloadTrialStepTest, NegativeFootprintsAndFp16OnCpuAreUsageErrors) {
-  Rig rig;
+  TrialRig rig;
   TrainingFootprint negative;
   negative.prefetched_batches = -1;
   try {

@@ -12,8 +12,8 @@ using namespace saturate;
 
 namespace {
 
-struct Rig {
-  explicit Rig(OptimizerKind optimizer = OptimizerKind::kAdam) {
+struct MemorySessionRig {
+  explicit MemorySessionRig(OptimizerKind optimizer = OptimizerKind::kAdam) {
     ModelSpec s;
     s.name = "mlp";
     s.width = 128;
@@ -39,7 +39,7 @@ TEST(MemorySessionTest, OptionsAreRefusedNamingTheOption) {
 }
 
 TEST(MemorySessionTest, TheBreakdownHoldsTheModelsParametersAndAdamsTwoMoments) {
-  Rig rig;
+  MemorySessionRig rig;
   MemorySessionOptions o;
   o.batch = 16;
   const MemorySessionResult r = run_memory_session(*rig.workload, *rig.meter, o);
@@ -57,12 +57,12 @@ TEST(MemorySessionTest, AKeptLossGraphIsALeakAndAPlainStepIsNot) {
   MemorySessionOptions o;
   o.batch = 32;
   o.leak_check_steps = 10;
-  Rig clean;
+  MemorySessionRig clean;
   const MemorySessionResult flat = run_memory_session(*clean.workload, *clean.meter, o);
   ASSERT_TRUE(flat.leak.has_value());
   EXPECT_FALSE(flat.leak->report.detected);
   o.keep_loss = true;
-  Rig leaky;
+  MemorySessionRig leaky;
   const MemorySessionResult grows = run_memory_session(*leaky.workload, *leaky.meter, o);
   ASSERT_TRUE(grows.leak.has_value());
   EXPECT_TRUE(grows.leak->report.detected);
@@ -70,7 +70,7 @@ TEST(MemorySessionTest, AKeptLossGraphIsALeakAndAPlainStepIsNot) {
 }
 
 TEST(MemorySessionTest, AStepPastTheBudgetIsAnOutOfMemoryResult) {
-  Rig rig;
+  MemorySessionRig rig;
   rig.meter->set_budget_bytes(rig.meter->stats().allocated_bytes + (1 << 20));
   MemorySessionOptions o;
   o.batch = 4096;

@@ -12,12 +12,12 @@ using namespace saturate;
 
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
+using saturate::testing::kMiB;
 
 /// A small GPT on synthetic tokens under a CPU budget its activations fill at a few dozen
 /// samples, as `saturate train --model gpt --data synthetic --memory-budget 96MiB`.
-struct Rig {
-  explicit Rig(int64_t budget_bytes = 96 * kMiB) {
+struct SessionRig {
+  explicit SessionRig(int64_t budget_bytes = 96 * kMiB) {
     ModelSpec s;
     s.name = "gpt";
     s.width = 32;
@@ -31,7 +31,7 @@ struct Rig {
     meter->set_budget_bytes(budget_bytes);
     data.tokens = true;  // synthetic tokens: no corpus
   }
-  ~Rig() { meter->set_budget_bytes(0); }
+  ~SessionRig() { meter->set_budget_bytes(0); }
   TrainSessionResult train(TrainSessionOptions o, const TrainEvents& events = {}) {
     TrainRanks one_process;
     return run_train_session(*workload, *meter, RunContext{}, data, o, one_process, events);
@@ -73,7 +73,7 @@ TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
   TrainSessionOptions searched = steps(4);
   searched.micro_batch = 0;  // auto
   searched.loss_every = 1;
-  Rig a;
+  SessionRig a;
   const TrainSessionResult found = a.train(searched);
   const int64_t micro = found.summary.result.micro_batch;
   ASSERT_GT(micro, 0);
@@ -81,7 +81,7 @@ TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
 
   TrainSessionOptions given = searched;
   given.micro_batch = micro;
-  Rig b;
+  SessionRig b;
   const TrainSessionResult direct = b.train(given);
   ASSERT_EQ(found.summary.result.losses.size(), 4u);
   ASSERT_EQ(direct.summary.result.losses.size(), 4u);
@@ -90,7 +90,7 @@ TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
 }
 
 TEST(TrainSessionTest, EveryStepIsReportedAndTheJsonHasTheRanksKeys) {
-  Rig rig;
+  SessionRig rig;
   TrainSessionOptions o = steps(3);
   o.micro_batch = 64;
   o.loss_every = 2;

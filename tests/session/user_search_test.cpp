@@ -17,7 +17,7 @@ using namespace saturate;
 
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
+using saturate::testing::kMiB;
 
 /// A step whose memory grows with the batch: a [b, 4096] activation through two matrices.
 struct Loop {

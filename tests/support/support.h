@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
@@ -45,6 +46,7 @@
   } while (0)
 
 namespace saturate::testing {
+inline constexpr int64_t kMiB = int64_t{1} << 20;
 /// A fresh temporary directory for one test.
 std::string temp_dir(const std::string& name);
 /// Runs a shell command, returns its exit status; stdout+stderr into `output`.
@@ -52,6 +54,8 @@ int run_command(const std::string& command, std::string* output);
 /// Starts the saturate binary with `args` in the background, stdout to /dev/null and stderr to
 /// `stderr_path` ("" : /dev/null); returns its pid.
 int spawn_saturate(const std::vector<std::string>& args, const std::string& stderr_path = "");
+/// The JSON document in the file at `path` (throws on a missing file or invalid JSON).
+nlohmann::json read_json(const std::string& path);
 /// Waits for a child; its exit code, or 128 + the signal that ended it.
 int wait_exit(int pid);
 /// The N of the last "step N/M" progress line in a file (0: none yet).

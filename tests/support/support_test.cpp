@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 namespace saturate::testing {
 
 std::string temp_dir(const std::string& name) {
@@ -26,6 +28,12 @@ std::string temp_dir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return nlohmann::json::parse(in);  // throws on invalid JSON
 }
 
 int run_command(const std::string& command, std::string* output) {

@@ -22,6 +22,8 @@
 
 namespace {
 
+using saturate::testing::read_json;
+
 using saturate::testing::last_progress_step;
 using saturate::testing::wait_exit;
 
@@ -29,12 +31,12 @@ int spawn(const std::vector<std::string>& args, const std::string& err_path) {
   return saturate::testing::spawn_saturate(args, err_path);
 }
 
-const char* const kTrainArgs[] = {"train", "--model", "mlp", "--width", "128", "--data", "fashion-mnist",
+const char* const kSignalRunArgs[] = {"train", "--model", "mlp", "--width", "128", "--data", "fashion-mnist",
                                    "--device", "cpu", "--steps", "1500", "--batch", "64", "--workers", "1",
                                    "--seed", "7", "--optimizer", "adam", "--log-every", "10", "--no-monitor"};
 
-std::vector<std::string> train_args(const std::vector<std::string>& extra) {
-  std::vector<std::string> args(std::begin(kTrainArgs), std::end(kTrainArgs));
+std::vector<std::string> signal_run_args(const std::vector<std::string>& extra) {
+  std::vector<std::string> args(std::begin(kSignalRunArgs), std::end(kSignalRunArgs));
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -51,16 +53,11 @@ bool wait_for_step(pid_t pid, const std::string& err_path, int64_t step) {
   return true;
 }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
 
 TEST(SignalStopTest, SignalsAtRandomMomentsCheckpointAndTheResumedLossCurveEqualsAnUninterruptedRun) {
   saturate::testing::require_fashion_mnist();
   const std::string dir = saturate::testing::temp_dir("signal_stop");
-  ASSERT_EQ(wait_exit(spawn(train_args({"--json", dir + "/whole.json", "-q"}), dir + "/whole.err")), 0);
+  ASSERT_EQ(wait_exit(spawn(signal_run_args({"--json", dir + "/whole.json", "-q"}), dir + "/whole.err")), 0);
   const std::vector<double> whole = read_json(dir + "/whole.json").at("losses").get<std::vector<double>>();
   ASSERT_EQ(whole.size(), 1500u);
 
@@ -73,7 +70,7 @@ TEST(SignalStopTest, SignalsAtRandomMomentsCheckpointAndTheResumedLossCurveEqual
     std::vector<std::string> extra = {"--json", json};
     if (stopped_at > 0) extra.insert(extra.end(), {"--resume", ckpt});
     else extra.insert(extra.end(), {"--checkpoint-dir", ckpt});
-    const pid_t pid = spawn(train_args(extra), err);
+    const pid_t pid = spawn(signal_run_args(extra), err);
     // a random moment: after 10-200 more steps, then 0-50 ms into the steps that follow
     const int64_t at = stopped_at + std::uniform_int_distribution<int64_t>(1, 20)(rng) * 10;
     ASSERT_TRUE(wait_for_step(pid, err, at)) << "the run ended before step " << at << " (see " << err << ")";
@@ -93,7 +90,7 @@ TEST(SignalStopTest, SignalsAtRandomMomentsCheckpointAndTheResumedLossCurveEqual
     for (int64_t i = 0; i < after; ++i) ASSERT_EQ(losses[i], whole[i]) << "step " << i;
     stopped_at = after;
   }
-  ASSERT_EQ(wait_exit(spawn(train_args({"--resume", ckpt, "--json", dir + "/resumed.json", "-q"}), dir + "/resumed.err")),
+  ASSERT_EQ(wait_exit(spawn(signal_run_args({"--resume", ckpt, "--json", dir + "/resumed.json", "-q"}), dir + "/resumed.err")),
             0);
   const nlohmann::json resumed = read_json(dir + "/resumed.json");
   EXPECT_TRUE(resumed["interrupted"].is_null());

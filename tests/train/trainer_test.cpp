@@ -17,8 +17,8 @@ using namespace saturate;
 
 namespace {
 
-struct Rig {
-  explicit Rig(const std::string& model = "mlp", int64_t width = 64, int64_t layers = 2, bool as_double = false,
+struct TrainerRig {
+  explicit TrainerRig(const std::string& model = "mlp", int64_t width = 64, int64_t layers = 2, bool as_double = false,
                OptimizerKind opt = OptimizerKind::kSgd, double lr = 0.05, int64_t samples = 512) {
     ModelSpec s;
     s.name = model;
@@ -60,7 +60,7 @@ std::vector<torch::Tensor> params_of(Model& m) {
 TEST(TrainerTest, AccumulatedMicroBatchesGiveTheGradientOfTheGlobalBatch) {
   std::vector<std::vector<torch::Tensor>> grads, params;
   for (auto [micro, accumulation] : {std::pair{64, 1}, {32, 2}, {16, 4}}) {
-    Rig rig("mlp", 64, 2, /*as_double=*/true);
+    TrainerRig rig("mlp", 64, 2, /*as_double=*/true);
     TrainOptions o;
     o.micro_batch = micro;
     o.accumulation = accumulation;
@@ -193,16 +193,16 @@ TEST(TrainerTest, ResumedRunContinuesTheLossCurveBitForBit) {
   o.schedule.warmup_steps = 3;
   o.schedule.decay = LrDecay::kCosine;
   o.schedule.total_steps = 10;
-  Rig whole("mlp", 64, 2, false, OptimizerKind::kAdam, 0.01);
+  TrainerRig whole("mlp", 64, 2, false, OptimizerKind::kAdam, 0.01);
   const TrainResult uninterrupted = whole.train(o);
 
   o.checkpoint_dir = dir;
   o.checkpoint_every = 1;
-  Rig first("mlp", 64, 2, false, OptimizerKind::kAdam, 0.01);
+  TrainerRig first("mlp", 64, 2, false, OptimizerKind::kAdam, 0.01);
   TrainOptions part = o;
   part.max_steps = 4;
   first.train(part);
-  Rig second("mlp", 64, 2, false, OptimizerKind::kAdam, 0.01);
+  TrainerRig second("mlp", 64, 2, false, OptimizerKind::kAdam, 0.01);
   TrainOptions rest = o;
   rest.resume = true;
   const TrainResult resumed = second.train(rest);
@@ -219,9 +219,9 @@ TEST(TrainerTest, ResumeRejectsAnotherModelsCheckpointAndCorruptFiles) {
   o.micro_batch = 64;
   o.max_steps = 1;
   o.checkpoint_dir = dir;
-  Rig a("mlp", 64);
+  TrainerRig a("mlp", 64);
   a.train(o);
-  Rig other("mlp", 32);
+  TrainerRig other("mlp", 32);
   o.resume = true;
   ASSERT_THROWS_WITH(other.train(o), UsageError, "written for another model");
   // flip one byte of the payload: the checksum catches it, the file is left as it was
@@ -236,7 +236,7 @@ TEST(TrainerTest, ResumeRejectsAnotherModelsCheckpointAndCorruptFiles) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << bytes;
   }
-  Rig b("mlp", 64);
+  TrainerRig b("mlp", 64);
   ASSERT_THROWS_WITH(b.train(o), UsageError, "corrupt (checksum mismatch)");
   std::ifstream again(path, std::ios::binary);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), bytes);
@@ -248,7 +248,7 @@ TEST(TrainerTest, ResumeRefusesANewerFormatVersionAndAKeyItDoesNotKnowNamingThem
   o.micro_batch = 64;
   o.max_steps = 1;
   o.checkpoint_dir = dir;
-  Rig a("mlp", 16);
+  TrainerRig a("mlp", 16);
   a.train(o);  // a version-2 checkpoint, then replaced by hand-made ones below
   o.resume = true;
   const auto write = [&](const std::function<void(torch::serialize::OutputArchive&)>& fill) {
@@ -262,7 +262,7 @@ TEST(TrainerTest, ResumeRefusesANewerFormatVersionAndAKeyItDoesNotKnowNamingThem
     archive.write("format", c10::IValue(std::string("saturate training checkpoint")));
     archive.write("format_version", torch::tensor(int64_t{3}));
   });
-  Rig b("mlp", 16);
+  TrainerRig b("mlp", 16);
   ASSERT_THROWS_WITH(b.train(o), UsageError, "the checkpoint is format version 3, and this saturate reads versions 1 to 2");
   write([](torch::serialize::OutputArchive& archive) {
     archive.write("format_version", torch::tensor(int64_t{2}));
@@ -280,48 +280,48 @@ TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValu
   o.max_steps = 2;
   o.checkpoint_dir = dir;
   o.resume_settings = {{"--seed", "5"}};
-  Rig(/*model=*/"mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3).train(o);
+  TrainerRig(/*model=*/"mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3).train(o);
   TrainOptions r = o;
   r.resume = true;
   r.max_steps = 4;
   {
-    Rig other("mlp", 64, 2, false, OptimizerKind::kSgd, 1e-3);
+    TrainerRig other("mlp", 64, 2, false, OptimizerKind::kSgd, 1e-3);
     ASSERT_THROWS_WITH(other.train(r), UsageError,
                        "written with `optimizer` adam and this run has `optimizer` sgd; an exact resume needs the "
                        "same: give `optimizer` adam");
   }
   {
-    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainerRig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TrainOptions b = r;
     b.accumulation = 1;  // micro 32 x 1: global batch 32
     ASSERT_THROWS_WITH(rig.train(b, 32), UsageError, "written with global batch 64 and this run has global batch 32");
   }
   {
-    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainerRig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TrainOptions p = r;
     p.precision = Precision::kBf16;
     ASSERT_THROWS_WITH(rig.train(p), UsageError, "written with `precision` fp32 and this run has `precision` bf16");
   }
   {
-    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainerRig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TensorTrainData other_data(rig.inputs, rig.targets, 64, "other-data");
     Trainer t(*rig.workload, *rig.meter, other_data, nullptr, r);
     ASSERT_THROWS_WITH(t.run(), UsageError, "written with `data` tensors and this run has `data` other-data");
   }
   {
-    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainerRig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TrainOptions seed = r;
     seed.resume_settings = {{"--seed", "6"}};
     ASSERT_THROWS_WITH(rig.train(seed), UsageError, "written with --seed 5 and this run has --seed 6");
   }
   {
-    Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+    TrainerRig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
     TrainOptions lr = r;
     lr.schedule.peak_lr = 0.5;
     ASSERT_THROWS_WITH(rig.train(lr), UsageError, "and this run has `lr` 0.5");
   }
   // the same global batch in another split resumes, in the split asked for
-  Rig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
+  TrainerRig rig("mlp", 64, 2, false, OptimizerKind::kAdam, 1e-3);
   TrainOptions split = r;
   split.micro_batch = 16;
   split.accumulation = 4;
@@ -332,7 +332,7 @@ TEST(TrainerTest, ResumeRefusesChangedSettingsNamingTheCheckpointedAndTheNewValu
 }
 
 TEST(TrainerTest, NanLossStopsWithTheStepAndAHint) {
-  Rig rig;
+  TrainerRig rig;
   TrainOptions o;
   o.micro_batch = 64;
   o.max_steps = 3;
@@ -341,7 +341,7 @@ TEST(TrainerTest, NanLossStopsWithTheStepAndAHint) {
 }
 
 TEST(TrainerTest, Bf16AutocastTrainsOnCpu) {
-  Rig rig("convnet");
+  TrainerRig rig("convnet");
   TrainOptions o;
   o.micro_batch = 32;
   o.max_steps = 8;
@@ -353,7 +353,7 @@ TEST(TrainerTest, Bf16AutocastTrainsOnCpu) {
   for (auto& p : rig.workload->model().parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);  // fp32 master weights
   // the same steps in fp32 from the same weights and batches: under bf16 the products round, so
   // the first loss differs (a run that ignored the precision would match it exactly), by little
-  Rig fp32("convnet");
+  TrainerRig fp32("convnet");
   o.precision = Precision::kFp32;
   const TrainResult f = fp32.train(o, 32);
   ASSERT_EQ(f.losses.size(), r.losses.size());
@@ -371,7 +371,7 @@ TEST(TrainerTest, ReadingTheLossEveryFewStepsKeepsEveryStepsLossInOrder) {
     o.loss_every = every;
     told.emplace_back();
     o.on_step = [&told](int64_t step, double, double) { told.back().push_back(step); };
-    Rig rig;
+    TrainerRig rig;
     losses.push_back(rig.train(o).losses);
   }
   ASSERT_EQ(losses[0].size(), 7u);
@@ -381,7 +381,7 @@ TEST(TrainerTest, ReadingTheLossEveryFewStepsKeepsEveryStepsLossInOrder) {
 }
 
 TEST(TrainerTest, ANanLossReadLaterStillNamesItsStep) {
-  Rig rig;
+  TrainerRig rig;
   TrainOptions o;
   o.micro_batch = 64;
   o.max_steps = 5;
@@ -391,7 +391,7 @@ TEST(TrainerTest, ANanLossReadLaterStillNamesItsStep) {
 }
 
 TEST(TrainerTest, ANonPositiveLossIntervalIsRefused) {
-  Rig rig;
+  TrainerRig rig;
   TrainOptions o;
   o.micro_batch = 64;
   o.max_steps = 1;
@@ -400,7 +400,7 @@ TEST(TrainerTest, ANonPositiveLossIntervalIsRefused) {
 }
 
 TEST(TrainerTest, TheFirstStepsFlopsAreCountedWhenAsked) {
-  Rig rig;
+  TrainerRig rig;
   TrainOptions o;
   o.micro_batch = 32;
   o.accumulation = 2;
