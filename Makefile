@@ -42,8 +42,10 @@ test-loaded: build
 sanitize: setup
 	bash scripts/sanitize.sh build-asan $(JOBS)
 
+# the loop after a change: the GoogleTest suites and the layer checks, without the suites labelled
+# slow (statistical, timed or killed runs; tests/CMakeLists.txt). `make test` runs everything.
 test-quick: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE 'slow|fuzz'
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -L '^(unit|layers)$$' -LE '^(slow|fuzz)$$'
 
 # only the command-line tool (no tests), then a search whose table shows the boundary: a 256 MiB
 # budget keeps the demo under a minute on 2 cores (the default 4 GiB takes minutes there)

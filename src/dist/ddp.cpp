@@ -14,7 +14,7 @@
 #include "saturate/core/errors.h"
 
 namespace saturate {
-namespace {
+namespace ddp_detail {  // named, not anonymous: DistributedDataParallel::Impl holds a CommLog
 
 using Clock = std::chrono::steady_clock;
 
@@ -88,8 +88,11 @@ class TimedAllReduceHook final : public c10d::CommHookInterface {
   bool compress_bf16_;
 };
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+}  // namespace ddp_detail
 
+namespace {
+using ddp_detail::Clock;
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 }  // namespace
 
 namespace {
@@ -118,7 +121,7 @@ struct DistributedDataParallel::Impl {
   DistGroup& group;
   std::vector<at::Tensor> params;
   std::unique_ptr<c10d::Reducer> reducer;
-  std::shared_ptr<CommLog> log = std::make_shared<CommLog>();
+  std::shared_ptr<ddp_detail::CommLog> log = std::make_shared<ddp_detail::CommLog>();
   DdpStats stats;
   bool step_open = false;  // a synced backward whose intervals are not yet counted
   double weight = 0;       // this rank's share of every global batch
@@ -197,7 +200,8 @@ DistributedDataParallel::DistributedDataParallel(std::vector<torch::Tensor> para
       /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{}, options.first_bucket_bytes,
       /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false, std::move(caps));
   impl_->log->share_weight = options.gradient_weight;
-  impl_->reducer->register_comm_hook(std::make_unique<TimedAllReduceHook>(pg, impl_->log, options.compress_bf16));
+  impl_->reducer->register_comm_hook(
+      std::make_unique<ddp_detail::TimedAllReduceHook>(pg, impl_->log, options.compress_bf16));
   impl_->weighted = options.gradient_weight > 0;
   impl_->weight = options.gradient_weight > 0 ? options.gradient_weight : 1.0 / group.world_size();
 }

@@ -100,12 +100,10 @@ WatchResult watch_process(const WatchOptions& o) {
     result.how_it_ended = process_alive(pid) ? "still running (stopped watching)" : "ended";
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const Utilization u = summarize_utilization(sampler.samples(), source, o.sample_hz, SteadyClock::time_point::min(),
-                                              SteadyClock::time_point::max());
-  result.summary = to_json(u);
-  result.verdict =
-      external_job_verdict(u, job_cpus > 0 ? job_cpus : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  result.summary["bottleneck"] = to_json(result.verdict);
+  result.utilization = summarize_utilization(sampler.samples(), source, o.sample_hz, SteadyClock::time_point::min(),
+                                             SteadyClock::time_point::max());
+  result.verdict = external_job_verdict(
+      result.utilization, job_cpus > 0 ? job_cpus : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return result;
 }
 

@@ -34,18 +34,18 @@ std::string live_line(const Sample& s, const std::string& source) {
   return head + " " + cell(s.cpu_percent, "{:>{}.1f}", 8) + " " + cell(s.rss_bytes / kMiB, "{:>{}.1f}", 10);
 }
 
-std::string summary_text(const nlohmann::json& summary) {
-  std::string out = fmt::format("source {}, {} samples at {} Hz\n", summary.value("source", "?"),
-                                summary.value("samples", 0), summary.value("sample_hz", 0.0));
+std::string summary_text(const Utilization& summary) {
+  std::string out = fmt::format("source {}, {} samples at {} Hz\n", summary.source.empty() ? "?" : summary.source,
+                                summary.samples, summary.sample_hz);
   for (const SampleField& f : sample_fields()) {
-    if (!summary.contains(f.name)) continue;
-    const auto& v = summary[f.name];
+    const UtilizationStat* v = summary.field(f.name);
+    if (!v) continue;
     const std::string name = f.name;
     const bool bytes = name.size() > 6 && name.compare(name.size() - 6, 6, "_bytes") == 0;
     const double scale = bytes ? kMiB : 1.0;
     const std::string shown = bytes ? name.substr(0, name.size() - 6) + "_MiB" : name;
     out += fmt::format("  {:<22} mean {:>10.1f}  min {:>10.1f}  max {:>10.1f}\n", shown,
-                       v["mean"].get<double>() / scale, v["min"].get<double>() / scale, v["max"].get<double>() / scale);
+                       v->mean / scale, v->min / scale, v->max / scale);
   }
   return out;
 }

@@ -49,26 +49,37 @@ const std::vector<std::string>& trial_columns() {
   return columns;
 }
 
-std::vector<std::string> trial_row(const nlohmann::json& t) {
+namespace {
+
+/// A trial's cells under trial_columns(), from its typed fields: a number as the JSON printer
+/// writes it, a word, or null for an empty cell (a trial that did not run to the end has no step
+/// time, rate or MFU: its 0 is no measurement).
+std::vector<nlohmann::json> trial_cells(const Trial& t) {
+  const TrialFindings& f = t.findings;
+  const nlohmann::json none;
+  const bool has_mfu = t.ok() && f.compute && f.compute->mfu.has_value();
+  return {t.batch,
+          to_string(t.status),
+          t.steps,
+          t.peak_allocated_bytes,
+          t.peak_reserved_bytes,
+          t.ok() ? nlohmann::json(t.step_time_ms) : none,
+          t.ok() ? nlohmann::json(t.samples_per_s) : none,
+          t.seconds,
+          f.data ? nlohmann::json(f.data->wait_fraction) : none,
+          f.bottleneck ? nlohmann::json(f.bottleneck->verdict) : none,
+          has_mfu ? nlohmann::json(f.compute->mfu.value()) : none,
+          t.error.empty() ? none : nlohmann::json(t.error)};
+}
+
+}  // namespace
+
+std::vector<std::string> trial_row(const Trial& t) {
   std::vector<std::string> row;
-  // a trial that did not run to the end has no step time and no rate (its JSON's 0 is no measurement)
-  const bool ran = t.value("status", std::string()) == "ok";
-  for (const std::string& c : trial_columns()) {
-    const nlohmann::json* v = nullptr;
-    if (!ran && (c == "step_time_ms" || c == "samples_per_s" || c == "mfu")) {
-      row.emplace_back();
-      continue;
-    }
-    if (c == "bottleneck") {
-      if (t.contains("bottleneck")) v = &t["bottleneck"]["verdict"];
-    } else if (c == "mfu") {
-      if (t.contains("compute") && t["compute"].contains("mfu")) v = &t["compute"]["mfu"];
-    } else if (t.contains(c)) {
-      v = &t[c];
-    }
-    if (!v || v->is_null()) row.emplace_back();
-    else if (v->is_string()) row.push_back(v->get<std::string>());
-    else row.push_back(v->dump());  // the JSON's own spelling of the number: exactly its value
+  for (const nlohmann::json& v : trial_cells(t)) {
+    if (v.is_null()) row.emplace_back();
+    else if (v.is_string()) row.push_back(v.get<std::string>());
+    else row.push_back(v.dump());  // the JSON's own spelling of the number: exactly its value
   }
   return row;
 }
@@ -87,14 +98,13 @@ std::string readable_value(const std::string& key, const nlohmann::json& value) 
   return fmt::format("{:.{}f}", x, decimals);
 }
 
-std::vector<std::string> trial_row_for_reading(const nlohmann::json& t) {
+std::vector<std::string> trial_row_for_reading(const Trial& t) {
   std::vector<std::string> row = trial_row(t);
+  const std::vector<nlohmann::json> cells = trial_cells(t);
   const auto& columns = trial_columns();
-  for (size_t c = 0; c < columns.size(); ++c) {
-    if (row[c].empty()) continue;
-    const nlohmann::json v = nlohmann::json::parse(row[c], nullptr, false);
-    if (v.is_number()) row[c] = readable_value(columns[c], v);
-  }
+  for (size_t c = 0; c < columns.size(); ++c)
+    if (cells[c].is_number() && !(cells[c].is_number_float() && std::isnan(cells[c].get<double>())))
+      row[c] = readable_value(columns[c], cells[c]);  // NaN stays as the JSON writes it, null
   return row;
 }
 

@@ -60,7 +60,7 @@ class CsvPrinter final : public Printer {
   void trial(const Trial& t) override {
     std::string line;
     bool first = true;
-    for (const std::string& v : trial_row(trial_json(t))) {
+    for (const std::string& v : trial_row(t)) {
       line += (first ? "" : ",") + csv_field(v);
       first = false;
     }
@@ -89,7 +89,7 @@ class MarkdownPrinter final : public Printer {
   }
   void trial(const Trial& t) override {
     std::string line = "|";
-    for (const std::string& v : trial_row_for_reading(trial_json(t))) line += " " + md_cell(v) + " |";
+    for (const std::string& v : trial_row_for_reading(t)) line += " " + md_cell(v) + " |";
     out_ << line << "\n" << std::flush;
   }
   void result(const SearchReport& r) override {

@@ -707,6 +707,7 @@ std::vector<RunSetting> checked_settings(Workload& workload, const TrainSessionO
   return settings;
 }
 
+namespace {
 /// What the session decided before training: the batch (searched, split by speed, chosen by the
 /// objective), the evaluation's batch and the loader's workers.
 struct Prepared {
@@ -717,6 +718,7 @@ struct Prepared {
   std::optional<WorkerTuning> workers_tuning;
   int64_t tokens = 0;  // text:FILE: the longest document the searches sized for (0: not text)
 };
+}  // namespace
 
 /// The batch the options ask for (shares split by speed left to prepare_batches), checked.
 BatchChoice requested_batch(const TrainSessionOptions& options, TrainRanks& ranks, int64_t split_by_speed) {

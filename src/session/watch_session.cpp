@@ -23,7 +23,7 @@ void WatchSessionOptions::check() const {
 
 std::string WatchSessionResult::text() const {
   return fmt::format("saturate: {} {} after {:.1f} s\n", what, watch.how_it_ended, watch.seconds) +
-         summary_text(watch.summary) +
+         summary_text(watch.utilization) +
          fmt::format("bottleneck {}: {}\nfix        {}\n", watch.verdict.verdict, watch.verdict.reason, watch.verdict.fix);
 }
 

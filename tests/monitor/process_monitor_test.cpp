@@ -32,7 +32,7 @@ TEST(ProcessMonitorTest, ChildExitStatusIsPassedThrough) {
   EXPECT_EQ(r.exit_status, 3);
   EXPECT_EQ(r.how_it_ended, "exited with status 3");
   EXPECT_EQ(r.source, "proc");
-  EXPECT_GE(r.summary["samples"].get<int>(), 2);
+  EXPECT_GE(r.utilization.samples, 2);
 }
 
 TEST(ProcessMonitorTest, DeathBySignalIs128PlusTheSignal) {
@@ -81,7 +81,8 @@ TEST(ProcessMonitorTest, LiveSamplesAndEverySampleReachTheCallerWithNvml) {
   EXPECT_EQ(starts, std::vector<std::string>{"nvml"});
   EXPECT_GE(intervals, 1);  // every 0.1 s over 0.35 s
   EXPECT_GE(samples, 2);
-  EXPECT_EQ(r.summary["gpu_util_percent"]["mean"], 42.0);
+  ASSERT_NE(r.utilization.field("gpu_util_percent"), nullptr);
+  EXPECT_EQ(r.utilization.field("gpu_util_percent")->mean, 42.0);
 }
 
 TEST(ProcessMonitorTest, AttachWatchesARunningProcessUntilItEnds) {
@@ -100,7 +101,7 @@ TEST(ProcessMonitorTest, AttachWatchesARunningProcessUntilItEnds) {
   EXPECT_EQ(r.exit_status, 0);
   EXPECT_EQ(r.how_it_ended, "ended");
   EXPECT_GE(r.seconds, 0.1);
-  EXPECT_GE(r.summary["samples"].get<int>(), 2);
+  EXPECT_GE(r.utilization.samples, 2);
 }
 
 }  // namespace

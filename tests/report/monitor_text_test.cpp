@@ -22,7 +22,8 @@ TEST(MonitorTextTest, LiveLinesHaveTheHeadersColumns) {
   EXPECT_NE(live_header("nvml").find("gpu%"), std::string::npos);
   const std::string line = live_line(s, "proc");
   EXPECT_EQ(line.size(), live_header("proc").size()) << line;
-  const std::string text = summary_text(summarize_samples(sampler.samples(), "proc", 10));
+  const std::string text = summary_text(summarize_utilization(sampler.samples(), "proc", 10, SteadyClock::time_point::min(),
+                                                                SteadyClock::time_point::max()));
   EXPECT_NE(text.find("rss_MiB"), std::string::npos) << text;
 }
 

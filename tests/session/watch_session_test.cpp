@@ -43,7 +43,7 @@ TEST(WatchSessionTest, TheChildsExitStatusComesBackAndEverySampleIsLogged) {
   while (std::getline(log, row)) ++rows;
   EXPECT_NE(header.find(','), std::string::npos) << header;
   EXPECT_GE(rows, 1);
-  EXPECT_EQ(rows, r.watch.summary.value("samples", -1)) << "every sample the summary counts is a row";
+  EXPECT_EQ(rows, r.watch.utilization.samples) << "every sample the summary counts is a row";
 }
 
 TEST(WatchSessionTest, ASigtermToTheWatcherEndsTheChildAndTheWatcherGivesItsSummary) {

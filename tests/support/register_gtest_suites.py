@@ -9,7 +9,7 @@ registered elsewhere (the multi-process ones in tests/dist/).
 
 Run after each link of the binary (POST_BUILD); writes a CTest script that the test directory
 includes. Usage: register_gtest_suites.py BINARY OUT.cmake WORKING_DIR --alone RE --exclude RE
---label L --timeout S
+--slow RE --label L --timeout S
 """
 import argparse
 import re
@@ -44,10 +44,11 @@ def main():
     ap.add_argument("working_dir")
     ap.add_argument("--alone", default="(?!)")
     ap.add_argument("--exclude", default="(?!)")
+    ap.add_argument("--slow", default="(?!)", help="suites (or cases alone) also labelled slow")
     ap.add_argument("--label", default="unit")
     ap.add_argument("--timeout", default="1800")
     args = ap.parse_args()
-    alone, exclude = re.compile(args.alone), re.compile(args.exclude)
+    alone, exclude, slow = re.compile(args.alone), re.compile(args.exclude), re.compile(args.slow)
 
     suites, singles = {}, []
     for suite, case in list_cases(args.binary):
@@ -62,7 +63,8 @@ def main():
 
     def add(test, gtest_filter, skippable):
         lines.append(f"add_test({quoted(test)} {quoted(args.binary)} {quoted('--gtest_filter=' + gtest_filter)})")
-        props = f"WORKING_DIRECTORY {quoted(args.working_dir)} LABELS {quoted(args.label)} TIMEOUT {args.timeout}"
+        labels = args.label + (";slow" if slow.search(test) else "")
+        props = f"WORKING_DIRECTORY {quoted(args.working_dir)} LABELS {quoted(labels)} TIMEOUT {args.timeout}"
         if skippable:  # a single case GTEST_SKIPs: CTest shows it skipped, as one case per process did
             props += ' SKIP_REGULAR_EXPRESSION "\\\\[  SKIPPED \\\\]"'
         lines.append(f"set_tests_properties({quoted(test)} PROPERTIES {props})")

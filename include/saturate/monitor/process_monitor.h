@@ -44,7 +44,7 @@ struct WatchResult {
   double seconds = 0;
   std::string source;        ///< "nvml" or "proc"
   std::string nvml_note;     ///< why NVML is not used, when it is not
-  nlohmann::json summary;    ///< summarize_samples over the whole run, with "bottleneck" (the verdict)
+  Utilization utilization;   ///< summarize_utilization over the whole run
   /// Why the job ran as it did, from outside (monitor/external_verdict.h).
   BottleneckFinding verdict;
 };

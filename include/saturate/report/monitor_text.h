@@ -3,8 +3,6 @@
 #pragma once
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "saturate/monitor/sampler.h"
 #include "saturate/probe/trial.h"
 
@@ -15,8 +13,8 @@ std::string live_header(const std::string& source);
 /// One sample under live_header's columns ("-" for a value the source cannot give).
 std::string live_line(const Sample& s, const std::string& source);
 
-/// A few lines for people from a utilization summary (summarize_samples).
-std::string summary_text(const nlohmann::json& summary);
+/// A few lines for people from a utilization summary (summarize_utilization).
+std::string summary_text(const Utilization& summary);
 /// "bottleneck <verdict>: <reason>" and "fix ..." lines ("" without a verdict).
 std::string bottleneck_text(const Trial& t);
 

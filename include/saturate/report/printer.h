@@ -69,14 +69,14 @@ std::unique_ptr<Printer> make_printer(OutputFormat format, std::ostream& out, st
                                       OptionNamer name_of = {});
 
 /// The columns of a trial in the csv and markdown printers, in order, and a trial's values for
-/// them as text (from trial_json: exactly the JSON's numbers; "" when the trial lacks one).
+/// them as text (each number exactly as the JSON printer writes it; "" when the trial lacks one).
 const std::vector<std::string>& trial_columns();
-std::vector<std::string> trial_row(const nlohmann::json& trial_json);
+std::vector<std::string> trial_row(const Trial& trial);
 
 /// The same row for people (the markdown table): byte counts in binary units ("48.3 MiB", as
 /// format_bytes), other fractional numbers to 4 significant digits without an exponent ("0.7523",
 /// "1235"); integers, words and empty cells as trial_row.
-std::vector<std::string> trial_row_for_reading(const nlohmann::json& trial_json);
+std::vector<std::string> trial_row_for_reading(const Trial& trial);
 
 /// A JSON number as a person reads it: bytes (`key` ends in "_bytes") as format_bytes, a fraction
 /// to 4 significant digits, an integer whole; anything else as dumped.
