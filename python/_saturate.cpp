@@ -600,7 +600,7 @@ std::pair<size_t, std::string> choose_config_json(const std::vector<std::string>
     for (const auto& t : j.at("trials")) {
       Trial trial;
       trial.batch = t.at("batch").get<int64_t>();
-      trial.status = t.at("status").get<std::string>() == "ok" ? TrialStatus::kOk : TrialStatus::kError;
+      trial.status = parse_trial_status(t.at("status").get<std::string>());  // oom and over-target stay so
       trial.samples_per_s = t.value("samples_per_s", 0.0);
       r.trials.push_back(trial);
     }

@@ -5,6 +5,7 @@ memory at batch 1, checked), searches the sharded strategies, trains as one proc
 same global batches, and its micro-batch is exact in fresh processes."""
 import json
 
+import pytest
 import ranks_util
 
 MiB = 1 << 20
@@ -25,6 +26,13 @@ def plans(tmp_path, *args):
     out = torchrun("plan", tmp_path, B0, B1, TIMEOUT_S, *args)
     assert out.returncode == 0, out.stderr[-4000:]
     return [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]
+
+
+@pytest.fixture(scope="module")
+def fsdp_float32(tmp_path_factory):
+    """Both ranks' fsdp plan in float32, searched once for the tests that read it (a 2-rank plan is
+    the longest part of this file)."""
+    return plans(tmp_path_factory.mktemp("fsdp_float32"), 0, "fsdp", 0)
 
 
 def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_process_would(tmp_path):
@@ -100,8 +108,8 @@ def test_a_model_whose_replicated_training_does_not_fit_trains_sharded_as_one_pr
     assert trained["torch.float64"]["max_abs_diff"] < 1e-9, trained
 
 
-def test_the_planned_micro_batch_is_exact_on_unequal_ranks(tmp_path):
-    p0, p1 = plans(tmp_path, 0, "fsdp", 0)
+def test_the_planned_micro_batch_is_exact_on_unequal_ranks(tmp_path, fsdp_float32):
+    p0, p1 = fsdp_float32
     plan = p0["plan"]
     m = plan["max_batch"]
     assert plan["strategy"] == "fsdp" and m > 1 and m == p1["plan"]["max_batch"] and plan["max_batch_exact"]
@@ -146,11 +154,11 @@ def test_a_rank_that_loses_memory_after_a_candidates_search_stops_it_on_every_ra
     assert "rank 1 could not run it afterwards" in p0["text"]
 
 
-def test_bf16_mixed_precision_is_planned_exactly_and_fits_more_than_float32(tmp_path, monkeypatch):
+def test_bf16_mixed_precision_is_planned_exactly_and_fits_more_than_float32(tmp_path, monkeypatch, fsdp_float32):
     # FSDP2's MixedPrecisionPolicy (bf16 weights gathered and computed, float32 gradients reduced)
     # when the step asks for bf16: the plan wraps with it, its search is exact in fresh processes
     # wrapped the same way, and bf16 activations fit a larger micro-batch than float32's
-    float32 = plans(tmp_path, 0, "fsdp", 0)[0]["plan"]
+    float32 = fsdp_float32[0]["plan"]
     monkeypatch.setenv("SHARD_PLAN_MP", "bf16")
     p0, p1 = plans(tmp_path, 0, "fsdp", 0)
     plan = p0["plan"]

@@ -1,5 +1,9 @@
 #include "saturate/probe/trial.h"
 
+#include <fmt/format.h>
+
+#include "saturate/core/errors.h"
+
 namespace saturate {
 
 std::string to_string(TrialStatus s) {
@@ -10,6 +14,13 @@ std::string to_string(TrialStatus s) {
     case TrialStatus::kError: return "error";
   }
   return "error";
+}
+
+TrialStatus parse_trial_status(const std::string& text) {
+  for (TrialStatus s : {TrialStatus::kOk, TrialStatus::kOom, TrialStatus::kOverTarget, TrialStatus::kError})
+    if (to_string(s) == text) return s;
+  throw UsageError(fmt::format("trial status '{}': expected ok, oom, over-target or error (as a search's JSON writes it)",
+                               text));
 }
 
 }  // namespace saturate

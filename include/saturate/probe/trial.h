@@ -17,6 +17,9 @@ enum class TrialStatus {
   kError,       ///< anything else (shape mismatch, NaN, ...); the message is kept
 };
 std::string to_string(TrialStatus s);
+/// The status to_string wrote ("ok", "oom", "over-target", "error"); a UsageError naming the
+/// value and the four allowed otherwise.
+TrialStatus parse_trial_status(const std::string& text);
 
 /// What the search asks of the probe.
 struct TrialRequest {
