@@ -18,8 +18,7 @@ class ConsolePrinter final : public Printer {
   }
   void result(const SearchReport& r) override {
     std::ostringstream text;
-    print_search(text, context_, r.result, r.json.contains("decision") ? &r.json["decision"] : nullptr,
-                 &r.whole_run);
+    print_search(text, context_, r.result, &r.decision, &r.whole_run);
     out_ << (name_of_ ? name_options(text.str(), name_of_) : text.str()) << r.notes << std::flush;
   }
   void end() override { out_.flush(); }

@@ -84,18 +84,14 @@ void print_trial(std::ostream& out, const RunContext& c, const Trial& t) {
   if (!t.error.empty()) out << "error      " << t.error << "\n";
 }
 
-std::string decision_text(const nlohmann::json* d) {
-  if (!d || !d->is_object() || !d->contains("batch")) return "";
-  const int64_t batch = (*d)["batch"].get<int64_t>();
-  const std::string objective = d->value("objective", "memory"), requested = d->value("requested", objective);
-  std::string s = batch > 0 ? fmt::format("decision           train at batch {} (objective {}{}): {}\n", batch, objective,
-                                          requested != objective ? ", asked for " + requested : "",
-                                          d->value("reason", ""))
-                            : fmt::format("decision           no batch to train at: {}\n", d->value("reason", ""));
-  if (d->contains("alternatives"))
-    for (const auto& a : (*d)["alternatives"])
-      s += fmt::format("  alternative      {} {}: {}\n", a.value("name", ""), a.value("batch", int64_t{0}),
-                       a.value("reason", ""));
+std::string decision_text(const BatchDecision& d) {
+  const std::string objective = to_string(d.objective), requested = to_string(d.requested);
+  std::string s = d.batch > 0 ? fmt::format("decision           train at batch {} (objective {}{}): {}\n", d.batch,
+                                            objective, requested != objective ? ", asked for " + requested : "",
+                                            d.reason)
+                              : fmt::format("decision           no batch to train at: {}\n", d.reason);
+  for (const BatchAlternative& a : d.alternatives)
+    s += fmt::format("  alternative      {} {}: {}\n", a.name, a.batch, a.reason);
   return s;
 }
 
@@ -116,7 +112,7 @@ std::string max_batch_note(const SearchResult& r) {
   return "not exact: the search stopped before a batch ran out of memory";
 }
 
-void print_search(std::ostream& out, const RunContext& c, const SearchResult& r, const nlohmann::json* decision,
+void print_search(std::ostream& out, const RunContext& c, const SearchResult& r, const BatchDecision* decision,
                   const SearchEffort* whole_run) {
   print_context(out, c);
   if (whole_run && whole_run->curves > 1)
@@ -136,7 +132,7 @@ void print_search(std::ostream& out, const RunContext& c, const SearchResult& r,
                    : fmt::format("{:>10}  {:>12}\n", "-", "-"));
   }
   const double pct = r.budget_bytes ? 100.0 * static_cast<double>(r.target_bytes) / static_cast<double>(r.budget_bytes) : 0;
-  out << "\n" << decision_text(decision);
+  out << "\n" << (decision ? decision_text(*decision) : "");
   out << fmt::format("max_batch          {} ({})\n", r.max_batch, max_batch_note(r));
   if (r.confirm_runs > 0)
     out << (r.boundary_confirmed

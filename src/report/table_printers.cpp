@@ -34,18 +34,25 @@ std::string what_and_where(const RunContext& c) {
                      c.input, c.optimizer, c.device_info, format_bytes(c.budget_bytes));
 }
 
-/// The answer as key/value pairs, from the run JSON (the same numbers the JSON printer writes).
-std::vector<std::pair<std::string, std::string>> answer(const nlohmann::json& j) {
+/// The answer for reading: the decision leads, then the search's numbers under the names the
+/// JSON gives them (bytes in binary units, fractions to 4 significant digits: readable_value).
+std::vector<std::pair<std::string, std::string>> answer(const SearchReport& r, const RunContext& c) {
+  const SearchResult& s = r.result;
   std::vector<std::pair<std::string, std::string>> kv;
-  if (j.contains("decision") && j["decision"].is_object()) {  // the one answer leads
-    const auto& d = j["decision"];
-    kv.emplace_back("batch", d.value("batch", nlohmann::json(0)).dump());
-    kv.emplace_back("objective", d.value("objective", ""));
-    kv.emplace_back("reason", d.value("reason", ""));
-  }
-  for (const char* key : {"recommended_batch", "max_batch", "max_batch_exact", "throughput_batch", "target_bytes",
-                          "budget_bytes", "strategy", "search_seconds", "trial_steps", "error"})
-    if (j.contains(key)) kv.emplace_back(key, j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
+  const auto number = [&kv](const char* key, const nlohmann::json& n) { kv.emplace_back(key, readable_value(key, n)); };
+  number("batch", r.decision.batch);
+  kv.emplace_back("objective", to_string(r.decision.objective));
+  kv.emplace_back("reason", r.decision.reason);
+  number("recommended_batch", s.recommended_batch);
+  number("max_batch", s.max_batch);
+  kv.emplace_back("max_batch_exact", s.max_batch_exact ? "true" : "false");
+  number("throughput_batch", s.throughput_batch);
+  number("target_bytes", s.target_bytes);
+  number("budget_bytes", c.budget_bytes);
+  kv.emplace_back("strategy", to_string(s.strategy));
+  number("search_seconds", s.search_seconds);
+  number("trial_steps", s.trial_steps);
+  if (!s.error.empty()) kv.emplace_back("error", s.error);
   return kv;
 }
 
@@ -77,6 +84,7 @@ class MarkdownPrinter final : public Printer {
  public:
   explicit MarkdownPrinter(std::ostream& out) : out_(out) {}
   void begin(const RunContext& c) override {
+    context_ = c;
     out_ << fmt::format("## saturate {}: {} on {}\n\n", c.command.empty() ? "search" : c.command, c.model_name,
                         c.device_info);
     out_ << "- run: " << md_cell(what_and_where(c)) << "\n- build: " << md_cell(provenance_line(c)) << "\n\n";
@@ -94,10 +102,7 @@ class MarkdownPrinter final : public Printer {
   }
   void result(const SearchReport& r) override {
     out_ << "\n### Answer\n\n";
-    for (const auto& [k, v] : answer(r.json)) {
-      const nlohmann::json n = nlohmann::json::parse(v, nullptr, false);  // a number reads as people read it
-      out_ << "- " << k << ": " << md_cell(n.is_number() ? readable_value(k, n) : v) << "\n";
-    }
+    for (const auto& [k, v] : answer(r, context_)) out_ << "- " << k << ": " << md_cell(v) << "\n";
     if (!r.notes.empty()) out_ << "\n```text\n" << r.notes << (r.notes.back() == '\n' ? "" : "\n") << "```\n";
     out_ << std::flush;
   }
@@ -105,6 +110,7 @@ class MarkdownPrinter final : public Printer {
 
  private:
   std::ostream& out_;
+  RunContext context_;
 };
 
 }  // namespace

@@ -63,7 +63,7 @@ std::string UserSearchResult::to_text(const RunContext& context) const {
   std::ostringstream out;
   const auto printer = make_printer(OutputFormat::kConsole, out);  // the table, not the live lines
   printer->begin(context);
-  printer->result(SearchReport{search, j, notes, SearchEffort{}});
+  printer->result(SearchReport{search, j, decision(), notes, SearchEffort{}});
   printer->end();
   return out.str();
 }

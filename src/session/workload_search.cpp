@@ -139,6 +139,10 @@ SearchEffort WorkloadSearchResult::effort() const {
   return effort_of({&*run.without, &*run.with});
 }
 
+BatchDecision WorkloadSearchResult::decision() const {
+  return decide_batch(search(), requested_objective != Objective::kMemory ? &objective : nullptr);
+}
+
 nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
   j["checkpointing"] = checkpointing_json;
@@ -146,8 +150,7 @@ nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   j["compute"] = saturate::to_json(compute());
   j["fast_paths"] = fast_paths_json;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
-  j["decision"] = saturate::to_json(
-      decide_batch(search(), requested_objective != Objective::kMemory ? &objective : nullptr));
+  j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, run.chosen.ranks);
   if (network) {
     j["network"] = saturate::to_json(*network);

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "saturate/core/errors.h"
@@ -182,7 +183,7 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
   ASSERT_TRUE(std::any_of(result.trials.begin(), result.trials.end(), [](const Trial& t) { return !t.ok(); }));
   const nlohmann::json run = search_json(context, result);
   for (auto& [p, _] : printers) {
-    p->result(SearchReport{result, run, "compute            a note\n", SearchEffort{}});
+    p->result(SearchReport{result, run, decide_batch(result), "compute            a note\n", SearchEffort{}});
     p->end();
   }
 
@@ -236,9 +237,18 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
       expect_cell_is(csv_rows[i + 1][c], want, "csv trial " + std::to_string(i) + " " + columns[c]);
       expect_readable_cell_is(md_rows[i][c], want, columns[c], "markdown trial " + std::to_string(i) + " " + columns[c]);
     }
-  for (const char* key : {"recommended_batch", "max_batch", "throughput_batch", "target_bytes"}) {
+  // the answer is printed from the typed result and decision: it says what the JSON says
+  for (const char* key :
+       {"recommended_batch", "max_batch", "throughput_batch", "target_bytes", "budget_bytes", "search_seconds",
+        "trial_steps", "strategy"}) {
     expect_readable_cell_is(md_answer[key], doc[key], key, "markdown answer " + std::string(key));
   }
+  ASSERT_TRUE(doc["decision"]["batch"].get<int64_t>() > 0) << doc["decision"];
+  expect_readable_cell_is(md_answer["batch"], doc["decision"]["batch"], "batch", "markdown answer's decision");
+  EXPECT_EQ(md_answer["objective"], doc["decision"]["objective"].get<std::string>());
+  EXPECT_EQ(md_answer["reason"], doc["decision"]["reason"].get<std::string>());
+  EXPECT_EQ(md_answer["max_batch_exact"], doc["max_batch_exact"].dump());
+  EXPECT_EQ(md_answer.count("error"), doc.contains("error") ? 1u : 0u);
 
   // console: a progress line per trial, the table's rows and the answer, at the table's precision
   EXPECT_EQ(lines_of(o.progress.str()).size(), trials.size());
@@ -273,6 +283,11 @@ TEST(PrintersTest, EveryFormatOfOneSearchShowsTheSameTrialsAndTheSameAnswer) {
   }
   for (const char* key : {"recommended_batch", "max_batch", "throughput_batch"})
     EXPECT_EQ(answer[key], doc[key].get<int64_t>()) << key;
+  const std::string decided = fmt::format("decision           train at batch {} (objective {}): {}\n",
+                                          doc["decision"]["batch"].get<int64_t>(),
+                                          doc["decision"]["objective"].get<std::string>(),
+                                          doc["decision"]["reason"].get<std::string>());
+  EXPECT_NE(o.console.str().find(decided), std::string::npos) << o.console.str();
   EXPECT_NE(o.console.str().find("compute            a note"), std::string::npos);
   EXPECT_NE(o.markdown.str().find("compute            a note"), std::string::npos);
 }

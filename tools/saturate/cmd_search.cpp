@@ -98,7 +98,7 @@ int run_search(SearchCommand& c) {
   const SearchSessionResult r = run_search_session(*session, opened, so, dist.get(),
                                                    search_events(c, talk, denv.rank == 0, trial_data_name(opened)));
   if (denv.rank != 0) return r.failure.empty() ? 0 : 1;
-  printer->result(SearchReport{r.found.search(), r.json, with_flags(r.notes), r.found.effort()});
+  printer->result(SearchReport{r.found.search(), r.json, r.found.decision(), with_flags(r.notes), r.found.effort()});
   printer->end();
   if (!c.flags.json.empty() && c.flags.json != "-") write_json(r.json, c.flags.json, std::cout);
   write_html_report(r.json, c.html);

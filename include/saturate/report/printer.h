@@ -5,8 +5,9 @@
 //   jsonl     one JSON object per line: {"type":"context"}, {"type":"trial"} per trial, {"type":"result"}
 //   csv       one row per trial (header first); context and answer as '#' comment lines
 //   markdown  the context as a list, a table row per trial, the answer
-// Every printer takes its numbers from the same JSON (trial_json, the report's json), so they
-// agree (tests/report/printers_test.cpp).
+// Every printer prints the same typed result: the JSON printers through trial_json and the report's
+// json, the text printers (console, csv, markdown) from the Trial, the SearchResult and the
+// BatchDecision without reading a JSON key; tests/report/printers_test.cpp checks that they agree.
 #pragma once
 #include <memory>
 #include <ostream>
@@ -18,6 +19,7 @@
 #include "saturate/core/option_text.h"
 #include "saturate/probe/trial.h"
 #include "saturate/report/run_context.h"
+#include "saturate/search/decision.h"
 #include "saturate/search/search.h"
 
 namespace saturate {
@@ -44,8 +46,11 @@ SearchEffort effort_of(const std::vector<const SearchResult*>& curves);
 /// What a finished search hands its printers.
 struct SearchReport {
   const SearchResult& result;
-  /// The run's whole JSON: search_json plus every section the command added (compute, ...).
+  /// The run's whole JSON: search_json plus every section the command added (compute, ...); the
+  /// JSON printers write it, the text printers read none of it.
   const nlohmann::json& json;
+  /// The one answer (search/decision.h): the console's and Markdown's answer lead with it.
+  BatchDecision decision;
   /// Lines for people after the answer (compute, fast paths, checkpointing, ranks, data).
   std::string notes;
   /// The whole run when it searched more than the result's curve (the console's header counts it).

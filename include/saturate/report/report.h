@@ -12,6 +12,7 @@
 #include "saturate/core/stop_signals.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/report/run_context.h"
+#include "saturate/search/decision.h"
 #include "saturate/search/search.h"
 
 namespace saturate {
@@ -24,16 +25,15 @@ nlohmann::json search_json(const RunContext& c, const SearchResult& r);
 /// One line per trial, as the search runs (for stderr).
 std::string trial_line(const Trial& t);
 struct SearchEffort;
-/// The table of trials and the answer, for people; `decision` (the run JSON's "decision", may be
-/// null) leads the answer; `whole_run` (may be null or curves 0) heads it when the run searched
+/// The table of trials and the answer, for people; `decision` (may be null) leads the answer; `whole_run` (may be null or curves 0) heads it when the run searched
 /// several curves, so the header counts every trial that ran.
 void print_search(std::ostream& out, const RunContext& c, const SearchResult& r,
-                  const nlohmann::json* decision = nullptr, const SearchEffort* whole_run = nullptr);
+                  const BatchDecision* decision = nullptr, const SearchEffort* whole_run = nullptr);
 /// Why max_batch is what it is, for its line: exact, capped, nothing fit (and why) or not exact (why).
 std::string max_batch_note(const SearchResult& r);
-/// The decision's lines for people, from the run JSON's "decision": the batch to train at, the
-/// objective that chose it and why, then each alternative by name ("" for null).
-std::string decision_text(const nlohmann::json* decision);
+/// The decision's lines for people: the batch to train at, the objective that chose it and why,
+/// then each alternative by name.
+std::string decision_text(const BatchDecision& decision);
 void print_trial(std::ostream& out, const RunContext& c, const Trial& t);
 
 /// FLOPs and MFU of a search (search JSON "compute"): the counted FLOPs per sample of the trial at

@@ -82,7 +82,9 @@ struct WorkloadSearchResult {
   const SearchResult& search() const { return run.chosen.result; }
   /// Every curve the run searched (both with checkpointing auto; curves 0 when only the answer's).
   SearchEffort effort() const;
-  /// search_json and checkpointing, precision, compute, fast_paths, objective, ranks.
+  /// The one answer (search/decision.h): the objective's batch when it ran, else memory's.
+  BatchDecision decision() const;
+  /// search_json and checkpointing, precision, compute, fast_paths, objective, decision, ranks.
   nlohmann::json to_json(const RunContext& context) const;
   /// The lines after the answer: checkpointing, precision, objective, compute, fast paths, the
   /// checkpointing comparison, ranks.
