@@ -1,14 +1,13 @@
 """Plain-Python training loops the tests search on, and a fresh-process check of an answer.
 
 Each loop is built by a function of its own so that a fresh process can build the same one:
-`python loops.py NAME BUDGET BATCH STEPS` runs STEPS steps at BATCH under a CPU budget of
-BUDGET bytes and prints "ok" or "oom" (exit 0 either way)."""
+run_fresh runs STEPS steps at BATCH under a CPU budget of BUDGET bytes in a new child of the fork
+server (fresh.py), as `python loops.py NAME BUDGET BATCH STEPS` does (it prints "ok" or "oom")."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 
+import fresh
 import saturate
 import torch
 import torch.nn as nn
@@ -108,20 +107,9 @@ def make_mlp():
 LOOPS = {"two_input": make_two_input, "resnet18": make_resnet, "mlp": make_mlp}
 
 
-def run_fresh(name: str, budget_bytes: int, batch: int, steps: int, mode: str = "train") -> str:
-    """'ok' or 'oom': `steps` steps of loop `name` at `batch` in a new process under the budget
-    (mode 'eval': its forward_loss under torch.no_grad() with the model in eval mode)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = subprocess.run([sys.executable, os.path.join(here, "loops.py"), name, str(budget_bytes), str(batch),
-                          str(steps), mode], capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"fresh process failed ({out.returncode}): {out.stderr[-2000:]}")
-    return out.stdout.strip().splitlines()[-1]
-
-
-if __name__ == "__main__":
-    name, budget, batch, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    mode = sys.argv[5] if len(sys.argv) > 5 else "train"
+def steps_under_budget(name: str, budget_bytes: int, batch: int, steps: int, mode: str = "train") -> str:
+    """'ok' or 'oom': `steps` steps of loop `name` at `batch` in this process under the budget (mode
+    'eval': its forward_loss under torch.no_grad() with the model in eval mode)."""
     model, _, step = LOOPS[name]()
     if mode == "eval":
         model.eval()
@@ -131,9 +119,19 @@ if __name__ == "__main__":
             with torch.no_grad():
                 train_step.forward_loss(b)
     try:
-        with saturate.cpu_memory_budget(budget):
+        with saturate.cpu_memory_budget(budget_bytes):
             for _ in range(steps):
                 step(batch)
-        print("ok")
+        return "ok"
     except torch.OutOfMemoryError:
-        print("oom")
+        return "oom"
+
+
+def run_fresh(name: str, budget_bytes: int, batch: int, steps: int, mode: str = "train") -> str:
+    """steps_under_budget in a new process (fresh.py): 'ok' or 'oom'."""
+    return fresh.call("loops", "steps_under_budget", name, budget_bytes, batch, steps, mode, timeout=600)
+
+
+if __name__ == "__main__":
+    print(steps_under_budget(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+                             sys.argv[5] if len(sys.argv) > 5 else "train"))

@@ -1,27 +1,21 @@
 """saturate.transformers.find_batch_size (issue 29): a drop-in for Trainer(auto_find_batch_size=True)
 on the real transformers package, GPT-2 and BERT from configs, on CPU under a byte budget."""
 import gc
-import os
-import subprocess
-import sys
 
 import numpy
 import pytest
 
+import fresh as new_process
 import hf_trainer
 from saturate.transformers import find_batch_size
 
 MiB = 1 << 20
 BUDGET = 64 * MiB
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def fresh(name, batch):
     """trainer.train() in a new process at `batch` under the same budget: "ok" or "oom"."""
-    out = subprocess.run([sys.executable, os.path.join(HERE, "hf_trainer.py"), "fresh", name, str(batch), str(BUDGET)],
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.strip().splitlines()[-1]
+    return new_process.call("hf_trainer", "fresh", name, batch, BUDGET, timeout=600)
 
 
 class StepCounter:
@@ -85,11 +79,7 @@ def test_an_evaluation_that_does_not_fit_never_lowers_the_training_batch(tmp_pat
 
 
 def fresh_eval(batch, samples, accumulation=None):
-    out = subprocess.run([sys.executable, os.path.join(HERE, "hf_trainer.py"), "fresh_eval", "gpt2", str(batch),
-                          str(BUDGET), str(samples)] + ([str(accumulation)] if accumulation else []),
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout.strip().splitlines()[-1]
+    return new_process.call("hf_trainer", "fresh_eval", "gpt2", batch, BUDGET, samples, accumulation, timeout=600)
 
 
 def test_an_evaluation_with_compute_metrics_counts_the_predictions_it_keeps(tmp_path):

@@ -4,10 +4,8 @@ the data's worst-case batches trains the whole epoch without one; the OOM guard 
 that runs out of memory and keeps its global batch and its losses; the token-budget sampler fills
 its batches and never runs out of memory either."""
 import gc
-import os
-import subprocess
-import sys
 
+import fresh as new_process
 import pytest
 import torch
 from torch.utils.data import DataLoader
@@ -17,7 +15,6 @@ from textlm import (MiB, TextDataset, make_corpus, make_model, pad_collate, real
                     train_step)
 
 BUDGET = 160 * MiB
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +109,10 @@ def test_the_worst_case_max_is_exact_in_a_fresh_process(searches):
     assert fresh(worst.max_batch + 1) == "oom"
 
 
-def fresh(batch, *mode):
-    """`textlm.py` in a fresh process: two steps of the worst batch of `batch` under the budget."""
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, os.path.join(HERE, "textlm.py"), str(BUDGET), str(batch), *mode], env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip().splitlines()[-1]
+def fresh(batch, mode="train", width=64):
+    """textlm.steps_under_budget in a fresh process (fresh.py): two steps of the worst batch of
+    `batch` under the budget, on one thread."""
+    return new_process.call("textlm", "steps_under_budget", BUDGET, batch, mode, width, timeout=600)
 
 
 def test_the_evaluation_is_searched_on_its_own_worst_case_and_exact_in_a_fresh_process(data, searches):
@@ -157,11 +151,11 @@ def test_an_evaluation_between_training_steps_is_searched_beside_the_optimizer_s
     assert not opt.state and all(p.grad is None for p in model.parameters())
     assert [p.detach().numpy().tobytes() for p in model.parameters()] == weights
     # the evaluation's answer on its own runs out of memory after a training step
-    assert fresh(alone.max_batch, "eval-training", str(width)) == "oom"
-    assert fresh(beside.max_batch, "eval-training", str(width)) == "ok"
-    assert fresh(beside.max_batch + 1, "eval-training", str(width)) == "oom"
-    assert fresh(with_grads.max_batch, "eval-training-grads", str(width)) == "ok"
-    assert fresh(with_grads.max_batch + 1, "eval-training-grads", str(width)) == "oom"
+    assert fresh(alone.max_batch, "eval-training", width) == "oom"
+    assert fresh(beside.max_batch, "eval-training", width) == "ok"
+    assert fresh(beside.max_batch + 1, "eval-training", width) == "oom"
+    assert fresh(with_grads.max_batch, "eval-training-grads", width) == "ok"
+    assert fresh(with_grads.max_batch + 1, "eval-training-grads", width) == "oom"
 
 
 def test_the_guard_recovers_an_epoch_at_the_first_batches_answer_and_keeps_every_batch(data, searches):

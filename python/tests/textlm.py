@@ -132,17 +132,12 @@ def worst_batch(ds: TextDataset, batch: int) -> Dict[str, torch.Tensor]:
     return pad_collate([ds[i] for i in order.worst_items(batch)])
 
 
-if __name__ == "__main__":
-    # a fresh process: `python textlm.py BUDGET_BYTES BATCH` runs two steps of the worst batch of BATCH
-    # under the budget and prints "ok" or "oom" (exit 0 either way)
-    import sys
-
-    # modes: "eval" the evaluation step (no_grad, eval mode) on its own; "eval-training" after a
-    # training step (AdamW's state alive, gradients set to None); "eval-training-grads" with the
-    # step's gradients alive too
-    budget, batch = int(sys.argv[1]), int(sys.argv[2])
-    mode = sys.argv[3] if len(sys.argv) > 3 else "train"
-    d_model = int(sys.argv[4]) if len(sys.argv) > 4 else 64  # the model's width (make_model)
+def steps_under_budget(budget: int, batch: int, mode: str = "train", d_model: int = 64) -> str:
+    """Two steps of the worst batch of `batch` under the budget, on one thread: "ok" or "oom". Modes:
+    "eval" the evaluation step (no_grad, eval mode) on its own; "eval-training" after a training step
+    (AdamW's state alive, gradients set to None); "eval-training-grads" with the step's gradients
+    alive too. `d_model`: the model's width (make_model)."""
+    torch.set_num_threads(1)
     evaluate = mode.startswith("eval")
     ds = TextDataset(make_corpus())
     model, opt = make_model(d_model=d_model)
@@ -160,6 +155,13 @@ if __name__ == "__main__":
                         token_loss(model, worst_batch(ds, batch))
                 else:
                     train_step(model, opt, worst_batch(ds, batch))
-            print("ok")
+            return "ok"
         except torch.OutOfMemoryError:
-            print("oom")
+            return "oom"
+
+
+if __name__ == "__main__":
+    # a fresh process: `python textlm.py BUDGET_BYTES BATCH [MODE [D_MODEL]]` prints steps_under_budget's answer
+    import sys
+
+    print(steps_under_budget(int(sys.argv[1]), int(sys.argv[2]), *sys.argv[3:4], *map(int, sys.argv[4:5])))
