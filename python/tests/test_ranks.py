@@ -71,7 +71,7 @@ def test_a_users_ddp_model_searches_and_backs_off_on_unequal_ranks_without_a_han
     # cannot hold whole: it backs off, rank 0 splits alike, and the replicas stay one model, equal
     # to one process on both ranks' batches. Before, rank 0 waited in a bucket's all-reduce that
     # rank 1 never entered (the collective timeout, 60 s here)
-    out = ranks_util.torchrun("ranks_ddp.py", "search", tmp_path, 60, timeout=600)
+    out = ranks_util.ranks("ranks_ddp.py", "search", tmp_path, 60, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     r0, r1 = [json.loads((tmp_path / f"ddp{r}.json").read_text()) for r in (0, 1)]
     d0, d1 = r0["data"], r1["data"]
@@ -102,7 +102,7 @@ def test_the_throughput_objective_on_a_users_ddp_model_times_every_ranks_step_to
     # collectives: every rank runs each timed batch together and sees the same trial (the slowest
     # rank's time, its own speed too), so the curve's rounds, its points and its knee are the same
     # on both ranks; unequal budgets (64 and 40 MiB), no collective timeout (60 s) waited out
-    out = ranks_util.torchrun("ranks_ddp.py", "throughput", tmp_path, 60, timeout=600)
+    out = ranks_util.ranks("ranks_ddp.py", "throughput", tmp_path, 60, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     r0, r1 = [json.loads((tmp_path / f"tp{r}.json").read_text()) for r in (0, 1)]
     o0, o1 = r0["data"]["objective"], r1["data"]["objective"]

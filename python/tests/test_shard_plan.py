@@ -13,8 +13,8 @@ B0, B1 = 160 * MiB, 116 * MiB
 TIMEOUT_S = 240  # a hang lasts this long and fails the test; far above the plan's own time
 
 
-def torchrun(*args, timeout=900):
-    return ranks_util.torchrun("shard_plan_lm.py", *args, timeout=timeout)
+def run_ranks(*args, timeout=900):
+    return ranks_util.ranks("shard_plan_lm.py", *args, timeout=timeout)
 
 
 def fresh(tmp_path, strategy, checkpointing, batch):
@@ -23,7 +23,7 @@ def fresh(tmp_path, strategy, checkpointing, batch):
 
 
 def plans(tmp_path, *args):
-    out = torchrun("plan", tmp_path, B0, B1, TIMEOUT_S, *args)
+    out = run_ranks("plan", tmp_path, B0, B1, TIMEOUT_S, *args)
     assert out.returncode == 0, out.stderr[-4000:]
     return [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]
 
@@ -138,7 +138,7 @@ def test_a_rank_that_loses_memory_after_a_candidates_search_stops_it_on_every_ra
     # shard_plan in its first timed step (the warm-up had fit) and rank 0, inside FSDP's all-gather,
     # lost its peer: had rank 1's process lived on, rank 0 would have waited out the collective
     # timeout
-    out = torchrun("shrink", tmp_path, B0, B1, TIMEOUT_S)
+    out = run_ranks("shrink", tmp_path, B0, B1, TIMEOUT_S)
     assert out.returncode == 0, out.stderr[-4000:]
     p0, p1 = [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]
     assert p1["lost"] == 1 and p0["lost"] == 0
@@ -180,7 +180,7 @@ def test_a_rank_out_of_memory_in_a_replicated_candidates_backward_stops_it_on_ev
     # naming rank 1, and fsdp_no_reshard is planned. Before, the timed steps ran plain: rank 1 raised
     # out of shard_plan and rank 0 was left in the next bucket's all-reduce (the collective timeout,
     # or its peer's exit)
-    out = ranks_util.torchrun("shard_plan_lm.py", "fail_in_ddp_backward", tmp_path, 240 * MiB, 240 * MiB, TIMEOUT_S,
+    out = ranks_util.ranks("shard_plan_lm.py", "fail_in_ddp_backward", tmp_path, 240 * MiB, 240 * MiB, TIMEOUT_S,
                               timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
     p0, p1 = [json.loads((tmp_path / f"plan{r}.json").read_text()) for r in (0, 1)]

@@ -13,8 +13,8 @@ MiB = 1 << 20
 TIMEOUT_S = 240
 
 
-def torchrun(*args, timeout=900):
-    return ranks_util.torchrun("shard_lm.py", *args, timeout=timeout)
+def run_ranks(*args, timeout=900):
+    return ranks_util.ranks("shard_lm.py", *args, timeout=timeout)
 
 
 def fresh(tmp_path, b0, b1, batch):
@@ -24,7 +24,7 @@ def fresh(tmp_path, b0, b1, batch):
 
 def test_unequal_budgets_on_a_sharded_model_answer_on_every_rank_exactly_without_a_hang(tmp_path):
     b0, b1 = 72 * MiB, 52 * MiB
-    out = torchrun("search", tmp_path, b0, b1, TIMEOUT_S)
+    out = run_ranks("search", tmp_path, b0, b1, TIMEOUT_S)
     assert out.returncode == 0, out.stderr[-4000:]
     results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert not results[0]["error"] and not results[1]["error"], results[0]["error"] or results[1]["error"]
@@ -53,7 +53,7 @@ def test_oom_guard_on_a_sharded_model_backs_off_on_every_rank_together_and_train
     # 48 items a rank do not fit the 52 MiB rank; they do the 72 MiB one: rank 1 runs out of
     # memory inside the sharded step while rank 0 would wait in the next collective
     b0, b1 = 72 * MiB, 52 * MiB
-    out = torchrun("guard", tmp_path, b0, b1, TIMEOUT_S, 48, 3)
+    out = run_ranks("guard", tmp_path, b0, b1, TIMEOUT_S, 48, 3)
     assert out.returncode == 0, out.stderr[-4000:]
     g0, g1 = (json.loads((tmp_path / f"guard{r}.json").read_text()) for r in (0, 1))
     assert g0["micro"] == g1["micro"]  # the same split on both ranks, every step
