@@ -2,6 +2,7 @@
 saturate's search inside, against the originals on the same model and budget."""
 import gc
 
+import fresh
 import pytest
 import torch
 import torch.nn as nn
@@ -49,6 +50,19 @@ def train_steps(batch_size, model, optimizer, steps=3):
     return batch_size
 
 
+def steps_under_24mib(batch_size):
+    """train_steps at `batch_size` on a new mlp and Adam (built before the budget, as the test does)
+    under 24 MiB: "ok" or "oom" (run in a fresh process by fresh.call)."""
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+    try:
+        with saturate.cpu_memory_budget("24MiB"):
+            train_steps(batch_size, model, opt)
+        return "ok"
+    except torch.OutOfMemoryError:
+        return "oom"
+
+
 def test_the_accelerate_drop_in_runs_once_at_an_exact_search_answer():
     import accelerate  # installed by scripts/setup.sh: missing fails, not skips
     model = mlp()
@@ -64,6 +78,9 @@ def test_the_accelerate_drop_in_runs_once_at_an_exact_search_answer():
         their_steps = STARTED[0]
     r = ours.search_result
     assert r.max_batch_exact and not r.capped, str(r)
+    # exact, checked apart from the search's own flag: in fresh processes the max fits, one more does not
+    assert fresh.call("test_dropins", "steps_under_24mib", r.max_batch) == "ok"
+    assert fresh.call("test_dropins", "steps_under_24mib", r.max_batch + 1) == "oom"
     assert used == r.recommended_batch
     assert their_batch <= r.max_batch  # Accelerate's 0.9x steps land at or below the boundary
     print(f"ours: max {r.max_batch}, used {used}, {our_steps} steps; accelerate: {their_batch}, {their_steps} steps")

@@ -77,6 +77,14 @@ struct UserRig {
   UserTrialStep step;
 };
 
+/// One trial of the user's loop at args[0] on a new rig of 48 MiB: its status ("ok", "oom", ...).
+std::string user_trial_in_a_fresh_process(const std::vector<std::string>& args) {
+  UserRig rig(48 << 20);
+  Probe probe(rig.step, *rig.meter);
+  return to_string(probe.run(std::stoll(args.at(0)), {1, 2, 0}).status);
+}
+SATURATE_FRESH_CHILD("user_trial", user_trial_in_a_fresh_process);
+
 }  // namespace
 
 TEST(UserStepTest, TheSearchOnAUsersOwnStepIsExactInFreshProbes) {
@@ -86,9 +94,10 @@ TEST(UserStepTest, TheSearchOnAUsersOwnStepIsExactInFreshProbes) {
   ASSERT_TRUE(r.error.empty()) << r.error;
   ASSERT_GT(r.max_batch, 100);
   EXPECT_TRUE(r.max_batch_exact);
-  // fresh trials, after the search: max fits, max+1 does not
-  EXPECT_EQ(probe.run(r.max_batch, {1, 2, 0}).status, TrialStatus::kOk);
-  EXPECT_EQ(probe.run(r.max_batch + 1, {1, 2, 0}).status, TrialStatus::kOom);
+  // the search's own flag aside: in processes that never searched (a new loop, optimizer, probe
+  // and meter each) the max fits and max + 1 runs out of memory
+  EXPECT_EQ(saturate::testing::run_fresh_child("user_trial", {std::to_string(r.max_batch)}), "ok");
+  EXPECT_EQ(saturate::testing::run_fresh_child("user_trial", {std::to_string(r.max_batch + 1)}), "oom");
 }
 
 TEST(UserStepTest, AUserStepRunningTheBuiltInStepFindsTheBuiltInMaximum) {

@@ -45,6 +45,10 @@
     if (!saturate::cuda_available()) GTEST_SKIP() << "no CUDA device";  \
   } while (0)
 
+/// Registers a fresh child (run_fresh_child) at namespace scope: SATURATE_FRESH_CHILD(name, function).
+#define SATURATE_FRESH_CHILD(name, function) \
+  static const bool saturate_fresh_child_##function = saturate::testing::register_fresh_child(name, function)
+
 namespace saturate::testing {
 inline constexpr int64_t kMiB = int64_t{1} << 20;
 /// A fresh temporary directory for one test.
@@ -58,6 +62,18 @@ int spawn_saturate(const std::vector<std::string>& args, const std::string& stde
 nlohmann::json read_json(const std::string& path);
 /// Waits for a child; its exit code, or 128 + the signal that ended it.
 int wait_exit(int pid);
+
+/// A check that must run in a process of its own (a trial after a search, in a process that never
+/// searched): registered by name, run by this test binary re-started as
+/// `saturate_tests --fresh-child NAME ARG...` (tests/support/main.cpp), its answer on stdout.
+using FreshChild = std::string (*)(const std::vector<std::string>& args);
+/// Registers `child` under `name` (at static initialization: SATURATE_FRESH_CHILD); returns true.
+bool register_fresh_child(const std::string& name, FreshChild child);
+/// The child registered as `name`, or nullptr.
+FreshChild find_fresh_child(const std::string& name);
+/// Runs child `name` with `args` in a new process of this binary and returns its answer (the last
+/// line it printed); throws std::runtime_error with its output when it exits other than 0.
+std::string run_fresh_child(const std::string& name, const std::vector<std::string>& args);
 /// The N of the last "step N/M" progress line in a file (0: none yet).
 int64_t last_progress_step(const std::string& path);
 /// While it lives, this process may write files of at most `bytes` (`ulimit -f`) and SIGXFSZ is

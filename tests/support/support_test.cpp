@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <vector>
@@ -34,6 +35,34 @@ nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path);
   return nlohmann::json::parse(in);  // throws on invalid JSON
+}
+
+namespace {
+std::map<std::string, FreshChild>& fresh_children() {
+  static std::map<std::string, FreshChild> children;
+  return children;
+}
+}  // namespace
+
+bool register_fresh_child(const std::string& name, FreshChild child) {
+  fresh_children()[name] = child;
+  return true;
+}
+
+FreshChild find_fresh_child(const std::string& name) {
+  const auto it = fresh_children().find(name);
+  return it == fresh_children().end() ? nullptr : it->second;
+}
+
+std::string run_fresh_child(const std::string& name, const std::vector<std::string>& args) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  std::string command = "'" + self + "' --fresh-child " + name;
+  for (const std::string& a : args) command += " '" + a + "'";
+  std::string out;
+  const int code = run_command(command, &out);
+  if (code != 0) throw std::runtime_error("fresh child " + name + " exited " + std::to_string(code) + ": " + out);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
 }
 
 int run_command(const std::string& command, std::string* output) {
