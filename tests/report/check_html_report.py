@@ -206,7 +206,11 @@ def check_page(dom, name, page):
 
 def check_search(dom, name, j):
     trials = j["trials"]
-    if expect_chart(dom, name, "chart-peak-memory", any("peak_reserved_bytes" in t for t in trials)):
+    # which charts are drawn is fixed by the run (a monitored fit search with the memory observer):
+    # every one, whatever the JSON under test holds; a section missing from it fails below
+    for key in ("memory_breakdown", "budget_bytes", "target_bytes"):
+        check(key in j, f"{name}: the search's JSON has {key}")
+    if expect_chart(dom, name, "chart-peak-memory", True):
         chart = "chart-peak-memory"
         points = check_points_against_trials(dom, name, chart, trials, "peak_reserved_bytes",
                                              lambda t: "peak_reserved_bytes" in t)
@@ -228,16 +232,19 @@ def check_search(dom, name, j):
                     check(near(m.y(y), want, m.y_tol() + law["per_sample_bytes"] * m.x_tol(b)),
                           f"{name}: law vertex at batch {b}: {m.y(y)} vs {want}")
     ok_sps = [t for t in trials if t["status"] == "ok" and t.get("samples_per_s", 0) > 0]
-    if expect_chart(dom, name, "chart-throughput", len(ok_sps) >= 2):
+    check(len(ok_sps) >= 2, f"{name}: at least two trials ran ({len(ok_sps)}): a curve to draw")
+    if expect_chart(dom, name, "chart-throughput", True):
         check_points_against_trials(dom, name, "chart-throughput", trials, "samples_per_s",
                                     lambda t: t["status"] == "ok" and t.get("samples_per_s", 0) > 0)
-    if expect_chart(dom, name, "chart-memory-breakdown", "memory_breakdown" in j):
+    if expect_chart(dom, name, "chart-memory-breakdown", True) and "memory_breakdown" in j:
         check_breakdown(dom, name, j["memory_breakdown"])
     with_phases = sorted([t for t in trials if t["status"] == "ok" and "phases_ms" in t], key=lambda t: t["batch"])
-    if expect_chart(dom, name, "chart-phases", bool(with_phases)):
+    check(bool(with_phases), f"{name}: the monitor timed the phases of the trials that ran")
+    if expect_chart(dom, name, "chart-phases", True):
         check_phases(dom, name, [(str(t["batch"]), t["phases_ms"]) for t in with_phases])
     with_util = [i for i, t in enumerate(trials) if "cpu_percent" in t.get("utilization", {})]
-    if expect_chart(dom, name, "chart-utilization", bool(with_util)):
+    check(bool(with_util), f"{name}: the monitor sampled utilization during the trials")
+    if expect_chart(dom, name, "chart-utilization", True):
         chart = "chart-utilization"
         m = Mapping(dom.svgs[chart])
         points = [p for p in dom.marks(chart, "circle", "point") if p["data-series"] == "cpu_percent"]
@@ -258,10 +265,13 @@ def check_memory(dom, name, j):
             check(near(m.x(points[0]["cx"]), j["batch"], m.x_tol(j["batch"])), f"{name}: the batch's point")
         check_hline(dom, name, "chart-peak-memory", "budget", float(j["budget_bytes"]))
     expect_chart(dom, name, "chart-throughput", False)  # one batch: no curve
-    if expect_chart(dom, name, "chart-memory-breakdown", "memory_breakdown" in j):
+    # fixed by the run (one batch with the breakdown and a leak check's timeline), not by the JSON
+    check("memory_breakdown" in j, f"{name}: the memory run's JSON has memory_breakdown")
+    if expect_chart(dom, name, "chart-memory-breakdown", True) and "memory_breakdown" in j:
         check_breakdown(dom, name, j["memory_breakdown"])
     phases = j.get("timeline", {}).get("phases", [])
-    if expect_chart(dom, name, "chart-phases", bool(phases)):
+    check(bool(phases), f"{name}: the memory run's timeline has phases")
+    if expect_chart(dom, name, "chart-phases", True):
         m = Mapping(dom.svgs["chart-phases"])
         segs = [s for s in dom.marks("chart-phases", "rect", "segment") if s["data-phase"] != "unattributed"]
         check(len(segs) == len(phases), f"{name}: one segment per timeline phase")
@@ -278,7 +288,7 @@ def check_train_utilization(dom, name, j):
     and a line level across each window."""
     windows = [(i, w) for i, w in enumerate(j.get("monitor_windows", [])) if "utilization" in w]
     check(len(windows) >= 2, f"{name}: the run has >= 2 monitor windows with utilization (got {len(windows)})")
-    if not expect_chart(dom, name, "chart-utilization", len(windows) >= 2):
+    if not expect_chart(dom, name, "chart-utilization", True):  # 30 steps logged every 10: >= 2 windows
         return
     chart = "chart-utilization"
     m = Mapping(dom.svgs[chart])
@@ -316,9 +326,11 @@ def check_train(dom, name, j):
     for chart in ("chart-peak-memory", "chart-throughput", "chart-memory-breakdown"):
         expect_chart(dom, name, chart, False)
     check_train_utilization(dom, name, j)
-    if expect_chart(dom, name, "chart-phases", "phases_ms" in j):
+    # fixed by the run (30 monitored steps): phases and a loss curve, whatever the JSON holds
+    check("phases_ms" in j and len(j.get("losses", [])) == 30, f"{name}: the train JSON has phases and 30 losses")
+    if expect_chart(dom, name, "chart-phases", True) and "phases_ms" in j:
         check_phases(dom, name, [("run", j["phases_ms"])])
-    if expect_chart(dom, name, "chart-loss", bool(j.get("losses"))):
+    if expect_chart(dom, name, "chart-loss", True):
         m = Mapping(dom.svgs["chart-loss"])
         lines = dom.marks("chart-loss", "polyline", "loss")
         if check(len(lines) == 1, f"{name}: one loss line"):
