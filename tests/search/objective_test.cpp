@@ -80,6 +80,19 @@ TEST(Objective, GoodputMeasuresTheNoiseScaleOnceAtTheBaseBatchAndUsesIt) {
   ASSERT_TRUE(out.goodput.has_value());
   EXPECT_EQ(out.batch, out.goodput->batch);
   EXPECT_LT(out.batch, 1024) << "a noise scale of 50 makes 1024 samples per step mostly wasted";
+  // brute force over the timed batches from the base batch up: the law's samples/s times Pollux's
+  // published efficiency (phi + M0) / (phi + M) (Qiao et al., OSDI '21), its largest product
+  int64_t expected = 0;
+  double best = 0;
+  for (int64_t b : curve_batches(1, 1024, 1)) {
+    if (b < 16) continue;
+    const double goodput = law_samples_per_s(law, b) * (50.0 + 16.0) / (50.0 + static_cast<double>(b));
+    if (goodput > best) {
+      best = goodput;
+      expected = b;
+    }
+  }
+  EXPECT_EQ(out.batch, expected);
   EXPECT_EQ(to_json(out)["noise_scale"]["data"], "fake data");
 }
 
