@@ -278,11 +278,17 @@ TEST(LoaderTest, WithPiecesTheWindowHoldsPiecesNotBatches) {
 
 TEST(LoaderTest, MeasuresHowLongTheConsumerWaited) {
   auto ds = std::make_shared<StubDataset>(64);
-  ds->on_get = [](int64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  std::atomic<int64_t> loaded{0};
+  ds->on_get = [&loaded](int64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ++loaded;
+  };
   Loader loader(ds, options(8, 1));
   const LoadedBatch first = loader.next();  // ~16 ms of loading, nothing ahead yet
   EXPECT_GT(first.wait_ms, 8.0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // the worker gets ahead
+  // the worker gets ahead: the second batch's 8 samples loaded (waited for, however slow the machine)
+  for (int i = 0; i < 2000 && loaded.load() < 16; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_GE(loaded.load(), 16);
   const LoadedBatch second = loader.next();
   EXPECT_LT(second.wait_ms, first.wait_ms);
   EXPECT_GE(loader.stats().wait_ms_total, first.wait_ms + second.wait_ms - 1e-9);
