@@ -222,8 +222,10 @@ TEST(TrainMonitorTest, WaitingForTheAllreduceIsItsOwnPhaseAndCommunicationBound)
   const nlohmann::json j = to_json(monitor.finish());
   EXPECT_EQ(j["bottleneck"]["verdict"], "communication-bound") << j.dump(1);
   EXPECT_GE(j["phases_ms"]["allreduce"].get<double>(), 115);
-  // moved out of the backward phase, not counted twice
-  EXPECT_LT(j["phases_ms"]["backward"].get<double>(), 60) << j["phases_ms"];
+  // moved out of the backward phase, not counted twice: the backward holds none of the 120 ms
+  // sleep (counted twice it would be at least the all-reduce), whatever the machine's speed
+  EXPECT_LT(j["phases_ms"]["backward"].get<double>(), 0.5 * j["phases_ms"]["allreduce"].get<double>())
+      << j["phases_ms"];
 }
 
 TEST(TrainMonitorTest, TrainingTraceHasWindowsStepsAndPhases) {
