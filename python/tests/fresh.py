@@ -78,7 +78,6 @@ def call(module: str, function: str, *args, timeout: float = 900):
     return value
 
 
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -105,6 +104,13 @@ def ranks(script: str, *args, nproc: int = 2, timeout: float = 900) -> subproces
     server; subprocess.TimeoutExpired past `timeout` (every rank killed)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), script)
     logs = tempfile.mkdtemp(prefix="saturate_ranks_")
+    try:
+        return _run_ranks(script, path, args, nproc, timeout, logs)
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def _run_ranks(script, path, args, nproc, timeout, logs):
     port, children = _free_port(), []
     for r in range(nproc):
         env = {**os.environ, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(nproc),
@@ -133,7 +139,6 @@ def ranks(script: str, *args, nproc: int = 2, timeout: float = 900) -> subproces
     for r in range(nproc):
         with open(os.path.join(logs, f"out{r}")) as out, open(os.path.join(logs, f"err{r}")) as err:
             read.append((out.read(), err.read()))
-    shutil.rmtree(logs)
     return subprocess.CompletedProcess([script, *map(str, args)], 0 if failed is None else failed or 1,
                                        "".join(o for o, _ in read),
                                        "".join(f"[rank {r}]\n{e}" for r, (_, e) in enumerate(read)))

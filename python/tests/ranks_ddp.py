@@ -1,5 +1,6 @@
 """A user's own DDP model on 2 Gloo ranks of unequal budgets (rank 0 64 MiB, rank 1 40 MiB), run by
-test_ranks.py under torchrun; each rank a CPU device of its own budget.
+test_ranks.py on ranks with torchrun's environment (fresh.ranks; `torchrun` runs it the same
+way); each rank a CPU device of its own budget.
 
     ranks_ddp.py search OUT_DIR TIMEOUT_S
         saturate.search on the DDP model (its step all-reduces the gradients inside the backward,

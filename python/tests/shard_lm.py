@@ -1,7 +1,7 @@
 """A user's own model sharded with FSDP2 over Gloo ranks (issue 42), run by test_shard_search.py
-under torchrun. A small transformer language model (PyTorch's own TransformerEncoderLayer
-blocks, causal), `fully_shard` on each block and the root, AdamW; each rank a CPU device of
-its own byte budget.
+on ranks with torchrun's environment (fresh.ranks; `torchrun` runs it the same way). A small
+transformer language model (PyTorch's own TransformerEncoderLayer blocks, causal), `fully_shard`
+on each block and the root, AdamW; each rank a CPU device of its own byte budget.
 
     shard_lm.py search OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S
         saturate.search(step, ranks="auto") on every rank: OUT_DIR/rank<R>.json

@@ -1,6 +1,7 @@
 """saturate.shard_plan on a Hugging Face GPT-2 (transformers, from a config, random weights) whose
-replicated training does not fit a rank's budget (issue 42), run by test_shard_plan.py under
-torchrun; each rank a CPU device of its own budget.
+replicated training does not fit a rank's budget (issue 42), run by test_shard_plan.py on ranks
+with torchrun's environment (fresh.ranks; `torchrun` runs it the same way); each rank a CPU
+device of its own budget.
 
     shard_plan_lm.py plan OUT_DIR BUDGET_RANK0 BUDGET_RANK1 TIMEOUT_S GLOBAL_BATCH [STRATEGIES [CHECKPOINTING]]
         the plan on every rank (GLOBAL_BATCH 0: none; STRATEGIES a,b; CHECKPOINTING auto, 0 or 1) (OUT_DIR/plan<R>.json), then 10 optimizer steps under the plan on

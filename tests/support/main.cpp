@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      std::cout << child(std::vector<std::string>(argv + 3, argv + argc)) << std::endl;
+      std::cout << saturate::testing::kFreshChildAnswer << child(std::vector<std::string>(argv + 3, argv + argc))
+                << std::endl;
       return 0;
     } catch (const std::exception& e) {
       std::cerr << "fresh child " << argv[2] << ": " << e.what() << "\n";

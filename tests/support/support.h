@@ -71,8 +71,11 @@ using FreshChild = std::string (*)(const std::vector<std::string>& args);
 bool register_fresh_child(const std::string& name, FreshChild child);
 /// The child registered as `name`, or nullptr.
 FreshChild find_fresh_child(const std::string& name);
-/// Runs child `name` with `args` in a new process of this binary and returns its answer (the last
-/// line it printed); throws std::runtime_error with its output when it exits other than 0.
+/// The child prints its answer on one line after this (its other output, LibTorch's included, aside).
+inline constexpr const char* kFreshChildAnswer = "fresh child answer: ";
+/// Runs child `name` with `args` in a new process of this binary and returns its answer (the line
+/// after kFreshChildAnswer); throws std::runtime_error with its output when it exits other than 0
+/// or prints no answer.
 std::string run_fresh_child(const std::string& name, const std::vector<std::string>& args);
 /// The N of the last "step N/M" progress line in a file (0: none yet).
 int64_t last_progress_step(const std::string& path);

@@ -61,8 +61,10 @@ std::string run_fresh_child(const std::string& name, const std::vector<std::stri
   std::string out;
   const int code = run_command(command, &out);
   if (code != 0) throw std::runtime_error("fresh child " + name + " exited " + std::to_string(code) + ": " + out);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out.substr(out.find_last_of('\n') == std::string::npos ? 0 : out.find_last_of('\n') + 1);
+  const size_t at = out.rfind(kFreshChildAnswer);
+  if (at == std::string::npos) throw std::runtime_error("fresh child " + name + " printed no answer: " + out);
+  const size_t begin = at + std::string(kFreshChildAnswer).size();
+  return out.substr(begin, out.find('\n', begin) - begin);
 }
 
 int run_command(const std::string& command, std::string* output) {
