@@ -55,6 +55,8 @@
 #include "saturate/train/micro_batch_memory.h"
 #include <fmt/format.h>
 
+#include "typed_results.h"
+
 namespace py = pybind11;
 
 namespace saturate {
@@ -200,7 +202,7 @@ class PythonCollectives final : public Collectives {
 
 /// saturate.search: the library's user-step search (session/user_search.h); the keywords are its
 /// options, checked there.
-std::pair<std::string, std::string> search(py::function run_step, const std::string& device, int64_t budget_bytes, double target_fraction,
+SearchOutcome search(py::function run_step, const std::string& device, int64_t budget_bytes, double target_fraction,
                    const std::string& strategy, int64_t max_batch, int64_t start_batch, int warmup_steps,
                    int measure_steps, const std::string& objective, double knee_fraction, int noise_steps,
                    int64_t base_batch, std::vector<torch::Tensor> parameters,
@@ -238,10 +240,9 @@ std::pair<std::string, std::string> search(py::function run_step, const std::str
   if (!on_trial.is_none()) {
     SharedFn fn = share(on_trial.cast<py::function>());
     o.search.on_trial = [fn](const Trial& t) {
-      const std::string text = trial_json(t).dump();
       py::gil_scoped_acquire gil;
       try {
-        (*fn)(text);
+        (*fn)(py::cast(t));
       } catch (py::error_already_set& e) {
         e.discard_as_unraisable("saturate: on_trial");
       }
@@ -255,10 +256,12 @@ std::pair<std::string, std::string> search(py::function run_step, const std::str
   RunContext context = context_for(step.device(), *meter, name, params, optimizer);
   context.budget_bytes = r.search.budget_bytes;  // the search's (the meter's is put back by now)
   context.world_size = r.world_size;
-  return {r.to_json(context).dump(), r.to_text(context)};
+  std::optional<ObjectiveOutcome> outcome;  // none for memory, as the JSON has no "objective"
+  if (r.objective.requested != Objective::kMemory) outcome = r.objective;
+  return {r.search, r.decision(), outcome, r.to_json(context), r.to_text(context)};
 }
 
-std::string memory_breakdown(py::function run_step, int64_t batch, const std::string& device, int64_t budget_bytes,
+py::tuple memory_breakdown(py::function run_step, int64_t batch, const std::string& device, int64_t budget_bytes,
                              std::vector<torch::Tensor> parameters, py::object after_trial, const std::string& name,
                              int warmup_steps) {
   if (batch < 1) throw UsageError("batch_size", "batch_size=" + std::to_string(batch) + " must be at least 1");
@@ -274,17 +277,19 @@ std::string memory_breakdown(py::function run_step, int64_t batch, const std::st
     m = measure_step_memory(step, *meter, batch, held, warmup_steps);
   }
   nlohmann::json j = {{"trial", trial_json(m.trial)}, {"budget_bytes", meter->budget_bytes()}};
+  std::string table;
   if (m.trial.ok()) {
+    table = breakdown_table(m.breakdown);
     j["breakdown"] = to_json(m.breakdown);
-    j["table"] = breakdown_table(m.breakdown);
+    j["table"] = table;
   }
-  return j.dump();
+  return py::make_tuple(m.trial, m.breakdown, to_python(j), table);
 }
 
 /// saturate.leak_check: the library's leak loop (memory/leak_check.h) over the user's step;
 /// `run_step(k, site_step)` returns None or (kind, message) as a search's step does, and labels
 /// its own allocations during site steps (Python source lines, set_allocation_site).
-std::string leak_check(py::function run_step, const std::string& device, int64_t budget_bytes, int steps,
+py::tuple leak_check(py::function run_step, const std::string& device, int64_t budget_bytes, int steps,
                        int site_steps, int warmup_steps, int64_t min_bytes_per_step) {
   LeakLoopOptions o;
   o.steps = steps;
@@ -317,14 +322,14 @@ std::string leak_check(py::function run_step, const std::string& device, int64_t
     py::gil_scoped_release nogil;
     r = run_leak_loop(step, *meter, o);
   }
-  nlohmann::json j = {{"leak", to_json(r)}, {"text", leak_text(r, steps)}, {"seconds", r.seconds},
-                      {"device", dev.str()}};
+  const std::string text = leak_text(r, steps);
+  nlohmann::json j = {{"leak", to_json(r)}, {"text", text}, {"seconds", r.seconds}, {"device", dev.str()}};
   if (!r.error.empty()) j["error"] = r.error;
-  return j.dump();
+  return typed_outcome(r, j, text);
 }
 
 /// saturate.plan_for: the library's plan from a run here (memory/plan_runner.h) on the user's step.
-std::string plan_for(py::function run_step, const std::string& target, const std::string& device,
+py::tuple plan_for(py::function run_step, const std::string& target, const std::string& device,
                      int64_t budget_bytes, int64_t batch_a, int64_t batch_b, double target_fraction,
                      const std::string& allocator, std::vector<torch::Tensor> parameters, py::object after_trial,
                      const std::string& name) {
@@ -344,13 +349,11 @@ std::string plan_for(py::function run_step, const std::string& target, const std
     py::gil_scoped_release nogil;
     plan = plan_from_run(step, resident, *meter, o);
   }
-  nlohmann::json j = plan_json(plan);
-  j["text"] = with_keywords(plan_text(plan));
-  return j.dump();
+  return typed_outcome(plan, plan_json(plan), with_keywords(plan_text(plan)));
 }
 
 /// The fast paths that apply to the user's step (session/user_search.h): the fast_paths JSON.
-std::string fast_paths(py::function run_step, const std::string& device, int64_t batch, int64_t budget_bytes,
+py::tuple fast_paths(py::function run_step, const std::string& device, int64_t batch, int64_t budget_bytes,
                        int timed_steps, std::vector<torch::Tensor> parameters, py::object after_trial,
                        const std::string& name) {
   UserTrialStep step(wrap_step(share(std::move(run_step))),
@@ -362,7 +365,7 @@ std::string fast_paths(py::function run_step, const std::string& device, int64_t
     py::gil_scoped_release nogil;
     choice = try_user_fast_paths(step, *meter, batch, timed_steps);
   }
-  return to_json(choice, batch).dump();
+  return typed_outcome(choice, to_json(choice, batch));
 }
 
 /// Interned labels for set_allocation_site: the allocator's log keeps the pointer.
@@ -405,7 +408,10 @@ class LoopMonitor {
     observer_->step_end(step_, step_ >= warmup_);
     ++step_;
   }
-  std::string stop(bool failed) {
+  int steps() const { return step_; }
+  int timed_steps() const { return std::max(0, step_ - warmup_); }
+  /// (findings, their JSON as a dict): the window's bottleneck, phases and utilization.
+  py::tuple stop(bool failed) {
     if (!install_) throw UsageError("monitor", "the monitor is not running");
     if (in_step_) {
       if (failed) in_step_ = false;
@@ -419,12 +425,13 @@ class LoopMonitor {
     observer_->finish();
     nlohmann::json j = nlohmann::json::object();
     add_findings_json(t.findings, j);
-    j["steps"] = step_;
-    j["timed_steps"] = std::max(0, step_ - warmup_);
+    j["steps"] = steps();
+    j["timed_steps"] = timed_steps();
     j["device"] = device_.str();
     const std::string note = observer_->nvml_note();
     if (!note.empty()) j["nvml_note"] = note;
-    return j.dump();
+    py::gil_scoped_acquire gil;  // stop runs without it (its call guard); the objects need it
+    return typed_outcome(t.findings, j);
   }
 
  private:
@@ -537,7 +544,7 @@ WorkloadOptions zoo_workload(const std::string& model, const std::string& device
 }
 
 /// `saturate search` on a zoo model with synthetic batches: the same session, options and JSON.
-std::pair<std::string, std::string> zoo_search(const std::string& model, const std::string& device,
+SearchOutcome zoo_search(const std::string& model, const std::string& device,
                                                const std::string& memory_budget, double target_fraction,
                                                const std::string& strategy, int64_t max_batch, int64_t start_batch,
                                                int measure_steps, const std::string& objective, double knee_fraction,
@@ -566,11 +573,13 @@ std::pair<std::string, std::string> zoo_search(const std::string& model, const s
   std::ostringstream text;
   print_search(text, session->context, r.found.search());
   text << r.notes;
-  return {r.json.dump(), with_keywords(text.str())};
+  std::optional<ObjectiveOutcome> outcome;  // none for memory, as the JSON has no "objective"
+  if (r.found.requested_objective != Objective::kMemory) outcome = r.found.objective;
+  return {r.found.search(), r.found.decision(), outcome, r.json, with_keywords(text.str())};
 }
 
 /// `saturate memory` on a zoo model: the same session, options and JSON.
-std::pair<std::string, std::string> zoo_memory(const std::string& model, const std::string& device,
+py::tuple zoo_memory(const std::string& model, const std::string& device,
                                                const std::string& memory_budget, int64_t batch, int warmup_steps,
                                                int leak_check_steps, bool keep_loss, const std::string& precision,
                                                const py::dict& spec) {
@@ -584,28 +593,16 @@ std::pair<std::string, std::string> zoo_memory(const std::string& model, const s
   auto session = open_workload(zoo_workload(model, device, memory_budget, spec));
   py::gil_scoped_release nogil;
   const MemorySessionResult r = run_memory_session(*session->workload, *session->meter, mo);
-  return {r.to_json(session->context).dump(), with_keywords(r.to_text(session->context))};
+  const nlohmann::json j = r.to_json(session->context);
+  const std::string text = with_keywords(r.to_text(session->context));
+  py::gil_scoped_acquire gil;
+  return typed_outcome(r, j, text);
 }
 
-/// The choice among configurations (search/config_choice.h) from each one's search JSON (the
-/// trials' batch, status and samples/s, max and recommended batch): (index, reason).
-std::pair<size_t, std::string> choose_config_json(const std::vector<std::string>& searches,
-                                                  const std::vector<std::string>& names, int64_t required_batch) {
-  std::vector<SearchResult> results;
-  for (const std::string& text : searches) {
-    const nlohmann::json j = nlohmann::json::parse(text);
-    SearchResult r;
-    r.max_batch = j.at("max_batch").get<int64_t>();
-    r.recommended_batch = j.at("recommended_batch").get<int64_t>();
-    for (const auto& t : j.at("trials")) {
-      Trial trial;
-      trial.batch = t.at("batch").get<int64_t>();
-      trial.status = parse_trial_status(t.at("status").get<std::string>());  // oom and over-target stay so
-      trial.samples_per_s = t.value("samples_per_s", 0.0);
-      r.trials.push_back(trial);
-    }
-    results.push_back(std::move(r));
-  }
+/// The choice among configurations (search/config_choice.h) from each one's typed search:
+/// (index, reason).
+std::pair<size_t, std::string> choose_config_typed(const std::vector<SearchResult>& results,
+                                                   const std::vector<std::string>& names, int64_t required_batch) {
   const ConfigChoice c = choose_config(results, names, required_batch);
   return {c.chosen, c.reason};
 }
@@ -617,6 +614,7 @@ PYBIND11_MODULE(_saturate, m) {
   m.doc() = "saturate's C++ core (use the `saturate` package, not this module)";
   m.attr("__version__") = SATURATE_VERSION;
   m.attr("libtorch_version") = TORCH_VERSION;
+  bind_typed_results(m);
 
   // usage errors become ValueError, runtime failures RuntimeError
   py::register_exception_translator([](std::exception_ptr p) {
@@ -731,7 +729,7 @@ PYBIND11_MODULE(_saturate, m) {
         py::arg("monitor") = false, py::arg("on_trial") = py::none(), py::arg("noise") = py::none(),
         py::arg("ranks") = py::none(), py::arg("exact_ranks") = false);
   // one out-of-memory classifier, C++'s (core/oom.h), for the text of any exception
-  m.def("choose_config", &choose_config_json, py::arg("searches"), py::arg("names"), py::arg("required_batch") = 0);
+  m.def("choose_config", &choose_config_typed, py::arg("searches"), py::arg("names"), py::arg("required_batch") = 0);
   m.def("zoo_search", &zoo_search, py::kw_only(), py::arg("model"), py::arg("device"), py::arg("memory_budget"),
         py::arg("target_fraction"), py::arg("strategy"), py::arg("max_batch"), py::arg("start_batch"),
         py::arg("measure_steps"), py::arg("objective"), py::arg("knee_fraction"), py::arg("noise_steps"),
@@ -801,7 +799,9 @@ PYBIND11_MODULE(_saturate, m) {
       .def("start", &LoopMonitor::start, py::call_guard<py::gil_scoped_release>())
       .def("step_begin", &LoopMonitor::step_begin, py::call_guard<py::gil_scoped_release>())
       .def("step_end", &LoopMonitor::step_end, py::call_guard<py::gil_scoped_release>())
-      .def("stop", &LoopMonitor::stop, py::arg("failed"), py::call_guard<py::gil_scoped_release>());
+      .def("stop", &LoopMonitor::stop, py::arg("failed"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("steps", &LoopMonitor::steps)
+      .def_property_readonly("timed_steps", &LoopMonitor::timed_steps);
   py::class_<MemoryRegion>(m, "MemoryRegion")
       .def(py::init<const std::string&>(), py::arg("name"))
       .def("enter", &MemoryRegion::enter)

@@ -6,6 +6,10 @@ below), a JSON key may be written (`j["key"] = ...`) but not read: `j["key"]` an
 `.value("key"`, `.contains("key"`, `.at("key"` are reads. The HTML report is not checked: its input
 is a saved run's JSON file (`saturate report RUN.json`).
 
+The Python package receives typed objects from its extension (python/typed_results.h), never a JSON
+string it parses: python/saturate/*.py may not call json.loads, nor python/*.cpp hand Python a
+`.dump()` of a result.
+
     check_no_json_reads.py SOURCE_DIR
 
 Prints file:line and the read for each one found and exits 1 when there is one.
@@ -46,7 +50,16 @@ def main():
         for line, what in reads(path.read_text()):
             print(f"{path.relative_to(root)}:{line}: reads a JSON key: {what} (print from the typed result)")
             found += 1
-    print(f"{len(files)} files, {found} JSON key read(s)")
+    package = sorted((root / "python" / "saturate").glob("*.py")) + sorted((root / "python").glob("*.cpp"))
+    for path in package:
+        code = path.read_text() if path.suffix == ".py" else without_comments(path.read_text())
+        for number, line in enumerate(code.splitlines(), 1):
+            for what in ("json.loads(", ".dump()"):
+                if what in line and not line.lstrip().startswith("#"):
+                    print(f"{path.relative_to(root)}:{number}: {what} (give Python the typed result: python/typed_results.h)")
+                    found += 1
+    files += package
+    print(f"{len(files)} files, {found} JSON key read(s) or string(s) parsed")
     return 1 if found else 0
 
 

@@ -3,7 +3,6 @@ a batch (seed B7; the command line's `--fast-paths try`), each timed against the
 by the C++ session (session/user_search.h) and kept when the step runs at least 3 % faster."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
@@ -40,12 +39,12 @@ def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: Optional[
     state = StepState(step, model, optimizer)
     runner = StepRunner(step)
     with state.trials(restore):
-        text = _C.fast_paths(runner, device=device, batch=batch_size, budget_bytes=to_bytes(memory_budget, device),
+        choice, data, _ = _C.fast_paths(runner, device=device, batch=batch_size, budget_bytes=to_bytes(memory_budget, device),
                              timed_steps=int(timed_steps), parameters=state.memory_parameters(), after_trial=state.reset,
                              name=step_name(step))
     if runner.interrupt is not None:
         raise runner.interrupt
-    data = json.loads(text)
-    chosen = [p for p in data["chosen"].split(",") if p and p != "none"]
-    return FastPaths(chosen=chosen, baseline_ms=data["baseline_ms"], chosen_ms=data["chosen_ms"],
-                     tried=data["tried"], data=data)
+    tried = [{"name": t.name, "kept": t.kept, "baseline_ms": t.baseline_ms, "with_ms": t.with_ms, "gain": t.gain,
+              "note": t.note} for t in choice.tried]
+    return FastPaths(chosen=list(choice.chosen), baseline_ms=choice.baseline_ms, chosen_ms=choice.chosen_ms,
+                     tried=tried, data=data)

@@ -9,7 +9,6 @@ line outside torch ("train.py:41 (step) > model.py:12 (forward)")."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -127,15 +126,13 @@ def leak_check(step: Callable[[int], Any], batch_size: int, *, device: Optional[
         return runner(batch_size)
 
     with state.trials(restore):
-        text = _C.leak_check(run, device=device, budget_bytes=to_bytes(memory_budget, device), steps=int(steps),
+        leak, data, text = _C.leak_check(run, device=device, budget_bytes=to_bytes(memory_budget, device), steps=int(steps),
                              site_steps=int(site_steps), warmup_steps=int(warmup_steps),
                              min_bytes_per_step=int(min_bytes_per_step))
     if runner.interrupt is not None:
         raise runner.interrupt
-    data = json.loads(text)
-    leak = data["leak"]
-    return LeakReport(detected=leak["detected"], bytes_per_step=leak["bytes_per_step"], first_step=leak["first_step"],
-                      steps=leak["steps"],
-                      sites=[LeakSite(s["site"], s["bytes_per_step"], s["allocations_per_step"]) for s in leak["sites"]],
-                      oom_step=leak["oom_step"], error=data.get("error", ""),
-                      host_growth_bytes=leak.get("host_growth_bytes"), data=data, _text=data["text"])
+    return LeakReport(detected=leak.detected, bytes_per_step=leak.bytes_per_step, first_step=leak.first_step,
+                      steps=leak.steps,
+                      sites=[LeakSite(s.site, s.bytes_per_step, s.allocations_per_step) for s in leak.sites],
+                      oom_step=leak.oom_step, error=leak.error, host_growth_bytes=leak.host_growth_bytes, data=data,
+                      _text=text)

@@ -92,22 +92,19 @@ def memory_breakdown(step: Callable[[int], Any], batch_size: int, *, model=None,
     runner = StepRunner(step)
     marks = auto_phases(state.modules, state.optimizers) if phases == "auto" else contextlib.nullcontext()
     with state.trials(restore), marks:
-        text = _C.memory_breakdown(runner, batch_size, device, to_bytes(memory_budget, device), state.memory_parameters(),
+        trial, b, data, table = _C.memory_breakdown(runner, batch_size, device, to_bytes(memory_budget, device), state.memory_parameters(),
                                    state.reset, step_name(step), int(warmup_steps))
     if runner.interrupt is not None:
         raise runner.interrupt
-    data = json.loads(text)
-    trial = data["trial"]
-    if trial["status"] != "ok":
-        message = trial.get("error", trial["status"])
-        if trial["status"] in ("oom", "over_target"):
+    if trial.status != "ok":
+        message = trial.error or trial.status
+        if trial.status in ("oom", "over_target"):
             raise torch.OutOfMemoryError(f"batch {batch_size} does not fit: {message}")
         raise RuntimeError(f"the step failed at batch {batch_size}: {message}\n{runner.error_traceback or ''}")
-    b = data["breakdown"]
-    return MemoryBreakdown(parameters_bytes=b["parameters_bytes"], gradients_bytes=b["gradients_bytes"],
-                           optimizer_state_bytes=b["optimizer_state_bytes"], inputs_bytes=b["inputs_bytes"],
-                           activations_bytes=b["activations_bytes"], workspace_bytes=b["workspace_bytes"],
-                           other_bytes=b["other_bytes"], peak_allocated_bytes=b["peak_allocated_bytes"],
-                           peak_reserved_bytes=b["peak_reserved_bytes"], peak_phase=b.get("peak_phase", ""),
-                           table=data["table"], data=data, communication_bytes=b.get("communication_bytes", 0),
-                           gathered_parameters_bytes=b.get("gathered_parameters_bytes", 0))
+    return MemoryBreakdown(parameters_bytes=b.parameters_bytes, gradients_bytes=b.gradients_bytes,
+                           optimizer_state_bytes=b.optimizer_state_bytes, inputs_bytes=b.inputs_bytes,
+                           activations_bytes=b.activations_bytes, workspace_bytes=b.workspace_bytes,
+                           other_bytes=b.other_bytes, peak_allocated_bytes=b.peak_allocated_bytes,
+                           peak_reserved_bytes=b.peak_reserved_bytes, peak_phase=b.peak_phase,
+                           table=table, data=data, communication_bytes=b.communication_bytes,
+                           gathered_parameters_bytes=b.gathered_parameters_bytes)

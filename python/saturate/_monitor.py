@@ -88,12 +88,12 @@ class Monitor:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        d = json.loads(self._c.stop(exc_type is not None))
-        b = d.get("bottleneck", {})
-        self.report = MonitorReport(verdict=b.get("verdict", ""), reason=b.get("reason", ""), fix=b.get("fix", ""),
-                                    phases_ms=d.get("phases_ms", {}), steps=d["steps"],
-                                    timed_steps=d["timed_steps"], data=d, between=b.get("between", []),
-                                    shares=b.get("evidence", {}).get("shares", {}))
+        findings, d, _ = self._c.stop(exc_type is not None)
+        b = findings.bottleneck
+        self.report = MonitorReport(verdict=b.verdict if b else "", reason=b.reason if b else "",
+                                    fix=b.fix if b else "", phases_ms=findings.phases_ms, steps=self._c.steps,
+                                    timed_steps=self._c.timed_steps, data=d, between=list(b.between) if b else [],
+                                    shares=b.evidence().get("shares", {}) if b else {})
         return False
 
     def step_begin(self) -> None:

@@ -2,7 +2,6 @@
 user's own step here (seed B10; the command line's `--plan-for`)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -43,13 +42,12 @@ def plan_for(step: Callable[[int], Any], target: str, *, device: Optional[str] =
     state = StepState(step, model, optimizer)
     runner = StepRunner(step)
     with state.trials(restore):
-        text = _C.plan_for(runner, target=target, device=device, budget_bytes=to_bytes(memory_budget, device),
+        plan, data, text = _C.plan_for(runner, target=target, device=device, budget_bytes=to_bytes(memory_budget, device),
                            batch_a=int(batches[0]), batch_b=int(batches[1]), target_fraction=float(target_memory),
                            allocator=allocator or "", parameters=state.memory_parameters(), after_trial=state.reset,
                            name=step_name(step))
     if runner.interrupt is not None:
         raise runner.interrupt
-    data = json.loads(text)
-    return Plan(target=data["target"], capacity_bytes=data["capacity_bytes"], max_batch=data["max_batch"],
-                recommended_batch=data["recommended_batch"], predicted_peak_bytes=data["predicted_peak_bytes"],
-                predicted_max_peak_bytes=data["predicted_max_peak_bytes"], data=data, _text=data.pop("text"))
+    return Plan(target=plan.target, capacity_bytes=plan.capacity_bytes, max_batch=plan.max_batch,
+                recommended_batch=plan.recommended_batch, predicted_peak_bytes=plan.predicted_peak_bytes,
+                predicted_max_peak_bytes=plan.predicted_max_peak_bytes, data=data, _text=text)

@@ -34,10 +34,11 @@ class Trial:
     data: Dict[str, Any] = field(default_factory=dict, repr=False)  # every field of the JSON
 
     @classmethod
-    def from_json(cls, j: Dict[str, Any]) -> "Trial":
-        return cls(batch=j["batch"], status=j["status"], peak_bytes=j["peak_reserved_bytes"],
-                   peak_allocated_bytes=j["peak_allocated_bytes"], ms_per_step=j["step_time_ms"],
-                   samples_per_s=j["samples_per_s"], steps=j["steps"], error=j.get("error", ""), data=j)
+    def from_typed(cls, t: Any) -> "Trial":
+        """From the library's typed trial (_C.Trial)."""
+        return cls(batch=t.batch, status=t.status, peak_bytes=t.peak_reserved_bytes,
+                   peak_allocated_bytes=t.peak_allocated_bytes, ms_per_step=t.step_time_ms,
+                   samples_per_s=t.samples_per_s, steps=t.steps, error=t.error, data=t.json())
 
 
 @dataclass
@@ -52,13 +53,10 @@ class Objective:
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, j: Dict[str, Any]) -> "Objective":
-        curve = j.get("throughput_curve") or {}
-        noise = j.get("noise_scale") or {}
-        goodput = j.get("goodput") or {}
-        return cls(objective=j["objective"], batch=j["batch"], reason=j["reason"],
-                   knee_batch=curve.get("knee_batch", 0), noise_scale=noise.get("value"),
-                   lr_gain=goodput.get("lr_gain", 1.0), data=j)
+    def from_typed(cls, o: Any, data: Dict[str, Any]) -> "Objective":
+        """From the library's typed outcome (_C.ObjectiveOutcome) and its JSON (the search JSON's "objective")."""
+        return cls(objective=o.objective, batch=o.batch, reason=o.reason, knee_batch=o.knee_batch,
+                   noise_scale=o.noise_scale, lr_gain=o.lr_gain, data=data)
 
 
 @dataclass
@@ -82,10 +80,10 @@ class Decision:
     fallback: str = ""
 
     @classmethod
-    def from_json(cls, j: Dict[str, Any]) -> "Decision":
-        return cls(batch=j["batch"], objective=j["objective"], requested=j.get("requested", j["objective"]),
-                   reason=j["reason"], fallback=j.get("fallback", ""),
-                   alternatives=[Alternative(a["name"], a["batch"], a["reason"]) for a in j.get("alternatives", [])])
+    def from_typed(cls, d: Any) -> "Decision":
+        """From the library's typed decision (_C.BatchDecision)."""
+        return cls(batch=d.batch, objective=d.objective, requested=d.requested, reason=d.reason,
+                   fallback=d.fallback, alternatives=[Alternative(a.name, a.batch, a.reason) for a in d.alternatives])
 
 
 @dataclass
@@ -113,16 +111,21 @@ class SearchResult:
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_json(cls, data: Dict[str, Any], text: str = "") -> "SearchResult":
-        """From the search JSON (`saturate search --json`) and its console text."""
-        result = cls(max_batch=data["max_batch"], max_batch_exact=data["max_batch_exact"], capped=data["capped"],
-                     recommended_batch=data["recommended_batch"], throughput_batch=data["throughput_batch"],
-                     trials=[Trial.from_json(t) for t in data["trials"]], trial_steps=data["trial_steps"],
-                     budget_bytes=data["budget_bytes"], target_bytes=data["target_bytes"],
-                     error=data.get("error", ""), compute=data.get("compute", {}),
-                     objective=Objective.from_json(data["objective"]) if "objective" in data else None,
-                     decision=Decision.from_json(data["decision"]) if "decision" in data else None, data=data)
-        result._text = text
+    def from_outcome(cls, outcome: Any, data: Optional[Dict[str, Any]] = None) -> "SearchResult":
+        """From the library's typed search (_C.SearchOutcome): its fields, its JSON (`data`, what
+        `saturate search --json` writes; `outcome.json()` unless given) and its console text."""
+        r = outcome.search
+        data = outcome.json() if data is None else data
+        result = cls(max_batch=r.max_batch, max_batch_exact=r.max_batch_exact, capped=r.capped,
+                     recommended_batch=r.recommended_batch, throughput_batch=r.throughput_batch,
+                     trials=[Trial.from_typed(t) for t in r.trials], trial_steps=r.trial_steps,
+                     budget_bytes=r.budget_bytes, target_bytes=r.target_bytes, error=r.error,
+                     compute=data.get("compute", {}),
+                     objective=(Objective.from_typed(outcome.objective, outcome.objective.json())
+                                if outcome.objective is not None else None),
+                     decision=Decision.from_typed(outcome.decision), data=data)
+        result._text = outcome.text
+        result._typed = r
         return result
 
     @property
@@ -143,6 +146,7 @@ class SearchResult:
         return _C.html_report(json.dumps(self.data))
 
     _text: str = field(default="", repr=False)
+    _typed: Any = field(default=None, repr=False)  # the library's SearchResult (_C.SearchResult)
 
     def __str__(self) -> str:
         """What `saturate search` prints: the trials, the answer, the objective, the compute."""
@@ -276,12 +280,12 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
 
     report = None
     if on_trial is not None:
-        report = lambda text: on_trial(Trial.from_json(json.loads(text)))  # noqa: E731
+        report = lambda t: on_trial(Trial.from_typed(t))  # noqa: E731
     noise = None
     if objective == "goodput":
         noise = NoiseFromSteps(step, state, reset)
     with state.trials(restore), _removed_after(sync):
-        text, console = _C.search(runner, device=device, budget_bytes=to_bytes(memory_budget, device),
+        outcome = _C.search(runner, device=device, budget_bytes=to_bytes(memory_budget, device),
                          target_fraction=float(target_memory), strategy=strategy, max_batch=int(max_batch or 0),
                          start_batch=start_batch or max(min_batch, 2), warmup_steps=int(warmup_steps),
                          measure_steps=int(timed_steps), objective=objective, knee_fraction=float(knee_fraction),
@@ -289,14 +293,14 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
                          parameters=state.memory_parameters(), after_trial=reset, name=step_name(step),
                          optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise,
                          ranks=group, exact_ranks=bool(exact_ranks) and sync is None)
-    data_json = json.loads(text)
+    data_json = outcome.json()
     if sync is not None:  # a collective: every rank, an interrupted one too, before it raises
         own_limits(sync, group, data_json)
         data_json["sharded_units"] = len(getattr(sync, "units", []))  # 0: a DDP model's points
         data_json["agreement_points"] = sync.points
     if runner.interrupt is not None:
         raise runner.interrupt
-    result = SearchResult.from_json(data_json, console)
+    result = SearchResult.from_outcome(outcome, data_json)
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"
@@ -481,7 +485,7 @@ def search_configs(step: Callable[[int, Any], Any], configs: List[Any], *, requi
     if required_batch is not None and (not isinstance(required_batch, int) or required_batch < 1):
         raise ValueError(f"required_batch={required_batch!r}: give a positive int, or None")
     results = [search(functools.partial(step, config=c), **search_kwargs) for c in configs]
-    index, reason = _C.choose_config([r.to_json(None) for r in results], [str(_plain(c)) for c in configs],
+    index, reason = _C.choose_config([r._typed for r in results], [str(_plain(c)) for c in configs],
                                      int(required_batch or 0))
     return ConfigSearchResult(config=configs[index], result=results[index], reason=reason, configs=list(configs),
                               results=results)

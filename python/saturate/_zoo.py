@@ -29,13 +29,13 @@ def zoo_search(model: str = "convnet", *, device: str = "auto", memory_budget: O
     line's model flags as keywords: input="3x32x32", classes, layers, width, heads, seq_len, vocab,
     tokens, seed, optimizer, lr, threads. `memory_budget` as --memory-budget ("512MiB", "0.9");
     None: 4 GiB on CPU, the whole GPU on CUDA."""
-    text, console = _C.zoo_search(model=model, device=device, memory_budget=memory_budget or "",
-                                  target_fraction=float(target_memory), strategy=strategy,
-                                  max_batch=int(max_batch or 0), start_batch=int(min_batch),
-                                  measure_steps=int(timed_steps), objective=objective,
-                                  knee_fraction=float(knee_fraction), noise_steps=int(noise_steps),
-                                  base_batch=int(base_batch or 0), precision=precision, spec=model_options)
-    return SearchResult.from_json(json.loads(text), console)
+    outcome = _C.zoo_search(model=model, device=device, memory_budget=memory_budget or "",
+                            target_fraction=float(target_memory), strategy=strategy,
+                            max_batch=int(max_batch or 0), start_batch=int(min_batch),
+                            measure_steps=int(timed_steps), objective=objective,
+                            knee_fraction=float(knee_fraction), noise_steps=int(noise_steps),
+                            base_batch=int(base_batch or 0), precision=precision, spec=model_options)
+    return SearchResult.from_outcome(outcome)
 
 
 @dataclass
@@ -43,10 +43,7 @@ class ZooMemoryReport:
     """`saturate memory`'s result: the recorded step, its breakdown, timeline and leak check."""
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
     text: str = field(default="", repr=False)
-
-    @property
-    def leak_detected(self) -> bool:
-        return bool(self.data.get("leak", {}).get("detected", False))
+    leak_detected: bool = False  # a leak check ran (leak_check_steps) and found memory growing
 
     def to_json(self, indent: Optional[int] = 2) -> str:
         """The same fields as `saturate memory --json`."""
@@ -61,8 +58,8 @@ def zoo_memory(model: str = "convnet", *, batch_size: int, device: str = "auto",
                keep_loss: bool = False, precision: str = "fp32", **model_options: Any) -> ZooMemoryReport:
     """`saturate memory --model MODEL --batch N`: one step's breakdown and timeline, and with
     leak_check_steps a run of steps checked for a leak (keep_loss: a deliberate one)."""
-    text, console = _C.zoo_memory(model=model, device=device, memory_budget=memory_budget or "",
-                                  batch=int(batch_size), warmup_steps=int(warmup_steps),
-                                  leak_check_steps=int(leak_check_steps), keep_loss=bool(keep_loss),
-                                  precision=precision, spec=model_options)
-    return ZooMemoryReport(data=json.loads(text), text=console)
+    result, data, console = _C.zoo_memory(model=model, device=device, memory_budget=memory_budget or "",
+                                          batch=int(batch_size), warmup_steps=int(warmup_steps),
+                                          leak_check_steps=int(leak_check_steps), keep_loss=bool(keep_loss),
+                                          precision=precision, spec=model_options)
+    return ZooMemoryReport(data=data, text=console, leak_detected=result.leak_detected)
