@@ -131,7 +131,7 @@ const std::vector<OptionDoc> kDocs = {
                  "goodput, from the gradient noise scale measured every step and the throughput curve timed at the "
                  "start (Pollux); `micro_batch` is the largest micro-batch (or auto)"},
     {"adapt_every", "with `adaptive`: re-decide every N optimizer steps", 1, 1e9, "optimizer steps"},
-    {"max_units", "with `adaptive`: the global batch grows to at most N x `base_batch`", 1, 1024,
+    {"adaptive_max", "with `adaptive`: the global batch grows to at most N x `base_batch`", 1, 1024,
                   "times `base_batch`"},
     {"no_oom_backoff", "fail on OOM instead of halving the micro-batch"},
     {"lr_schedule", "constant | cosine | step (x0.1 every epoch)"},
@@ -145,7 +145,7 @@ const std::vector<OptionDoc> kDocs = {
     {"noise_scale", "measure the gradient noise scale every step (the first micro-batch's gradient against the "
                     "step's; a step of one micro-batch runs as two halves), smoothed over about 20 steps, in the "
                     "progress lines and the summary"},
-    {"eval_every", "evaluate every N training samples too (0: at epoch ends only); the summary lists each evaluation "
+    {"eval_every_samples", "evaluate every N training samples too (0: at epoch ends only); the summary lists each evaluation "
                    "with its training time", 0, 1e15, "samples; 0: at epoch ends only"},
     {"stop_at_accuracy", "stop after the evaluation that reaches this accuracy (0: never), e.g. 0.85", 0, 1,
                          "an accuracy; 0: never stop early"},
@@ -230,8 +230,8 @@ std::string_view option_group(std::string_view key) {
       {"Step", {"batch", "probe.warmup_steps", "probe.measure_steps", "memory.warmup_steps", "leak_check_steps",
                 "keep_loss", "timeline"}},
       {"Training", {"micro_batch", "train.target_fraction", "accumulation", "global_batch", "epochs", "max_steps",
-                    "adaptive", "adapt_every", "max_units", "no_oom_backoff", "lr_schedule", "warmup_steps",
-                    "lr_scaling", "base_batch", "clip_grad_norm", "noise_scale", "eval_every", "stop_at_accuracy",
+                    "adaptive", "adapt_every", "adaptive_max", "no_oom_backoff", "lr_schedule", "warmup_steps",
+                    "lr_scaling", "base_batch", "clip_grad_norm", "noise_scale", "eval_every_samples", "stop_at_accuracy",
                     "eval_batch", "checkpoint_dir", "checkpoint_every", "resume", "save", "loss_every", "log_every",
                     "profile_ops"}},
       {"Monitor", {"sample_hz", "trace", "no_monitor", "watch.sample_hz", "interval", "log", "pid", "gpu"}},

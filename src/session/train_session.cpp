@@ -30,9 +30,33 @@
 #include "saturate/data/batch_plan.h"
 #include "saturate/train/eta.h"
 #include "saturate/data/loader_data.h"
+#include "saturate/models/flops.h"
+#include "saturate/monitor/gemm_peak.h"
+#include "saturate/report/train_text.h"
+#include "saturate/session/workload_search.h"
 
 namespace saturate {
 namespace {
+
+/// The compute of a run (FLOPs counted, the rate sustained, MFU against the device's measured
+/// GEMM rate); nullopt when it counted no FLOPs.
+std::optional<TrainCompute> train_compute(Workload& workload, MemoryMeter& meter, const TrainOptions& o,
+                                          const TrainResult& r, int world) {
+  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return std::nullopt;
+  TrainCompute c;
+  c.flops_per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
+  GemmPeak peak = gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths);
+  c.achieved_flops_per_s = c.flops_per_sample * r.samples_per_s;
+  if (const auto analytic = analytic_flops(workload.built().spec)) c.analytic_flops_per_sample = analytic->training_per_sample;
+  // samples/s are the whole job's: against the peak of every rank's device; measured again when
+  // the run outran it (a peak taken under load)
+  c.mfu = checked_mfu(c.achieved_flops_per_s / std::max(1, world), peak,
+                      [&] { return gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths, true); },
+                      &c.mfu_note);
+  c.peak_flops_per_s = peak.flops_per_s;
+  c.peak_method = peak.method();
+  return c;
+}
 
 constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
 
@@ -569,11 +593,11 @@ void TrainSessionOptions::check() const {
                                  "the batch by goodput itself; drop `objective`",
                                  objective_name));
   check_option_range("adapt_every", static_cast<double>(adapt_every));
-  check_option_range("max_units", static_cast<double>(adaptive_max));
+  check_option_range("adaptive_max", static_cast<double>(adaptive_max));
   if (eval_batch < -1 || eval_batch > kMaxBatch)
     throw UsageError("eval_batch", fmt::format("{} is not an evaluation batch in 1..{} or auto", eval_batch, kMaxBatch));
   if (eval_every_samples < 0)
-    throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
+    throw UsageError("eval_every_samples", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
   check_option_range("stop_at_accuracy", stop_at_accuracy);
   if (base_batch < 0)
     throw UsageError("base_batch", fmt::format("{} is negative; give the batch the learning rate was tuned for",
@@ -957,5 +981,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   summarize_session(workload, meter, context, data, options, ranks, prep, trained, out);
   return out;
 }
+
+std::string TrainSessionResult::to_text() const { return train_summary_text(summary, ranks); }
 
 }  // namespace saturate

@@ -467,7 +467,7 @@ void Trainer::check_run_options() const {
   if (opt_.adaptive && !opt_.noise)
     throw UsageError("`adaptive` decides on the gradient noise scale: it needs the noise meter (TrainOptions::noise)");
   if (opt_.eval_every_samples < 0)
-    throw UsageError("eval_every", fmt::format("{} is negative; 0 evaluates at epoch ends only",
+    throw UsageError("eval_every_samples", fmt::format("{} is negative; 0 evaluates at epoch ends only",
                                                opt_.eval_every_samples));
 }
 

@@ -66,10 +66,10 @@ TEST(OptionDocTest, AValueOutsideTheRangeIsAUsageErrorAboutTheOptionWithoutItsCo
     EXPECT_EQ(e.option(), "target_fraction");
     EXPECT_EQ(std::string(e.what()), "1.5 is outside 0.01..1 (a fraction of the budget, e.g. 0.9)");
   }
-  EXPECT_THROW(check_option_range("max_units", 1025), UsageError);
-  EXPECT_THROW(check_option_range("max_units", 0), UsageError);
-  EXPECT_THROW(check_option_range("max_units", std::nan("")), UsageError);
-  EXPECT_NO_THROW(check_option_range("max_units", 512));
+  EXPECT_THROW(check_option_range("adaptive_max", 1025), UsageError);
+  EXPECT_THROW(check_option_range("adaptive_max", 0), UsageError);
+  EXPECT_THROW(check_option_range("adaptive_max", std::nan("")), UsageError);
+  EXPECT_NO_THROW(check_option_range("adaptive_max", 512));
 }
 
 TEST(OptionDocTest, AnUnknownKeyOrAnOptionWithoutARangeIsTheLibrarysBug) {
@@ -83,7 +83,7 @@ TEST(OptionDocTest, LimitsAreWrittenAsPeopleWriteThem) {
   EXPECT_EQ(limit_text(1e6), "1000000");
   EXPECT_EQ(limit_text(1e12), "1e+12");
   EXPECT_EQ(limit_text(0.01), "0.01");
-  EXPECT_EQ(range_text(option_doc("max_units")), "1..1024");
+  EXPECT_EQ(range_text(option_doc("adaptive_max")), "1..1024");
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ TEST(TrainSessionTest, OptionsAreRefusedNamingTheOptionBeforeAnyWork) {
   ASSERT_USAGE_ERROR_ABOUT(o.check(), "", "`micro_batch` auto");
   o = steps(1);
   o.adaptive_max = 0;
-  ASSERT_USAGE_ERROR_ABOUT(o.check(), "max_units", "1..1024");
+  ASSERT_USAGE_ERROR_ABOUT(o.check(), "adaptive_max", "1..1024");
   o = steps(1);
   o.adaptive = true;  // with a global batch
   ASSERT_USAGE_ERROR_ABOUT(o.check(), "", "drop `accumulation` and `global_batch`");

@@ -15,7 +15,7 @@
 #include "saturate/core/units.h"
 #include "saturate/session/progress_lines.h"
 #include "saturate/session/train_session.h"
-#include "saturate/session/train_text.h"
+#include "saturate/report/train_text.h"
 
 namespace saturate::cli {
 namespace {
@@ -43,7 +43,7 @@ void add_train_flags(CLI::App& cmd, TrainFlags& tf) {
   add_option_flag(cmd, "max_steps", tf.o.max_steps);
   add_option_flag(cmd, "adaptive", tf.o.adaptive);
   add_option_flag(cmd, "adapt_every", tf.o.adapt_every);
-  add_option_flag(cmd, "max_units", tf.o.adaptive_max);
+  add_option_flag(cmd, "adaptive_max", tf.o.adaptive_max);
   add_option_flag(cmd, "no_oom_backoff", tf.no_backoff);
   add_option_flag(cmd, "lr_schedule", tf.lr_schedule);
   add_option_flag(cmd, "warmup_steps", tf.o.warmup_steps);
@@ -54,7 +54,7 @@ void add_train_flags(CLI::App& cmd, TrainFlags& tf) {
 }
 
 void add_eval_and_output_flags(CLI::App& cmd, TrainFlags& tf) {
-  add_option_flag(cmd, "eval_every", tf.o.eval_every_samples);
+  add_option_flag(cmd, "eval_every_samples", tf.o.eval_every_samples);
   add_option_flag(cmd, "stop_at_accuracy", tf.o.stop_at_accuracy);
   add_option_flag(cmd, "eval_batch", tf.eval_batch);
   add_option_flag(cmd, "max_tokens", tf.max_tokens);

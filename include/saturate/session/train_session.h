@@ -21,7 +21,7 @@
 #include "saturate/search/objective.h"
 #include "saturate/search/search.h"
 #include "saturate/session/train_ranks.h"
-#include "saturate/session/train_summary.h"
+#include "saturate/report/train_summary.h"
 #include "saturate/train/auto_batch.h"
 #include "saturate/train/lr_schedule.h"
 #include "saturate/data/text_data.h"
@@ -213,7 +213,7 @@ struct TrainSessionResult {
   nlohmann::json op_profile;
   /// The train JSON (docs/train.md): the summary's with the ranks' keys.
   nlohmann::json json;
-  /// The summary for people (session/train_text.h).
+  /// The summary for people (report/train_text.h).
   std::string to_text() const;
 };
 

@@ -1,10 +1,9 @@
-#include "saturate/session/train_text.h"
+#include "saturate/report/train_text.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "saturate/core/units.h"
-#include "saturate/session/train_session.h"
 #include "saturate/data/batch_plan.h"
 
 namespace saturate {
@@ -157,8 +156,6 @@ std::string train_summary_text(const TrainSummary& s, const TrainRanksSummary& r
                                                : std::string("no checkpoint (give `checkpoint_dir` DIR to keep the progress)"));
   return text;
 }
-
-std::string TrainSessionResult::to_text() const { return train_summary_text(summary, ranks); }
 
 std::string checkpoint_failure_text(const TrainResult& r, const std::string& checkpoint_dir,
                                     const std::vector<std::pair<std::string, std::string>>& kept) {

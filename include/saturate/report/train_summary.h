@@ -65,9 +65,6 @@ struct TrainCompute {
   /// peak_flops_per_s, peak_method, mfu (null with mfu_note).
   nlohmann::json to_json() const;
 };
-/// The compute of a run; nullopt when it counted no FLOPs.
-std::optional<TrainCompute> train_compute(Workload& workload, MemoryMeter& meter, const TrainOptions& options,
-                                          const TrainResult& result, int world_size);
 
 struct TrainSummary {
   RunContext context;

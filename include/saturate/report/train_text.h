@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "saturate/session/train_ranks.h"
-#include "saturate/session/train_summary.h"
+#include "saturate/dist/ranks_summary.h"
+#include "saturate/report/train_summary.h"
 
 namespace saturate {
 

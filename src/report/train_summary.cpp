@@ -1,11 +1,8 @@
-#include "saturate/session/train_summary.h"
+#include "saturate/report/train_summary.h"
 
 #include <algorithm>
 
-#include "saturate/models/flops.h"
-#include "saturate/monitor/gemm_peak.h"
 #include "saturate/report/report.h"
-#include "saturate/session/workload_search.h"
 
 namespace saturate {
 
@@ -20,24 +17,6 @@ TrainAdaptiveSummary adaptive_summary(const AdaptiveBatch& a, int64_t base_batch
   s.changes = a.changes();
   s.step_comm_ms = a.step_comm_ms();
   return s;
-}
-
-std::optional<TrainCompute> train_compute(Workload& workload, MemoryMeter& meter, const TrainOptions& o,
-                                          const TrainResult& r, int world) {
-  if (r.flops_per_step <= 0 || r.flops_counted_batch <= 0) return std::nullopt;
-  TrainCompute c;
-  c.flops_per_sample = r.flops_per_step / static_cast<double>(r.flops_counted_batch);
-  GemmPeak peak = gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths);
-  c.achieved_flops_per_s = c.flops_per_sample * r.samples_per_s;
-  if (const auto analytic = analytic_flops(workload.built().spec)) c.analytic_flops_per_sample = analytic->training_per_sample;
-  // samples/s are the whole job's: against the peak of every rank's device; measured again when
-  // the run outran it (a peak taken under load)
-  c.mfu = checked_mfu(c.achieved_flops_per_s / std::max(1, world), peak,
-                      [&] { return gemm_peak_outside_budget(meter, workload.device(), o.precision, o.fast_paths, true); },
-                      &c.mfu_note);
-  c.peak_flops_per_s = peak.flops_per_s;
-  c.peak_method = peak.method();
-  return c;
 }
 
 nlohmann::json TrainCompute::to_json() const {

@@ -1,7 +1,7 @@
-// train's summary for people is read from the typed summary (session/train_text.h): each line
+// train's summary for people is read from the typed summary (report/train_text.h): each line
 // shows the summary's numbers, optional lines appear with what they report, and every number
 // shown is one the train JSON holds too.
-#include "saturate/session/train_text.h"
+#include "saturate/report/train_text.h"
 
 #include <gtest/gtest.h>
 
