@@ -19,7 +19,8 @@ import re
 import sys
 
 TEXT_PRINTERS = ["console_printer.cpp", "table_printers.cpp", "printer.cpp", "report.cpp", "search_text.cpp",
-                 "memory_text.cpp", "monitor_text.cpp", "data_text.cpp", "checkpointing_report.cpp", "train_text.cpp"]
+                 "memory_text.cpp", "monitor_text.cpp", "data_text.cpp", "checkpointing_report.cpp", "train_text.cpp",
+                 "progress_lines.cpp"]
 
 KEY = re.compile(r'(?:\["[A-Za-z_0-9]+"\])+')
 CALL = re.compile(r'\.(?:value|contains|at)\("[A-Za-z_0-9]+"')

@@ -982,6 +982,20 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   return out;
 }
 
+TrainLinesStyle train_lines_style(const TrainSessionOptions& o, const RunContext& context, int64_t log_every) {
+  TrainLinesStyle s;
+  s.model_name = context.model_name;
+  s.device_info = context.device_info;
+  s.log_every = log_every;
+  s.objective = o.objective.objective;
+  s.precision = o.step.precision;
+  s.checkpointing = o.step.checkpointing;
+  s.base_batch = base_batch_of(o);
+  s.adaptive_max = o.adaptive_max;
+  s.adapt_every = o.adapt_every;
+  return s;
+}
+
 std::string TrainSessionResult::to_text() const { return train_summary_text(summary, ranks); }
 
 }  // namespace saturate

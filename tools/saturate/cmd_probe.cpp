@@ -10,7 +10,7 @@
 #include "monitor_flags.h"
 #include "step_flags.h"
 #include "saturate/session/probe_session.h"
-#include "saturate/session/progress_lines.h"
+#include "saturate/report/progress_lines.h"
 
 namespace saturate::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/stop_signals.h"
 #include "saturate/core/units.h"
-#include "saturate/session/progress_lines.h"
+#include "saturate/report/progress_lines.h"
 #include "saturate/session/search_session.h"
 #include "saturate/report/printer.h"
 

@@ -13,7 +13,7 @@
 #include "saturate/core/errors.h"
 #include "saturate/core/stop_signals.h"
 #include "saturate/core/units.h"
-#include "saturate/session/progress_lines.h"
+#include "saturate/report/progress_lines.h"
 #include "saturate/session/train_session.h"
 #include "saturate/report/train_text.h"
 
@@ -128,8 +128,8 @@ int run_train(TrainCommand& c) {
   TrainSessionData d = train_session_data(c.data, opened, tokens, workload.built().spec.seq_len, no_eval);
   if (!no_eval.empty() && !quiet) print_line("saturate: " + no_eval);
   const TrainEvents events = train_progress_lines(
-      print_line, [](const std::string& w) { print_line("saturate: warning: " + w); }, o,
-      {session->context.model_name, session->context.device_info, c.tf.log_every}, d.eval_split(), quiet);
+      print_line, [](const std::string& w) { print_line("saturate: warning: " + w); },
+      train_lines_style(o, session->context, c.tf.log_every), d.eval_split(), quiet);
   const TrainSessionResult r =
       run_train_session(workload, *session->meter, session->context, std::move(d), o, ranks, events);
   const TrainResult& result = r.summary.result;

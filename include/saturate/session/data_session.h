@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "saturate/data/data_events.h"
 #include "saturate/data/data_feed.h"
 #include "saturate/data/dataset.h"
 #include "saturate/probe/probe.h"
@@ -53,12 +54,6 @@ struct OpenedData {
 /// where they are unset. Usage errors (naming the option) before any device work.
 OpenedData open_data(const DataOptions& options, WorkloadOptions& workload);
 
-/// What attaching the loader reports as it goes (all optional).
-struct DataEvents {
-  std::function<void(const Dataset&)> on_open;
-  std::function<void(const WorkerCurvePoint&)> on_workers_point;  ///< `workers` auto, each count timed
-  std::function<void(const WorkerTuning&)> on_workers_chosen;
-};
 
 struct DataAttachment {
   std::unique_ptr<DataFeed> feed;

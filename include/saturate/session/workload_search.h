@@ -24,6 +24,7 @@
 #include "saturate/report/run_context.h"
 #include "saturate/search/fast_path_choice.h"
 #include "saturate/search/objective.h"
+#include "saturate/search/search_progress.h"
 
 namespace saturate {
 class DistGroup;  // dist/process_group.h
@@ -52,11 +53,6 @@ struct WorkloadSearchOptions {
   void check(int world_size = 1) const;
 };
 
-struct WorkloadSearchProgress {
-  std::function<void(const std::string&)> on_pass;  ///< checkpointing auto's passes
-  ObjectiveProgress objective;
-  std::function<void(const FastPathChoice&)> on_fast_paths;
-};
 
 struct WorkloadSearchResult {
   SearchRun run;  ///< run.chosen.result is the answer

@@ -1,4 +1,4 @@
-#include "saturate/session/progress_lines.h"
+#include "saturate/report/progress_lines.h"
 
 #include <fmt/format.h>
 
@@ -79,8 +79,8 @@ std::string step_line(const TrainProgress& p) {
 
 /// The lines of the batch choice: the search's trials, `micro_batch` auto, the objective and
 /// `adaptive`'s start.
-void add_batch_choice_lines(TrainEvents& e, const LineSink& line, const TrainSessionOptions& o) {
-  const std::string objective = to_string(o.objective.objective);
+void add_batch_choice_lines(TrainEvents& e, const LineSink& line, const TrainLinesStyle& o) {
+  const std::string objective = to_string(o.objective);
   e.objective = [line](const std::string& data) { return objective_progress_lines(line, data); };
   e.on_trial = [line](const Trial& t) { line(trial_line(t)); };
   e.on_auto_batch = [line](const AutoBatch& a) { line("saturate: `micro_batch` auto: " + a.reason); };
@@ -100,18 +100,18 @@ void add_batch_choice_lines(TrainEvents& e, const LineSink& line, const TrainSes
 
 }  // namespace
 
-TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, const TrainSessionOptions& o,
-                                 const TrainLinesStyle& style, const std::string& eval_split, bool quiet) {
+TrainEvents train_progress_lines(const LineSink& line, const LineSink& warning, const TrainLinesStyle& style,
+                                 const std::string& eval_split, bool quiet) {
   TrainEvents e;
   e.on_warning = warning;
   if (quiet) return e;
-  add_batch_choice_lines(e, line, o);
+  add_batch_choice_lines(e, line, style);
   const DataEvents data = data_progress_lines(line);  // `workers` auto, as the search says it
   e.on_workers_point = data.on_workers_point;
   e.on_workers_chosen = data.on_workers_chosen;
-  const int64_t base_batch = o.base_batch > 0 ? o.base_batch : kDefaultBaseBatch;
-  e.on_start = [line, style, precision = to_string(o.step.precision),
-                checkpointing = to_string(o.step.checkpointing)](const TrainStart& s) {
+  const int64_t base_batch = style.base_batch;
+  e.on_start = [line, style, precision = to_string(style.precision),
+                checkpointing = to_string(style.checkpointing)](const TrainStart& s) {
     line(fmt::format("saturate: training {} on {} ({}), {}, {} steps ({} per epoch), {} {}, lr {:g}",
                      style.model_name, s.data, style.device_info,
                      rank_batch_arithmetic(s.micro_batch, s.accumulation, s.rank_batch, s.world_size, s.global_batch),
