@@ -718,6 +718,16 @@ PYBIND11_MODULE(_saturate, m) {
     d["knee_fraction"] = objective.knee_fraction;
     d["noise_steps"] = objective.noise_steps;
     d["base_batch"] = objective.base_batch;
+    // the other calls' defaults, each from the option struct (or constant) the call fills
+    const LeakLoopOptions leak;
+    d["leak_check"] = py::dict(py::arg("steps") = leak.steps, py::arg("site_steps") = leak.site_steps,
+                               py::arg("warmup_steps") = leak.leak.warmup_steps,
+                               py::arg("min_bytes_per_step") = leak.leak.min_bytes_per_step);
+    const PlanRunOptions plan;
+    d["plan_for"] = py::dict(py::arg("batch_a") = plan.batch_a, py::arg("batch_b") = plan.batch_b,
+                             py::arg("target_fraction") = plan.target_fraction);
+    d["fast_paths"] = py::dict(py::arg("timed_steps") = kFastPathTimedSteps);
+    d["monitor"] = py::dict(py::arg("sample_hz") = MonitorOptions{}.sample_hz);
     return d;
   });
   m.def("search", &search, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes"),
@@ -740,19 +750,19 @@ PYBIND11_MODULE(_saturate, m) {
   m.def("html_report",
         [](const std::string& run_json) { return with_keywords(render_html_report(nlohmann::json::parse(run_json))); },
         py::arg("run_json"));
-  m.def("leak_check", &leak_check, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes") = 0,
-        py::arg("steps") = 30, py::arg("site_steps") = 5, py::arg("warmup_steps") = 3,
-        py::arg("min_bytes_per_step") = 1024);
+  // no defaults below: the package passes every keyword, its signatures' defaults from defaults()
+  m.def("leak_check", &leak_check, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("budget_bytes"),
+        py::arg("steps"), py::arg("site_steps"), py::arg("warmup_steps"), py::arg("min_bytes_per_step"));
   m.def("fast_paths", &fast_paths, py::arg("run_step"), py::kw_only(), py::arg("device"), py::arg("batch"),
-        py::arg("budget_bytes") = 0, py::arg("timed_steps") = 3, py::arg("parameters"),
+        py::arg("budget_bytes"), py::arg("timed_steps"), py::arg("parameters"),
         py::arg("after_trial") = py::none(), py::arg("name") = "user step");
   m.def(
       "apply_fast_paths",
       [](const std::string& chosen) { set_process_switches(parse_fast_paths(chosen)); },  // the library's switches
       py::arg("chosen"));
   m.def("plan_for", &plan_for, py::arg("run_step"), py::kw_only(), py::arg("target"), py::arg("device"),
-        py::arg("budget_bytes") = 0, py::arg("batch_a") = 4, py::arg("batch_b") = 8, py::arg("target_fraction") = 0.9,
-        py::arg("allocator") = "", py::arg("parameters"), py::arg("after_trial") = py::none(),
+        py::arg("budget_bytes"), py::arg("batch_a"), py::arg("batch_b"), py::arg("target_fraction"),
+        py::arg("allocator"), py::arg("parameters"), py::arg("after_trial") = py::none(),
         py::arg("name") = "user step");
   m.def("set_allocation_site",
         [](py::object label) { set_cpu_allocation_site(label.is_none() ? nullptr : intern_site(label.cast<std::string>())); },

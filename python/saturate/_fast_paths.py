@@ -26,7 +26,8 @@ class FastPaths:
 
 
 def fast_paths(step: Callable[[int], Any], batch_size: int, *, device: Optional[str] = None, memory_budget: Size = None,
-               timed_steps: int = 3, model=None, optimizer=None, restore: bool = True) -> FastPaths:
+               timed_steps: int = _C.defaults()["fast_paths"]["timed_steps"], model=None, optimizer=None,
+               restore: bool = True) -> FastPaths:
     """Times `step(batch_size)` with each switch that applies to a step saturate does not own —
     cudnn.benchmark and TF32 on CUDA, half the CPU threads on a CPU — and returns those that
     made it faster (`.apply()` turns them on). The process's switches are as before afterwards.

@@ -100,8 +100,12 @@ class LeakReport:
         return self._text
 
 
+_DEFAULTS = _C.defaults()["leak_check"]  # the library's (LeakLoopOptions), one place
+
+
 def leak_check(step: Callable[[int], Any], batch_size: int, *, device: Optional[str] = None, memory_budget: Size = None,
-               steps: int = 30, site_steps: int = 5, warmup_steps: int = 3, min_bytes_per_step: int = 1024,
+               steps: int = _DEFAULTS["steps"], site_steps: int = _DEFAULTS["site_steps"],
+               warmup_steps: int = _DEFAULTS["warmup_steps"], min_bytes_per_step: int = _DEFAULTS["min_bytes_per_step"],
                model=None, optimizer=None, restore: bool = True) -> LeakReport:
     """Runs `step(batch_size)` `steps` times, as your loop does, and checks that the memory still
     allocated after each step stays flat once warm (`warmup_steps`). A loop that keeps tensors

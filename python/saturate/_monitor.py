@@ -35,6 +35,9 @@ class phase:
         return False
 
 
+_SAMPLE_HZ = _C.defaults()["monitor"]["sample_hz"]  # the library's (MonitorOptions), one place
+
+
 @dataclass
 class MonitorReport:
     verdict: str                # data-bound, compute-bound, launch-bound, communication-bound, balanced, borderline ("" without timed steps)
@@ -76,7 +79,7 @@ class Monitor:
     Steps can also be marked with `with mon.step():` or `mon.step_begin()` / `mon.step_end()`.
     The first `warmup_steps` steps are not timed."""
 
-    def __init__(self, device: Optional[str] = None, sample_hz: float = 10.0, warmup_steps: int = 1,
+    def __init__(self, device: Optional[str] = None, sample_hz: float = _SAMPLE_HZ, warmup_steps: int = 1,
                  trace: Optional[str] = None):
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -142,7 +145,7 @@ class Monitor:
                 return
 
 
-def monitor(device: Optional[str] = None, sample_hz: float = 10.0, warmup_steps: int = 1,
+def monitor(device: Optional[str] = None, sample_hz: float = _SAMPLE_HZ, warmup_steps: int = 1,
             trace: Optional[str] = None) -> Monitor:
     """A Monitor for `with saturate.monitor() as mon:` (see Monitor)."""
     return Monitor(device=device, sample_hz=sample_hz, warmup_steps=warmup_steps, trace=trace)

@@ -26,8 +26,12 @@ class Plan:
         return self._text
 
 
+_DEFAULTS = _C.defaults()["plan_for"]  # the library's (PlanRunOptions), one place
+
+
 def plan_for(step: Callable[[int], Any], target: str, *, device: Optional[str] = None, memory_budget: Size = None,
-             batches: Sequence[int] = (4, 8), target_memory: float = 0.9, allocator: Optional[str] = None,
+             batches: Sequence[int] = (_DEFAULTS["batch_a"], _DEFAULTS["batch_b"]),
+             target_memory: float = _DEFAULTS["target_fraction"], allocator: Optional[str] = None,
              model=None, optimizer=None, restore: bool = True) -> Plan:
     """Predicts the largest and the recommended batch of `step` on `target`: a card
     ("rtx4090", "a100-40gb", "a100-80gb", "h100-80gb", "h200") or a size ("24GiB"). Two steps at

@@ -80,3 +80,33 @@ def _number(text: str):
         return float(text)
     except ValueError:
         return text
+
+
+# the other calls: Python keyword -> the library's field in its section of defaults()
+OTHERS = {
+    "leak_check": {"steps": "steps", "site_steps": "site_steps", "warmup_steps": "warmup_steps",
+                   "min_bytes_per_step": "min_bytes_per_step"},
+    "plan_for": {"target_memory": "target_fraction"},
+    "fast_paths": {"timed_steps": "timed_steps"},
+    "monitor": {"sample_hz": "sample_hz"},
+}
+
+
+def test_the_other_calls_defaults_are_the_librarys_in_the_python_signatures_and_the_docs():
+    library = saturate._saturate.defaults()
+    for function, mapping in OTHERS.items():
+        signature = inspect.signature(getattr(saturate, function)).parameters
+        docs = _doc_defaults(function)
+        for keyword, field in mapping.items():
+            want = library[function][field]
+            assert _same(signature[keyword].default, want), (function, keyword, signature[keyword].default, want)
+            if keyword in docs:
+                assert _same(_number(docs[keyword]), want), (function, "docs/python.md", keyword, docs[keyword], want)
+    # plan_for's two recorded batches, one keyword
+    plan = library["plan_for"]
+    assert tuple(inspect.signature(saturate.plan_for).parameters["batches"].default) == (plan["batch_a"], plan["batch_b"])
+    assert f"batches=({plan['batch_a']}, {plan['batch_b']})" in open(DOCS).read(), plan
+    # the docs row of leak_check names its steps
+    assert {"steps", "site_steps"} <= set(_doc_defaults("leak_check"))
+    # the command line's monitor rate is the same struct's
+    assert _same(_number(_cli_defaults("search")["--sample-hz"] or 0), library["monitor"]["sample_hz"])

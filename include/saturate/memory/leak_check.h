@@ -91,7 +91,7 @@ LeakCheckResult run_leak_check(Workload& workload, MemoryMeter& meter, const Lea
 
 /// The leak check's loop over any step (a user's own, from Python or C++).
 struct LeakLoopOptions {
-  int steps = 50;  ///< steps, >= 1
+  int steps = 30;  ///< steps, >= 1 (saturate.leak_check's default)
   LeakOptions leak;
   /// site_steps, >= 0: the last this-many steps record allocation sites (CPU only; 0: none).
   int site_steps = 5;

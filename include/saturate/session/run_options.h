@@ -41,7 +41,7 @@ struct StepSettings {
 };
 
 struct MonitorSettings {
-  double sample_hz = 10;  ///< 0..10000; 0: only at each trial's or window's edges
+  double sample_hz = MonitorOptions{}.sample_hz;  ///< 0..10000; 0: only at each trial's or window's edges
   std::string trace;      ///< a Chrome trace to this file ("": none)
   bool off = false;       ///< `no_monitor`
   /// The monitor's options on `device`, or nullopt when off; UsageError naming the option (a

@@ -83,7 +83,9 @@ UserSearchResult run_user_search(UserTrialStep& step, MemoryMeter& meter, const 
 /// at least 3 % faster. The switches are put back as they were afterwards: apply the chosen ones
 /// yourself (FastPathChoice::chosen names them). channels_last and fused optimizers change the
 /// user's model and optimizer, which saturate does not own: not tried.
-FastPathChoice try_user_fast_paths(UserTrialStep& step, MemoryMeter& meter, int64_t batch, int timed_steps = 3);
+inline constexpr int kFastPathTimedSteps = 3;  ///< try_user_fast_paths' steps per timed trial
+FastPathChoice try_user_fast_paths(UserTrialStep& step, MemoryMeter& meter, int64_t batch,
+                                   int timed_steps = kFastPathTimedSteps);
 
 /// Sets a meter's budget for a session and puts it back afterwards: on CPU the budget as it was,
 /// on CUDA the whole device (the only fraction LibTorch can report). 0: nothing changes.
