@@ -1,5 +1,7 @@
 #include "saturate/dist/bucket_tuning.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 

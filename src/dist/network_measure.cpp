@@ -1,5 +1,7 @@
 #include "saturate/dist/network_measure.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>

@@ -1,6 +1,8 @@
 // Rank-synced search: one all-reduce per trial (see dist/rank_synced.h).
 #include "saturate/dist/rank_synced.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 

@@ -1,5 +1,7 @@
 #include "saturate/dist/ranks_summary.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 #include <fmt/format.h>

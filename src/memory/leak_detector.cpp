@@ -1,5 +1,7 @@
 #include "saturate/memory/leak_detector.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace saturate {

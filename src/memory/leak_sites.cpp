@@ -1,5 +1,7 @@
 #include "saturate/memory/leak_sites.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>

@@ -1,5 +1,7 @@
 #include "saturate/memory/plan.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>

@@ -1,5 +1,7 @@
 #include "saturate/memory/timeline.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

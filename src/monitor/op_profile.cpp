@@ -1,4 +1,6 @@
 #include "saturate/monitor/op_profile.h"
+
+#include <nlohmann/json.hpp>
 #include "monitor/readings.h"
 
 #include <algorithm>

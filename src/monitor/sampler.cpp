@@ -1,4 +1,6 @@
 #include "saturate/monitor/sampler.h"
+
+#include <nlohmann/json.hpp>
 #include "monitor/readings.h"
 
 #include <time.h>

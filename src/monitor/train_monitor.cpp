@@ -1,4 +1,6 @@
 #include "saturate/monitor/train_monitor.h"
+
+#include <nlohmann/json.hpp>
 #include "monitor/readings.h"
 
 #include <algorithm>

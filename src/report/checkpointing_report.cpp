@@ -1,5 +1,7 @@
 #include "saturate/report/checkpointing_report.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <vector>
 

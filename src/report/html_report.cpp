@@ -2,6 +2,8 @@
 // decision, each chart or its sentence, the trial table), the style, in one self-contained file.
 #include "saturate/report/html_report.h"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <utility>
 #include <vector>

@@ -1,5 +1,7 @@
 #include "saturate/report/printer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>

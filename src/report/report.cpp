@@ -1,4 +1,6 @@
 #include "saturate/report/report.h"
+
+#include <nlohmann/json.hpp>
 #include "saturate/report/printer.h"
 
 #include <fmt/format.h>

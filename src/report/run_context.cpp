@@ -1,5 +1,7 @@
 #include "saturate/report/run_context.h"
 
+#include <nlohmann/json.hpp>
+
 #include <fmt/format.h>
 
 #include "saturate/core/build_info.h"

@@ -1,5 +1,7 @@
 #include "saturate/report/run_file.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 
 #include <cerrno>

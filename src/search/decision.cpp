@@ -1,5 +1,7 @@
 #include "saturate/search/decision.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 

@@ -1,5 +1,7 @@
 #include "saturate/search/objective.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 #include <fmt/format.h>

@@ -1,5 +1,7 @@
 #include "saturate/session/fast_path_trials.h"
 
+#include <nlohmann/json.hpp>
+
 #include <ATen/Parallel.h>
 
 #include "saturate/step/graphed_step.h"

@@ -1,5 +1,7 @@
 #include "saturate/session/memory_session.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 #include <fmt/format.h>

@@ -1,5 +1,7 @@
 #include "saturate/session/probe_session.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 #include "saturate/core/option_doc.h"

@@ -1,4 +1,6 @@
 #include "saturate/session/user_search.h"
+
+#include <nlohmann/json.hpp>
 #include "saturate/step/fast_paths.h"
 
 #include <ATen/Parallel.h>

@@ -1,6 +1,8 @@
 // The leak detector on hand-made series of bytes-after-step.
 #include "saturate/memory/leak_detector.h"
 
+#include <nlohmann/json.hpp>
+
 #include "support/support.h"
 
 using namespace saturate;

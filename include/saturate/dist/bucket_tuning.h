@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 #include "saturate/dist/ddp.h"

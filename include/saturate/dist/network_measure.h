@@ -7,7 +7,7 @@
 #include <string>
 
 #include <c10/core/Device.h>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace saturate {
 

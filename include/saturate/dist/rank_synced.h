@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/dist/collectives.h"
 #include "saturate/search/search.h"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/probe/findings.h"
 #include "saturate/monitor/nvml.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/step/phase_observer.h"
 #include "saturate/step/workload.h"

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <torch/types.h>
 
 #include "saturate/probe/findings.h"

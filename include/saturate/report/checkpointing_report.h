@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/search/checkpointing_choice.h"
 

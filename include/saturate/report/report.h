@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/core/stop_signals.h"
 #include "saturate/monitor/gemm_peak.h"

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/probe/trial.h"
 #include "saturate/search/goodput.h"
