@@ -85,12 +85,18 @@ void bind_typed_results(py::module_& m) {
       .def_readonly("trial_steps", &SearchResult::trial_steps)
       .def_readonly("budget_bytes", &SearchResult::budget_bytes)
       .def_readonly("target_bytes", &SearchResult::target_bytes)
-      .def_readonly("error", &SearchResult::error);
+      .def_readonly("error", &SearchResult::error)
+      .def_readonly("memory_model", &SearchResult::memory_model);
+  py::class_<MemoryLaw>(m, "MemoryLaw", "Peak bytes against the batch, least squares over the fitting trials.")
+      .def_readonly("fixed_bytes", &MemoryLaw::fixed_bytes)
+      .def_readonly("per_sample_bytes", &MemoryLaw::per_sample_bytes)
+      .def_readonly("valid", &MemoryLaw::valid);
   py::class_<SearchOutcome>(m, "SearchOutcome", "A search as Python receives it: typed, with its JSON and text.")
       .def_readonly("search", &SearchOutcome::search)
       .def_readonly("decision", &SearchOutcome::decision)
       .def_readonly("objective", &SearchOutcome::objective)
       .def_readonly("text", &SearchOutcome::text)
+      .def_readonly("memory_growth_warning", &SearchOutcome::memory_growth_warning)
       .def("json", [](const SearchOutcome& o) { return to_python(o.json); }, "What `saturate search --json` writes.");
   py::class_<FastPathTrial>(m, "FastPathTrial", "One switch tried (search/fast_path_choice.h).")
       .def_readonly("name", &FastPathTrial::name)

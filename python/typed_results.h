@@ -32,6 +32,8 @@ struct SearchOutcome {
   std::optional<ObjectiveOutcome> objective;
   nlohmann::json json;
   std::string text;
+  /// What grew from step to step and what it means for the max ("" when nothing significant).
+  std::string memory_growth_warning;
 };
 
 /// Any other result as Python receives it: (typed, its JSON as a dict, its text).

@@ -295,7 +295,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
                          ranks=group, exact_ranks=bool(exact_ranks) and sync is None)
     data_json = outcome.json()
     if sync is not None:  # a collective: every rank, an interrupted one too, before it raises
-        own_limits(sync, group, data_json)
+        own_limits(sync, group, outcome.search.trials, data_json)
         data_json["sharded_units"] = len(getattr(sync, "units", []))  # 0: a DDP model's points
         data_json["agreement_points"] = sync.points
     if runner.interrupt is not None:
@@ -305,8 +305,8 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"
                       f"{runner.error_traceback}", RuntimeWarning, stacklevel=2)
-    if "memory_growth" in result.data:  # the step keeps tensors alive: the max is for a few steps only
-        warnings.warn(f"saturate.search: {result.data['memory_growth']['warning']}", RuntimeWarning, stacklevel=2)
+    if outcome.memory_growth_warning:  # the step keeps tensors alive: the max is for a few steps only
+        warnings.warn(f"saturate.search: {outcome.memory_growth_warning}", RuntimeWarning, stacklevel=2)
     if result.max_batch < min_batch and not result.error:
         result.error = (f"batch {min_batch} (min_batch) does not fit in {_C.format_bytes(result.budget_bytes)}: "
                         f"the largest that does is {result.max_batch}")

@@ -811,12 +811,12 @@ def _measure_candidate(c: Candidate, model, opt, step, unit_names, device, budge
 
     try:
         parts = memory_breakdown(breakdown_step, c.micro_batch, model=model, optimizer=opt, device=device,
-                                 memory_budget=budget, restore=False).data["breakdown"]
+                                 memory_budget=budget, restore=False)
     except (RuntimeError, torch.OutOfMemoryError):
         if stopped:
             raise stopped[0] from None
         raise
-    every = group.all_gather([int(parts.get(k, 0)) for k in _BREAKDOWN_PARTS])
+    every = group.all_gather([int(getattr(parts, k)) for k in _BREAKDOWN_PARTS])
     n = len(_BREAKDOWN_PARTS)
     c.breakdown = [dict(zip(_BREAKDOWN_PARTS, every[r * n:(r + 1) * n])) for r in range(group.world_size)]
 
@@ -916,9 +916,9 @@ def _activation_law(r) -> tuple:
         if p2 > p1:
             slope = (p2 - p1) / (b2 - b1)
             return int(p2 - slope * b2), int(slope)
-    law = r.data.get("memory_model") or {}
-    if law.get("valid"):
-        return int(law.get("fixed_bytes", 0)), int(law.get("per_sample_bytes", 0))
+    law = r._typed.memory_model if r._typed is not None else None  # least squares over the fitting trials
+    if law is not None and law.valid:
+        return int(law.fixed_bytes), int(law.per_sample_bytes)
     return 0, 0
 
 
