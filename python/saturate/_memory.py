@@ -98,7 +98,7 @@ def memory_breakdown(step: Callable[[int], Any], batch_size: int, *, model=None,
         raise runner.interrupt
     if trial.status != "ok":
         message = trial.error or trial.status
-        if trial.status in ("oom", "over_target"):
+        if trial.status in ("oom", "over-target"):
             raise torch.OutOfMemoryError(f"batch {batch_size} does not fit: {message}")
         raise RuntimeError(f"the step failed at batch {batch_size}: {message}\n{runner.error_traceback or ''}")
     return MemoryBreakdown(parameters_bytes=b.parameters_bytes, gradients_bytes=b.gradients_bytes,

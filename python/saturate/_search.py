@@ -24,7 +24,7 @@ from ._step import StepRunner, StepState, step_device, step_name
 class Trial:
     """One trial: `steps` training steps of the user's step at `batch`."""
     batch: int
-    status: str                 # "ok", "oom", "over_target" (OOM under the lowered target budget), "error"
+    status: str                 # "ok", "oom", "over-target" (OOM under the lowered target budget), "error"
     peak_bytes: int             # peak reserved (= allocated on the CPU budget) during the trial
     peak_allocated_bytes: int
     ms_per_step: float          # median of the timed steps (0 unless ok)
