@@ -117,7 +117,6 @@ def test_goodput_measures_the_noise_scale_from_the_users_own_gradients():
     assert r.objective.noise_scale is not None, r.objective.data
     # 4000 measurements of independent batches (1000: 0.88-1.10 of the truth over 10 runs, docs/python.md)
     assert abs(r.objective.noise_scale - truth) <= 0.10 * truth, (r.objective.noise_scale, truth)
-    print(f"noise scale {r.objective.noise_scale:.2f}, brute force {truth:.2f}")
     assert r.objective.data["noise_scale"]["batch"] == 32
     assert r.objective.data["goodput"]["lr_rule"] == "adascale"  # SGD
     for p, b in zip(model.parameters(), before):  # restore=True: the weights as they were
