@@ -44,21 +44,21 @@ WAYS = {
 NOTES = """
 How to read it: predicted is the network measured at the start (buckets x latency + bytes / algbw,
 the bytes of every bucket but the last, sent while the backward computes, at the slowdown measured
-for an all-reduce beside matrix products);
+for an all-reduce beside matrix products; each all-reduce timed right after 3 ms of matrix
+products, as a step's follows its backward, not back to back with the one before);
 measured is the step's wall time with a bucket in flight, on this rank and as the last rank to
 arrive saw it (each step's least over the ranks: no wait for a peer in it). On the shaped link the
-wire decides and the prediction holds; unshaped, the first bucket's all-reduce runs beside the
-rest of the backward on the same 2 cores (both hosts' ranks share them), so its time in flight
-holds contention: the measured slowdown beside computation counts it for the overlapped buckets,
-and what is left is this VM's all-reduce alone moving 1.4-3.6 ms for the same 2.6 MiB from run to
-run (the ranks' threads placed on the 2 cores). Buckets: with
+wire decides and the prediction holds; unshaped, both hosts' ranks share this VM's 2 cores, and an
+all-reduce's time depends on what ran just before it: timed back to back with the one before,
+2.6 MiB took 2.9-3.7 ms, after 3 ms of computation 3.6-5.2 ms, and training's one-bucket
+all-reduce 3.9-4.4 ms (the last rank's). Buckets: with
 --fast-paths auto the default (a 1 MiB first bucket, then 25 MiB), one bucket and smaller ones are
 timed (forward + synced backward, the slowest rank's, median of 6), and another is kept only when
 1.1x faster. Where the
 choice keeps float32 (bf16 measured slower: the conversions cost more than the bytes save on a
 fast link), plain and choice run the same configuration and their samples/s differ by the
 machine's noise. Goodput's global batch grows where the noise scale allows it and the all-reduce
-it counts makes each step's samples cheaper: 128 unshaped, 1024 (the cap, 32 x 32) over 100 Mbit/s.
+it counts makes each step's samples cheaper (the cap is 1024, 32 x 32).
 The losses are means over steps 101-200 (one step's loss is one batch's); with compression the
 curve drifts from float32's chaotically (lr 0.05 SGD; 7e-5 apart at step 5), not steadily.
 """

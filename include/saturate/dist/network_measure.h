@@ -49,7 +49,9 @@ struct NetworkMeasure {
 /// A collective: every rank calls it. All-reduces float tensors on `device` (the group's: the
 /// CPU for Gloo, the rank's GPU for NCCL): 2 warm-ups, then the median of `repeats` timed calls
 /// (more on a fast link: as many as fit in 0.3 s, at most 40) of 4 bytes and of min(`bytes`,
-/// 4 MiB); with `compressed`, that size in bf16 too.
+/// 4 MiB); with `compressed`, that size in bf16 too. Each timed call comes right after 3 ms of
+/// matrix products on the device, as a step's all-reduce follows its backward (one timed back to
+/// back with the last is faster than any step sees).
 NetworkMeasure measure_network(DistGroup& group, const c10::Device& device, int64_t bytes, bool compressed = false,
                                int repeats = 5);
 
