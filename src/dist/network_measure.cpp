@@ -38,8 +38,8 @@ void allreduce(DistGroup& group, at::Tensor& values, bool compressed, const at::
 
 /// Matrix products on `device` for `ms` milliseconds: a training step's computation before its
 /// gradients' all-reduce. On this 2-core VM an all-reduce timed back to back with the previous one
-/// took 2.9-3.7 ms for 2.6 MiB, one right after 3 ms of computation (as DDP sends its last bucket)
-/// 4.1-4.5 ms; training's one-bucket all-reduce took 3.9-4.1 ms (the last rank to arrive's).
+/// took 2.9-3.7 ms for 2.6 MiB, one right after 3 ms of computation 3.6-5.2 ms, and training's
+/// one-bucket all-reduce (DDP sends it right after the backward) 3.9-4.4 ms, the last rank's.
 constexpr double kComputeBeforeMs = 3;
 void compute_for(double ms, const c10::Device& device) {
   const at::Tensor a = torch::ones({256, 256}, torch::TensorOptions().device(device));

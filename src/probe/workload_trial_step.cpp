@@ -75,11 +75,8 @@ void WorkloadTrialStep::begin(int64_t trial_batch) {
   const int64_t batch = train_batch(trial_batch);
   apply_precision_settings(footprint_.precision);
   StepOptions o;
-  o.precision = footprint_.precision;
-  o.checkpointing = footprint_.checkpointing;
-  o.clip_grad_norm = footprint_.clip_grad_norm;
+  o.step_config() = footprint_.step_config();
   o.micro_batch = batch;
-  o.fast_paths = footprint_.fast_paths;
   switches_.reset();  // the previous trial's first: this one saves the switches as they were before it
   switches_ = std::make_unique<ProcessSwitches>(footprint_.fast_paths);
   step_ = std::make_unique<TrainingStep>(workload_, o);

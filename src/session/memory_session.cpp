@@ -43,8 +43,7 @@ MemorySessionResult run_memory_session(Workload& workload, MemoryMeter& meter, c
     lo.batch = options.batch;
     lo.steps = options.leak_check_steps;
     lo.keep_loss_graph = options.keep_loss;
-    lo.step.precision = options.step.precision;
-    lo.step.checkpointing = options.step.checkpointing;
+    lo.step.step_config() = options.step.step_config();
     r.leak = run_leak_check(workload, meter, lo);
   }
   return r;

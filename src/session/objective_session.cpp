@@ -17,10 +17,7 @@ NoiseMeasure workload_noise_measure(Probe& probe, std::function<Batch(int64_t)> 
   return [&probe, next = std::move(next_batch), initial](int64_t batch, int steps) {
     if (initial) initial->restore();
     StepOptions so;
-    const TrainingFootprint& fp = probe.footprint();
-    so.precision = fp.precision;
-    so.checkpointing = fp.checkpointing;
-    so.fast_paths = fp.fast_paths;
+    so.step_config() = probe.footprint().step_config();
     return measure_noise_scale(probe.workload(), so, next, batch, 0, steps);
   };
 }

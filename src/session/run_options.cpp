@@ -28,6 +28,7 @@ TrainingFootprint StepSettings::footprint() const {
   TrainingFootprint t;
   t.precision = parse_precision(precision);
   t.checkpointing = checkpoint_policy(*this);
+  t.clip_grad_norm = clip_grad_norm;
   const bool tried = (search || train) && (fast_paths == "auto" || fast_paths == "try");
   if (!tried) {
     try {

@@ -37,7 +37,7 @@ std::vector<RunSetting> train_run_settings(const Workload& workload, const Train
       {"drop_last", on_off(d.drop_last)},
       {"skip_bad_samples", on_off(d.skip_bad_samples)},
       {"precision", to_string(o.step.precision)},
-      {"clip_grad_norm", fmt::format("{:g}", o.clip_grad_norm)},
+      {"clip_grad_norm", fmt::format("{:g}", o.step.clip_grad_norm)},
       {"lr_schedule", to_string(o.lr_decay)},
       {"warmup_steps", std::to_string(o.warmup_steps)},
       {"lr_scaling", o.lr_scaling ? to_string(*o.lr_scaling) : "auto"},

@@ -180,8 +180,7 @@ void TrainRanks::tune_buckets_for(Workload& workload, const TrainOptions& train,
   Model& model = workload.model();
   ModelSnapshot before(model, workload.device());  // the passes move buffers and draw random numbers
   StepOptions so;
-  so.precision = train.precision;
-  so.checkpointing = train.checkpointing;
+  so.step_config() = train.step_config();  // the step training runs
   so.micro_batch = train.micro_batch;
   TrainingStep step(workload, so);
   const Batch batch = workload.synthetic_batch(std::max<int64_t>(train.micro_batch, 1), workload.device());

@@ -131,7 +131,6 @@ NoiseBatches noise_batches(const TrainSessionData& data, Workload& workload, uin
 /// micro-batches, the loader's prefetched batches, the evaluation.
 TrainingFootprint training_footprint(const TrainSessionOptions& o, const TrainSessionData& data, bool eval_searched) {
   TrainingFootprint f = o.step;
-  f.clip_grad_norm = o.clip_grad_norm;
   const int workers = data.tokens ? 0 : data.workers;
   f.prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
   // the loader works in micro-batch pieces of the global batch (open_run_data): its window holds
@@ -504,9 +503,7 @@ TrainOptions trainer_options(const TrainSessionOptions& options, const BatchPlan
                              const std::vector<RunSetting>& settings) {
   TrainOptions t;
   t.stop = options.stop;
-  t.precision = options.step.precision;
-  t.checkpointing = options.step.checkpointing;
-  t.fast_paths = options.step.fast_paths;
+  t.step_config() = options.step.step_config();
   t.loss_every = options.loss_every;
   t.count_flops = true;
   t.micro_batch = plan.micro_batch;
@@ -517,7 +514,6 @@ TrainOptions trainer_options(const TrainSessionOptions& options, const BatchPlan
   }
   t.epochs = options.epochs;
   t.max_steps = options.max_steps;
-  t.clip_grad_norm = options.clip_grad_norm;
   t.oom_backoff = options.oom_backoff;
   t.checkpoint_dir = options.checkpoint_dir;
   t.checkpoint_every = options.checkpoint_every;
@@ -609,7 +605,7 @@ void TrainSessionOptions::check() const {
     throw UsageError(fmt::format("`epochs` {}: give at least one epoch or `max_steps` N", epochs));
   check_option_range("warmup_steps", static_cast<double>(warmup_steps));
   check_option_range("checkpoint_every", static_cast<double>(checkpoint_every));
-  check_option_range("clip_grad_norm", clip_grad_norm);
+  check_option_range("clip_grad_norm", step.clip_grad_norm);
   if (resume && checkpoint_dir.empty())
     throw UsageError("resume", "needs the checkpoint directory to resume from (`checkpoint_dir`)");
 }

@@ -447,13 +447,10 @@ struct Trainer::Loop {
 
 StepOptions Trainer::step_options() const {
   StepOptions so;
-  so.precision = opt_.precision;
-  so.checkpointing = opt_.checkpointing;
+  so.step_config() = opt_.step_config();
   so.micro_batch = micro_;
-  so.clip_grad_norm = opt_.clip_grad_norm;
   so.sync = opt_.sync;
   so.observer = opt_.observer;
-  so.fast_paths = opt_.fast_paths;
   so.noise = opt_.noise;
   return so;
 }

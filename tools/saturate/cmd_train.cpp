@@ -34,7 +34,7 @@ struct TrainFlags {
   bool quiet = false;
 };
 
-void add_train_flags(CLI::App& cmd, TrainFlags& tf) {
+void add_train_flags(CLI::App& cmd, TrainFlags& tf, StepSettings& step) {
   add_option_flag(cmd, "micro_batch", tf.batch);
   add_option_flag(cmd, "train.target_fraction", tf.o.target_fraction);
   add_option_flag(cmd, "accumulation", tf.o.accumulation);
@@ -49,7 +49,7 @@ void add_train_flags(CLI::App& cmd, TrainFlags& tf) {
   add_option_flag(cmd, "warmup_steps", tf.o.warmup_steps);
   add_option_flag(cmd, "lr_scaling", tf.lr_scaling);
   add_option_flag(cmd, "base_batch", tf.o.base_batch);
-  add_option_flag(cmd, "clip_grad_norm", tf.o.clip_grad_norm);
+  add_option_flag(cmd, "clip_grad_norm", step.clip_grad_norm);
   add_option_flag(cmd, "noise_scale", tf.o.noise_scale);
 }
 
@@ -160,7 +160,7 @@ void add_train_command(CLI::App& app, Action& action) {
   add_monitor_flags(*cmd, c->monitor);
   add_step_flags(*cmd, c->step);  // --precision, --checkpointing, --fast-paths
   c->step.train = true;
-  add_train_flags(*cmd, c->tf);
+  add_train_flags(*cmd, c->tf, c->step);
   add_objective_flags(*cmd, c->objective, /*base_batch_flag=*/false);
   add_eval_and_output_flags(*cmd, c->tf);
   cmd->callback([c, &action] { action = [c]() { return run_train(*c); }; });

@@ -29,10 +29,7 @@ namespace saturate {
 
 /// How a trial mirrors the training run it sizes. The default is a plain step: the trial's batch
 /// is the whole batch, no data held beside it, no evaluation.
-struct TrainingFootprint {
-  Precision precision = Precision::kFp32;
-  CheckpointPolicy checkpointing;
-  double clip_grad_norm = 0;
+struct TrainingFootprint : StepConfig {
   /// Samples per optimizer step on this rank; 0: the trial's batch times `accumulation`.
   int64_t global_batch = 0;
   /// Without a global batch: micro-batches per optimizer step (0 or 1: none), so the global batch
@@ -57,8 +54,6 @@ struct TrainingFootprint {
   /// > 0: the trials size the evaluation: training's state at this micro-batch is held and the
   /// trial's batch is the evaluation batch (eval_batch and eval_batch_per_micro are not used).
   int64_t eval_search_micro_batch = 0;
-  /// Framework switches (step/fast_paths.h); the process-wide ones hold for the trial only.
-  FastPaths fast_paths;
   /// Throws UsageError naming the field for negative values.
   void validate() const;
 };

@@ -19,6 +19,7 @@ struct StepSettings {
   std::string precision = "fp32";      ///< fp32 | tf32 | bf16 | fp16
   std::string checkpointing = "none";  ///< none | blocks | every-N; a search also auto
   std::string fast_paths = "none";     ///< none | a list; a search and train also auto | try
+  double clip_grad_norm = 0;           ///< train's; >= 0, 0: no clipping
   /// A search's step: `checkpointing` auto compares none with blocks, `fast_paths` auto (on
   /// CUDA) and try time the switches at the batch found.
   bool search = false;

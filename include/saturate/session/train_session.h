@@ -84,11 +84,11 @@ struct TrainSessionOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   bool resume = false;
-  double clip_grad_norm = 0;  ///< >= 0; 0: no clipping
   bool oom_backoff = true;
   int64_t loss_every = 10;  ///< >= 1 steps between loss read-backs
   bool noise_scale = false;  ///< measure the gradient noise scale every step
-  /// The step: precision, checkpointing and fast paths (the other fields are set here).
+  /// The step: precision, checkpointing, clipping and fast paths (the footprint's other fields
+  /// are set here).
   TrainingFootprint step;
   /// The monitor (step phases, utilization, bottleneck); nullopt: none.
   std::optional<MonitorOptions> monitor;

@@ -19,23 +19,20 @@
 #include "saturate/step/graphed_step.h"
 #include "saturate/step/phase_observer.h"
 #include "saturate/step/precision.h"
+#include "saturate/step/step_config.h"
 #include "saturate/step/step_sync.h"
 #include "saturate/step/workload.h"
 
 namespace saturate {
 
-struct StepOptions {
-  Precision precision = Precision::kFp32;
-  CheckpointPolicy checkpointing;  ///< built-in models' blocks; a model without blocks runs whole
+/// The step's settings (precision, checkpointing, clipping, fast paths: StepConfig) and how
+/// this step runs them.
+struct StepOptions : StepConfig {
   int64_t micro_batch = 0;         ///< samples per forward/backward; 0: the whole batch at once
-  double clip_grad_norm = 0;       ///< 0: no clipping
   /// Keep each step's autograd graph alive after backward (reproduces a user's kept-loss leak).
   bool retain_graph = false;
   StepSync* sync = nullptr;         ///< not owned; nullptr: one process
   PhaseObserver* observer = nullptr;  ///< not owned; told of h2d, forward, backward, optimizer
-  /// The step's own switches: channels_last (model and inputs), fused_optimizer. The process-wide
-  /// ones (cudnn_benchmark, tf32, threads) are the caller's to set (ProcessSwitches).
-  FastPaths fast_paths;
   /// Not owned; nullptr: none. Each step adds the squared norms of its first micro-batch's
   /// gradient (this rank's) and of the whole step's (all ranks') to it, before clipping. A step
   /// of one micro-batch is run as two halves for it (the same mean gradient; smaller peak memory).

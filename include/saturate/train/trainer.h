@@ -36,7 +36,9 @@ struct Reshare {
   int64_t max_micro_batch = 0;  ///< this rank's largest micro-batch (0: its share, whole)
 };
 
-struct TrainOptions {
+/// The steps' settings (StepConfig: precision, checkpointing, clipping, fast paths; the
+/// process-wide fast paths hold for the run) and the run's.
+struct TrainOptions : StepConfig {
   int64_t micro_batch = 32;      ///< samples per forward/backward
   int64_t accumulation = 1;      ///< micro-batches per optimizer step
   /// The planned samples of a step over all ranks, checked on resume; 0: micro_batch x
@@ -47,10 +49,7 @@ struct TrainOptions {
   std::vector<int64_t> shares;
   int64_t epochs = 1;
   int64_t max_steps = 0;         ///< 0: epochs * steps_per_epoch
-  Precision precision = Precision::kFp32;
-  CheckpointPolicy checkpointing;
   LrSchedule schedule;           ///< peak_lr already scaled for the global batch
-  double clip_grad_norm = 0;     ///< 0: no clipping
   std::string checkpoint_dir;    ///< empty: no checkpoints
   int64_t checkpoint_every = 0;  ///< steps; 0: only at epoch ends
   bool resume = false;           ///< continue from checkpoint_dir
@@ -59,8 +58,6 @@ struct TrainOptions {
   /// "5"}: checkpoints keep them and a resume with another value is refused, naming both.
   std::vector<std::pair<std::string, std::string>> resume_settings;
   bool oom_backoff = true;
-  /// Framework switches (step/fast_paths.h); the process-wide ones hold for the run.
-  FastPaths fast_paths;
   /// Read the loss back every this many steps (each read waits for the device: a sync that
   /// stops the host from queueing work ahead); the steps between keep their losses on the
   /// device and are read together, then on_step runs for each. A non-finite loss is found at
