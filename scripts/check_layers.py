@@ -3,15 +3,16 @@
 
   core < models < step < probe < data < search < memory < monitor < train < dist < report < session
 
-Reads every #include "saturate/<part>/..." in include/saturate/<part>/ and src/<part>/; prints
-each include of a part above (or of an unknown part) and exits 1 when there is one.
+Reads every #include "saturate/<part>/..." (an installed header) and "<part>/..." (a private one,
+in src/<part>/) in include/saturate/<part>/ and src/<part>/; prints each include of a part above
+(or of an unknown part) and exits 1 when there is one.
 """
 import pathlib
 import re
 import sys
 
 LAYERS = ["core", "models", "step", "probe", "data", "search", "memory", "monitor", "train", "dist", "report", "session"]
-INCLUDE = re.compile(r'^\s*#\s*include\s+"saturate/([a-z_]+)/')
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:saturate/)?([a-z_]+)/')
 
 
 def main(root: pathlib.Path) -> int:

@@ -1,4 +1,4 @@
-#include "saturate/core/failed_backward.h"
+#include "core/failed_backward.h"
 
 #include <torch/torch.h>
 

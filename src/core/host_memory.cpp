@@ -1,4 +1,4 @@
-#include "saturate/core/host_memory.h"
+#include "core/host_memory.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "saturate/core/run_queue.h"
+#include "core/run_queue.h"
 
 #include <cstdio>
 

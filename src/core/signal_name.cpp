@@ -1,4 +1,4 @@
-#include "saturate/core/signal_name.h"
+#include "core/signal_name.h"
 
 #include <csignal>
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "saturate/core/signal_name.h"
+#include "core/signal_name.h"
 
 namespace saturate {
 namespace {

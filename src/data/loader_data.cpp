@@ -1,4 +1,4 @@
-#include "saturate/data/loader_data.h"
+#include "data/loader_data.h"
 
 #include <algorithm>
 #include <numeric>

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/core/statistics.h"
+#include "core/statistics.h"
 #include "saturate/core/units.h"
 #include "saturate/dist/process_group.h"
 

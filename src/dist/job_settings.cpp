@@ -1,4 +1,4 @@
-#include "saturate/dist/job_settings.h"
+#include "dist/job_settings.h"
 
 #include <fmt/format.h>
 

@@ -13,7 +13,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
-#include "saturate/core/statistics.h"
+#include "core/statistics.h"
 #include "saturate/dist/process_group.h"
 
 namespace saturate {

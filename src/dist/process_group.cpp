@@ -3,7 +3,7 @@
 #include "saturate/dist/process_group.h"
 
 #include "saturate/core/stop_signals.h"
-#include "saturate/dist/job_settings.h"
+#include "dist/job_settings.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

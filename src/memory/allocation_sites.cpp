@@ -1,4 +1,4 @@
-#include "saturate/memory/allocation_sites.h"
+#include "memory/allocation_sites.h"
 
 #include <mutex>
 #include <string>

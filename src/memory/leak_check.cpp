@@ -9,10 +9,10 @@
 
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
-#include "saturate/core/host_memory.h"
+#include "core/host_memory.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
-#include "saturate/memory/allocation_sites.h"
+#include "memory/allocation_sites.h"
 
 namespace saturate {
 

@@ -1,4 +1,4 @@
-#include "saturate/memory/snapshot.h"
+#include "memory/snapshot.h"
 
 #include <unordered_map>
 

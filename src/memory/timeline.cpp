@@ -10,7 +10,7 @@
 
 #include "memory/log_replay.h"
 #include "saturate/core/errors.h"
-#include "saturate/memory/snapshot.h"
+#include "memory/snapshot.h"
 #include "saturate/core/output_file.h"
 #include "saturate/core/units.h"
 

@@ -1,4 +1,4 @@
-#include "saturate/models/flops.h"
+#include "models/flops.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "saturate/monitor/external_verdict.h"
+#include "monitor/external_verdict.h"
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 
 #include <sys/resource.h>
 
-#include "saturate/core/statistics.h"
+#include "core/statistics.h"
 
 namespace saturate {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "saturate/monitor/external_verdict.h"
+#include "monitor/external_verdict.h"
 #include "saturate/monitor/proc_stats.h"
 
 namespace saturate {

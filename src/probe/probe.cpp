@@ -10,10 +10,10 @@
 #include <torch/cuda.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/core/failed_backward.h"
+#include "core/failed_backward.h"
 #include "saturate/core/oom.h"
-#include "saturate/core/run_queue.h"
-#include "saturate/core/statistics.h"
+#include "core/run_queue.h"
+#include "core/statistics.h"
 
 namespace saturate {
 namespace {

@@ -1,4 +1,4 @@
-#include "saturate/report/checkpointing_report.h"
+#include "report/checkpointing_report.h"
 
 #include <nlohmann/json.hpp>
 

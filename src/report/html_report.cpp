@@ -12,7 +12,7 @@
 
 #include "html_run.h"
 #include "saturate/core/errors.h"
-#include "saturate/report/svg_chart.h"
+#include "report/svg_chart.h"
 
 namespace saturate {
 

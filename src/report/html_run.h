@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "saturate/report/svg_chart.h"
+#include "report/svg_chart.h"
 
 namespace saturate::html {
 

@@ -5,7 +5,7 @@
 #include "saturate/report/report.h"
 #include "saturate/search/objective.h"
 #include "saturate/data/batch_plan.h"
-#include "saturate/train/eta.h"
+#include "train/eta.h"
 #include "saturate/train/share_balance.h"
 
 namespace saturate {

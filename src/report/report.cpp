@@ -7,7 +7,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/output_file.h"
-#include "saturate/core/signal_name.h"
+#include "core/signal_name.h"
 #include "saturate/core/units.h"
 #include "saturate/dist/env.h"
 #include "saturate/search/decision.h"

@@ -1,4 +1,4 @@
-#include "saturate/report/search_text.h"
+#include "report/search_text.h"
 
 #include <algorithm>
 

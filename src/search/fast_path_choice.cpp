@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "saturate/core/statistics.h"
+#include "core/statistics.h"
 
 namespace saturate {
 namespace {

@@ -1,4 +1,4 @@
-#include "saturate/session/objective_session.h"
+#include "session/objective_session.h"
 
 #include <utility>
 #include <vector>

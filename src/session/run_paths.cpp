@@ -6,8 +6,8 @@
 
 #include "saturate/core/output_file.h"
 #include "saturate/data/dataset.h"
-#include "saturate/dist/job_settings.h"
-#include "saturate/train/checkpoint_file.h"
+#include "dist/job_settings.h"
+#include "train/checkpoint_file.h"
 
 namespace saturate {
 namespace {

@@ -1,10 +1,10 @@
-#include "saturate/session/run_settings.h"
+#include "session/run_settings.h"
 
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
 #include "saturate/core/units.h"
-#include "saturate/train/checkpoint_file.h"
+#include "train/checkpoint_file.h"
 
 namespace saturate {
 namespace {

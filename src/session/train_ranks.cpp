@@ -10,7 +10,7 @@
 
 #include "saturate/core/device.h"
 #include "saturate/core/errors.h"
-#include "saturate/core/statistics.h"
+#include "core/statistics.h"
 #include "saturate/models/zoo.h"
 #include "saturate/step/model_snapshot.h"
 #include "saturate/step/training_step.h"

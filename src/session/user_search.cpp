@@ -17,7 +17,7 @@
 #include "saturate/probe/probe.h"
 #include "saturate/report/printer.h"
 #include "saturate/report/report.h"
-#include "saturate/report/search_text.h"
+#include "report/search_text.h"
 #include "saturate/session/workload_search.h"
 
 #include <sstream>

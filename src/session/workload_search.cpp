@@ -5,14 +5,14 @@
 #include "saturate/core/errors.h"
 #include "saturate/dist/network_measure.h"
 #include "saturate/dist/process_group.h"
-#include "saturate/models/flops.h"
-#include "saturate/report/checkpointing_report.h"
+#include "models/flops.h"
+#include "report/checkpointing_report.h"
 #include "saturate/report/report.h"
-#include "saturate/report/search_text.h"
+#include "report/search_text.h"
 #include "saturate/search/decision.h"
 #include "saturate/search/fixed_cost.h"
 #include "saturate/session/fast_path_trials.h"
-#include "saturate/session/objective_session.h"
+#include "session/objective_session.h"
 #include "saturate/step/fast_paths.h"
 
 namespace saturate {

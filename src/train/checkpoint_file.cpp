@@ -1,4 +1,4 @@
-#include "saturate/train/checkpoint_file.h"
+#include "train/checkpoint_file.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,9 +1,9 @@
-#include "saturate/train/oom_guard.h"
+#include "train/oom_guard.h"
 
 #include <fmt/format.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/core/failed_backward.h"
+#include "core/failed_backward.h"
 #include "saturate/core/oom.h"
 
 namespace saturate {

@@ -12,11 +12,11 @@
 #include <torch/serialize.h>
 
 #include "saturate/core/errors.h"
-#include "saturate/core/failed_backward.h"
+#include "core/failed_backward.h"
 #include "saturate/core/oom.h"
 #include "saturate/core/units.h"
 #include "saturate/monitor/flop_counter.h"
-#include "saturate/train/checkpoint_file.h"
+#include "train/checkpoint_file.h"
 #include "saturate/step/fused_optimizer.h"
 #include "saturate/step/grad_scaler.h"
 #include "saturate/step/rng_state.h"

@@ -1,6 +1,6 @@
 // core/statistics.h: the one median that the fast-path choice, the monitor's verdict and the
 // network measurement share.
-#include "saturate/core/statistics.h"
+#include "core/statistics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The trainer's loader data in micro-batch pieces (LoaderOptions::parts): each step's batch is
 // exactly the whole-batch loader's, resumed runs included, and a piece whose samples were all
 // skipped leaves the rest of its batch.
-#include "saturate/data/loader_data.h"
+#include "data/loader_data.h"
 
 #include <torch/torch.h>
 

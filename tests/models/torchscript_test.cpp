@@ -3,7 +3,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/memory_meter.h"
-#include "saturate/models/flops.h"
+#include "models/flops.h"
 #include "saturate/models/zoo.h"
 #include "saturate/monitor/flop_counter.h"
 #include "saturate/probe/probe.h"

@@ -1,6 +1,6 @@
 // The verdict on a job watched from outside (saturate monitor -- CMD): from its CPU time against
 // the cores and the GPU's busy share alone, and always saying what cannot be seen from outside.
-#include "saturate/monitor/external_verdict.h"
+#include "monitor/external_verdict.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include "saturate/core/errors.h"
 #include "saturate/core/memory_meter.h"
-#include "saturate/models/flops.h"
+#include "models/flops.h"
 #include "saturate/monitor/compute_observer.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/probe/probe.h"

@@ -1,4 +1,4 @@
-#include "saturate/monitor/op_profile.h"
+#include "monitor/op_profile.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,5 +1,5 @@
 // The SVG chart's marker labels: two vertical lines close together keep their labels apart.
-#include "saturate/report/svg_chart.h"
+#include "report/svg_chart.h"
 
 #include <cmath>
 #include <regex>

@@ -1,4 +1,4 @@
-#include "saturate/train/eta.h"
+#include "train/eta.h"
 
 #include <gtest/gtest.h>
 

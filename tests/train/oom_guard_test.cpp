@@ -1,6 +1,6 @@
 // The C++ OOM guard: a batch that runs out of memory under a real CPU budget is split into
 // micro-batches, the update equals accumulation from the start, and memory is back where it was.
-#include "saturate/train/oom_guard.h"
+#include "train/oom_guard.h"
 
 #include <torch/torch.h>
 

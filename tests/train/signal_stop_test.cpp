@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "saturate/train/checkpoint_file.h"
+#include "train/checkpoint_file.h"
 #include "support/fashion.h"
 #include "support/support.h"
 

@@ -10,7 +10,7 @@
 
 #include "saturate/core/cpu_budget_allocator.h"
 #include "saturate/core/errors.h"
-#include "saturate/train/checkpoint_file.h"
+#include "train/checkpoint_file.h"
 #include "support/support.h"
 
 using namespace saturate;
