@@ -560,7 +560,10 @@ SearchOutcome zoo_search(const std::string& model, const std::string& device,
   wo.objective.knee_fraction = knee_fraction;
   wo.objective.noise_steps = noise_steps;
   wo.objective.base_batch = base_batch;
-  StepSettings step{precision, "none", "auto", /*search=*/true};  // as `saturate search`'s defaults
+  StepSettings step;  // as `saturate search`'s defaults
+  step.precision = precision;
+  step.fast_paths = "auto";
+  step.search = true;
   step.apply_to(wo);
   wo.check();
   auto session = open_workload(zoo_workload(model, device, memory_budget, spec));

@@ -13,6 +13,12 @@ constexpr size_t kMaxSettings = 96;  // the digest's length on every rank (the r
 
 std::string on_off(bool b) { return b ? "on" : "off"; }
 
+/// An optional count as the settings record it: -1 for auto, 0 when not given. The spelling the
+/// JSON's settings and every checkpoint written so far hold (a resume compares them).
+std::string recorded(const std::optional<CountOrAuto>& c) {
+  return !c ? "0" : c->is_auto() ? "-1" : c->to_string();
+}
+
 }  // namespace
 
 std::vector<RunSetting> train_run_settings(const Workload& workload, const TrainSessionOptions& o,
@@ -49,7 +55,7 @@ std::vector<RunSetting> train_run_settings(const Workload& workload, const Train
       {"noise_scale", on_off(o.noise_scale), may},  // measured, not applied (adaptive applies it)
       {"oom_backoff", on_off(o.oom_backoff), may},  // a back-off changes the split, not the batch
       // the batch: its split may change on resume (the global batch may not: the trainer checks it)
-      {"micro_batch", !o.micro_batches.empty() ? o.micro_batches : o.micro_batch == 0 ? "auto" : std::to_string(o.micro_batch), may},
+      {"micro_batch", !o.micro_batches.empty() ? o.micro_batches : o.micro_batch.to_string(), may},
       {"accumulation", std::to_string(o.accumulation), may},
       {"global_batch", std::to_string(o.global_batch), may},
       {"target_fraction", fmt::format("{:g}", o.target_fraction), may},
@@ -57,8 +63,8 @@ std::vector<RunSetting> train_run_settings(const Workload& workload, const Train
       // checkpoints and logging
       {"epochs", std::to_string(o.epochs), may},
       {"max_steps", std::to_string(o.max_steps), may},
-      {"eval_batch", std::to_string(o.eval_batch), may},
-      {"max_tokens", std::to_string(o.max_tokens)},  // another grouping: other batches, other updates
+      {"eval_batch", recorded(o.eval_batch), may},
+      {"max_tokens", recorded(o.max_tokens)},  // another grouping: other batches, other updates
       {"eval_every_samples", std::to_string(o.eval_every_samples), may},
       {"stop_at_accuracy", fmt::format("{:g}", o.stop_at_accuracy), may},
       {"checkpoint_every", std::to_string(o.checkpoint_every), may},

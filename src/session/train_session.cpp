@@ -137,8 +137,9 @@ TrainingFootprint training_footprint(const TrainSessionOptions& o, const TrainSe
   // micro-batches; text and tokens hold no window (no workers)
   f.prefetches_micro_batches = !data.text_documents() && !data.tokens;
   if (!data.eval_split().empty() && !eval_searched) {
-    f.eval_batch = o.eval_batch;
-    f.eval_batch_per_micro = o.eval_batch > 0 ? 0 : 4;
+    const bool given = o.eval_batch && !o.eval_batch->is_auto();
+    f.eval_batch = given ? o.eval_batch->given_or_zero() : 0;
+    f.eval_batch_per_micro = given ? 0 : 4;
   }
   if (!data.eval_split().empty()) f.eval_prefetched_batches = static_cast<int64_t>(workers) * data.prefetch;
   return f;
@@ -454,7 +455,7 @@ void check_shares_supported(const TrainSessionOptions& o, const TrainSessionData
     throw UsageError("shares", "auto splits the global batch by each rank's speed at its micro-batch, and an "
                                "`objective` other than memory chooses the micro-batch afterwards; give the shares "
                                "(e.g. 48,16: each rank then trains at its own knee), or `objective` memory");
-  if (data.text_documents() && o.max_tokens != 0)
+  if (data.text_documents() && o.max_tokens)
     throw UsageError("shares", "unequal shares split a global batch of documents, and `max_tokens` makes batches of "
                                "a token budget instead; give `max_tokens` 0 (fixed batches), or leave `shares` out");
 }
@@ -572,11 +573,12 @@ void wire_events(TrainOptions& t, const TrainEvents& events, int64_t total, Trai
 }  // namespace
 
 void TrainSessionOptions::check() const {
-  if (micro_batch < 0 || micro_batch > kMaxBatch)
-    throw UsageError("micro_batch", fmt::format("{} is not a micro-batch in 1..{} or auto", micro_batch, kMaxBatch));
+  const int64_t micro = micro_batch.given_or_zero();
+  if (!micro_batch.is_auto() && (micro < 1 || micro > kMaxBatch))
+    throw UsageError("micro_batch", fmt::format("{} is not a micro-batch in 1..{} or auto", micro, kMaxBatch));
   check_option_range("loss_every", static_cast<double>(loss_every));  // the documented ranges (core/option_doc.h)
   objective.check();
-  const bool auto_batch = micro_batch == 0;
+  const bool auto_batch = micro_batch.is_auto();
   const std::string objective_name = to_string(objective.objective);
   if (objective.objective != Objective::kMemory && !auto_batch)
     throw UsageError(fmt::format("`objective` {} chooses the micro-batch: give `micro_batch` auto", objective_name));
@@ -590,8 +592,13 @@ void TrainSessionOptions::check() const {
                                  objective_name));
   check_option_range("adapt_every", static_cast<double>(adapt_every));
   check_option_range("adaptive_max", static_cast<double>(adaptive_max));
-  if (eval_batch < -1 || eval_batch > kMaxBatch)
-    throw UsageError("eval_batch", fmt::format("{} is not an evaluation batch in 1..{} or auto", eval_batch, kMaxBatch));
+  if (eval_batch && !eval_batch->is_auto() && (eval_batch->given_or_zero() < 1 || eval_batch->given_or_zero() > kMaxBatch))
+    throw UsageError("eval_batch", fmt::format("{} is not an evaluation batch in 1..{} or auto",
+                                               eval_batch->given_or_zero(), kMaxBatch));
+  if (max_tokens && !max_tokens->is_auto() && max_tokens->given_or_zero() < 1)
+    throw UsageError("max_tokens", fmt::format("{} is not a count of tokens; give N >= 1 or auto, or leave it out "
+                                               "(fixed batches)",
+                                               max_tokens->given_or_zero()));
   if (eval_every_samples < 0)
     throw UsageError("eval_every_samples", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
   check_option_range("stop_at_accuracy", stop_at_accuracy);
@@ -616,24 +623,26 @@ std::string TrainSessionData::eval_split() const {
   return held_out ? held_out_split : "";
 }
 
-int64_t parse_max_tokens(const std::string& text) {
-  if (text == "auto") return -1;
+std::optional<CountOrAuto> parse_max_tokens(const std::string& text) {
+  if (text == "auto") return CountOrAuto::automatic();
   const std::optional<long long> n = parse_whole_number(text);
   if (!n || *n < 0)
     throw UsageError("max_tokens", fmt::format("'{}' is not a count of tokens; give N (padded tokens per batch), "
                                                "auto (the micro-batch x the length it was sized at) or 0 (fixed batches)",
                                                text));
-  return *n;
+  if (*n == 0) return std::nullopt;
+  return CountOrAuto::of(*n);
 }
 
-int64_t parse_eval_batch(const std::string& text) {
-  if (text == "auto") return -1;
+std::optional<CountOrAuto> parse_eval_batch(const std::string& text) {
+  if (text == "auto") return CountOrAuto::automatic();
   const std::optional<long long> n = parse_whole_number(text);
   if (!n || *n < 0 || *n > kMaxBatch)
     throw UsageError("eval_batch", fmt::format("'{}' is not an evaluation batch; give N (1..{}) or auto (searched "
                                                "beside training's state)",
                                                text, kMaxBatch));
-  return *n;
+  if (*n == 0) return std::nullopt;
+  return CountOrAuto::of(*n);
 }
 
 void parse_batch_options(TrainSessionOptions& options, const std::string& micro_batch, const std::string& max_tokens,
@@ -660,8 +669,8 @@ void parse_batch_options(TrainSessionOptions& options, const std::string& micro_
   options.eval_batch = parse_eval_batch(eval_batch);
 }
 
-int64_t parse_micro_batch(const std::string& text) {
-  if (text == "auto") return 0;
+CountOrAuto parse_micro_batch(const std::string& text) {
+  if (text == "auto") return CountOrAuto::automatic();
   int64_t micro = 0;
   try {
     size_t used = 0;
@@ -672,7 +681,7 @@ int64_t parse_micro_batch(const std::string& text) {
   }
   if (micro <= 0 || micro > kMaxBatch)
     throw UsageError("micro_batch", fmt::format("'{}' is not a micro-batch in 1..{} or auto", text, kMaxBatch));
-  return micro;
+  return CountOrAuto::of(micro);
 }
 
 HeldOut open_held_out(const std::string& data, double val_fraction, bool skip_bad_samples) {
@@ -705,7 +714,7 @@ void resume_from(TrainSessionOptions& o, const std::string& dir) {
 /// The session's settings, every check before any work made: every rank runs the same settings.
 std::vector<RunSetting> checked_settings(Workload& workload, const TrainSessionOptions& options, TrainSessionData& data,
                                          TrainRanks& ranks) {
-  if (options.micro_batch == 0 && !ranks.data_parallel_devices().empty())
+  if (options.micro_batch.is_auto() && !ranks.data_parallel_devices().empty())
     throw UsageError("`parallel` dp with `micro_batch` auto: the search probes one GPU, not the replicas together; "
                      "give `micro_batch` N (the whole batch, split over the GPUs)");
   if (!data.tokens && !data.train)
@@ -743,7 +752,7 @@ struct Prepared {
 /// The batch the options ask for (shares split by speed left to prepare_batches), checked.
 BatchChoice requested_batch(const TrainSessionOptions& options, TrainRanks& ranks, int64_t split_by_speed) {
   BatchChoice choice;
-  choice.request.micro_batch = options.micro_batch;  // 0: auto
+  choice.request.micro_batch = options.micro_batch.given_or_zero();  // the plan's request: 0 is auto
   choice.request.accumulation = options.accumulation;
   choice.request.global_batch = options.global_batch;
   choice.request.world_size = ranks.world_size();
@@ -774,8 +783,8 @@ Prepared prepare_batches(Workload& workload, MemoryMeter& meter, TrainSessionDat
   BatchChoice& choice = prep.choice;
   // the evaluation's own batch is searched when asked (auto), and by default when the micro-batch is
   // searched; not with a token budget (its batches are not a count of documents)
-  const bool eval_searched = !data.eval_split().empty() && options.max_tokens == 0 &&
-                             (options.eval_batch == -1 || (options.eval_batch == 0 && options.micro_batch == 0));
+  const bool eval_searched = !data.eval_split().empty() && !options.max_tokens &&
+                             (options.eval_batch ? options.eval_batch->is_auto() : options.micro_batch.is_auto());
   TrainingFootprint footprint = training_footprint(options, data, eval_searched);
   // DDP's reducer keeps a bucket copy of every gradient, made after the search: the trials hold
   // it, and as much again for the bucket the all-reduce has in flight (at an exact max a few
@@ -791,13 +800,13 @@ Prepared prepare_batches(Workload& workload, MemoryMeter& meter, TrainSessionDat
   // starts from the weights and generator states it would have had without them
   std::optional<ModelSnapshot> before_probing;
   const bool tunes_workers = data.workers_auto && data.train && !data.tokens;
-  if (options.micro_batch == 0 || options.objective.objective != Objective::kMemory || options.adaptive ||
+  if (options.micro_batch.is_auto() || options.objective.objective != Objective::kMemory || options.adaptive ||
       eval_searched || tunes_workers || ranks.shares_by_speed())
     before_probing.emplace(workload.model(), meter.device());
   // text:FILE: the searches size for the longest document, which every batch is padded to at most
   const int64_t tokens = prep.tokens = searched_tokens(data, workload.built().spec.seq_len);
   std::optional<AutoBatch>& auto_batch = prep.auto_batch;
-  if (options.micro_batch == 0) {
+  if (options.micro_batch.is_auto()) {
     BatchRequest searched = choice.request;
     if (options.adaptive) searched.shares.clear();  // the rank's batch grows by units: no share caps its micro-batch
     auto_batch = search_micro_batch(workload, meter, footprint, searched, options, ranks, events, tokens,
@@ -927,17 +936,20 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   lo.parts = plan.accumulation;  // the loader's window holds micro-batches (training_footprint)
   ranks.setup(workload, lo, t);  // shard, DDP, rank-0 checkpoints; dp replicas
   const int64_t eval_batch = auto_eval ? auto_eval->eval_batch
-                             : options.eval_batch > 0 ? options.eval_batch : 4 * plan.micro_batch;
+                             : options.eval_batch && !options.eval_batch->is_auto() ? options.eval_batch->given_or_zero()
+                                                                                    : 4 * plan.micro_batch;
   // text with a token budget: each step one batch of similar lengths, run whole (the budget is what
   // the step was sized for: the micro-batch x the longest document when it was searched, else x
   // seq_len), at most global_batch documents when given
-  const int64_t sized_length = options.micro_batch == 0 && tokens > 0 ? tokens + 1 : workload.built().spec.seq_len;
-  const int64_t max_tokens = options.max_tokens == -1 ? plan.micro_batch * sized_length : options.max_tokens;
+  const int64_t sized_length = options.micro_batch.is_auto() && tokens > 0 ? tokens + 1 : workload.built().spec.seq_len;
+  const int64_t max_tokens = !options.max_tokens              ? 0
+                             : options.max_tokens->is_auto() ? plan.micro_batch * sized_length
+                                                             : options.max_tokens->given_or_zero();
   if (max_tokens > 0) {
     if (!data.text_documents())
       throw UsageError("max_tokens", fmt::format("{}: token budgets batch the documents of `data` text:FILE; give "
                                                  "text:FILE, or leave `max_tokens` out",
-                                                 options.max_tokens));
+                                                 options.max_tokens->to_string()));
     t.micro_batch = max_tokens;  // a batch of short documents runs whole: never split
     t.accumulation = 1;
   }

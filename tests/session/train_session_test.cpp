@@ -71,7 +71,7 @@ TEST(TrainSessionTest, OptionsAreRefusedNamingTheOptionBeforeAnyWork) {
 TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
   // the search's trials take optimizer steps on random labels; training must not inherit them
   TrainSessionOptions searched = steps(4);
-  searched.micro_batch = 0;  // auto
+  searched.micro_batch = CountOrAuto::automatic();
   searched.loss_every = 1;
   SessionRig a;
   const TrainSessionResult found = a.train(searched);
@@ -80,7 +80,7 @@ TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
   ASSERT_LT(micro, 256) << "the budget should force accumulation, so the search decides something";
 
   TrainSessionOptions given = searched;
-  given.micro_batch = micro;
+  given.micro_batch = CountOrAuto::of(micro);
   SessionRig b;
   const TrainSessionResult direct = b.train(given);
   ASSERT_EQ(found.summary.result.losses.size(), 4u);
@@ -92,7 +92,7 @@ TEST(TrainSessionTest, ASearchedMicroBatchTrainsFromTheWeightsAGivenOneDoes) {
 TEST(TrainSessionTest, EveryStepIsReportedAndTheJsonHasTheRanksKeys) {
   SessionRig rig;
   TrainSessionOptions o = steps(3);
-  o.micro_batch = 64;
+  o.micro_batch = CountOrAuto::of(64);
   o.loss_every = 2;
   std::vector<int64_t> seen;
   int64_t total = 0;
@@ -107,4 +107,27 @@ TEST(TrainSessionTest, EveryStepIsReportedAndTheJsonHasTheRanksKeys) {
   EXPECT_EQ(r.json.at("micro_batch"), 64);
   EXPECT_EQ(r.json.at("accumulation"), 4);
   EXPECT_EQ(r.json.at("steps"), 3);
+}
+
+TEST(TrainSessionOptionsAsWritten, AutoZeroAndACountAreThreeDifferentSettingsNotThreeNumbers) {
+  // eval_batch: auto searches the evaluation's batch, 0 is the default rule, N is N
+  EXPECT_TRUE(parse_eval_batch("auto").has_value() && parse_eval_batch("auto")->is_auto());
+  EXPECT_FALSE(parse_eval_batch("0").has_value());
+  EXPECT_EQ(parse_eval_batch("48"), CountOrAuto::of(48));
+  // max_tokens: auto sizes the budget from the micro-batch, 0 is fixed batches, N is N
+  EXPECT_TRUE(parse_max_tokens("auto")->is_auto());
+  EXPECT_FALSE(parse_max_tokens("0").has_value());
+  EXPECT_EQ(parse_max_tokens("4096")->given(), std::optional<int64_t>(4096));
+  EXPECT_TRUE(parse_micro_batch("auto").is_auto());
+  EXPECT_EQ(parse_micro_batch("7").to_string(), "7");
+  EXPECT_THROW(parse_micro_batch("0"), UsageError);
+  // the options refuse what the parser would: a count below 1 given directly
+  TrainSessionOptions o;
+  o.eval_batch = CountOrAuto::of(0);
+  EXPECT_THROW(o.check(), UsageError);
+  o.eval_batch.reset();
+  o.max_tokens = CountOrAuto::of(-1);
+  EXPECT_THROW(o.check(), UsageError);
+  o.max_tokens = CountOrAuto::automatic();
+  EXPECT_NO_THROW(o.check());
 }

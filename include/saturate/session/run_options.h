@@ -19,13 +19,13 @@ struct StepSettings {
   std::string precision = "fp32";      ///< fp32 | tf32 | bf16 | fp16
   std::string checkpointing = "none";  ///< none | blocks | every-N; a search also auto
   std::string fast_paths = "none";     ///< none | a list; a search and train also auto | try
-  double clip_grad_norm = 0;           ///< train's; >= 0, 0: no clipping
   /// A search's step: `checkpointing` auto compares none with blocks, `fast_paths` auto (on
   /// CUDA) and try time the switches at the batch found.
   bool search = false;
   /// Training's step: `fast_paths` auto or try measures the gradients' all-reduce compressed
   /// (compress_bf16) on several ranks and keeps it when faster (TrainRanksOptions).
   bool train = false;
+  double clip_grad_norm = 0;  ///< train's; >= 0, 0: no clipping
 
   /// The step's footprint (no accumulation, no resident data); with `fast_paths` auto or try, no
   /// switches (the search tries them after finding the batch). UsageError naming the option.

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/core/count_or_auto.h"
 #include "saturate/core/memory_meter.h"
 #include "saturate/data/dataset.h"
 #include "saturate/monitor/monitor_observer.h"
@@ -35,9 +36,9 @@
 namespace saturate {
 
 struct TrainSessionOptions {
-  /// micro_batch 1..2^31-1: samples per forward/backward; 0: auto, the largest that trains,
+  /// micro_batch 1..2^31-1: samples per forward/backward; auto: the largest that trains,
   /// searched with the step, the data and the evaluation training will run.
-  int64_t micro_batch = 64;
+  CountOrAuto micro_batch = CountOrAuto::of(64);
   /// A micro-batch per rank as written ("2700,4400": rank r takes the r-th; with `shares`, ranks
   /// of unequal memory), compared across ranks as one setting; micro_batch is this rank's. Empty:
   /// one value for every rank.
@@ -68,17 +69,17 @@ struct TrainSessionOptions {
   bool adaptive = false;
   int64_t adapt_every = 50;
   int64_t adaptive_max = 64;
-  /// eval_batch: -1 (auto) searches the evaluation's own batch beside training's state
-  /// (train/auto_batch.h); 0: auto when micro_batch is auto, else 4x the micro-batch; N as given.
+  /// eval_batch 1..2^31-1 as given; auto searches the evaluation's own batch beside training's
+  /// state (train/auto_batch.h); not given (nullopt): auto when micro_batch is auto, else 4x the
+  /// micro-batch.
+  std::optional<CountOrAuto> eval_batch;
   /// eval_every_samples >= 0 (0: at epoch ends only); stop_at_accuracy 0..1 (0: never stop early).
-  int64_t eval_batch = 0;
   int64_t eval_every_samples = 0;
-  /// max_tokens >= -1: text:FILE batches of similar lengths holding up to this many padded
-  /// tokens (documents x the longest; data/token_budget.h) instead of a fixed count; -1: auto (the
-  /// micro-batch x what it was sized for: the longest document when searched, else seq_len); 0:
-  /// fixed batches. A given
-  /// global_batch then caps the documents per batch.
-  int64_t max_tokens = 0;
+  /// max_tokens: text:FILE batches of similar lengths holding up to this many padded tokens
+  /// (documents x the longest; data/token_budget.h) instead of a fixed count; auto: the
+  /// micro-batch x what it was sized for (the longest document when searched, else seq_len);
+  /// not given (nullopt): fixed batches. A given global_batch then caps the documents per batch.
+  std::optional<CountOrAuto> max_tokens;
   double stop_at_accuracy = 0;
   /// checkpoint_dir ("": none), checkpoint_every >= 0 steps (0: epoch ends), resume from it.
   std::string checkpoint_dir;
@@ -131,15 +132,15 @@ struct TrainSessionData {
 /// a UsageError when it names another folder).
 void resume_from(TrainSessionOptions& options, const std::string& dir);
 
-/// `micro_batch` as written: a count in 1..2^31-1, or auto (0); a UsageError about `micro_batch`
+/// `micro_batch` as written: a count in 1..2^31-1, or auto; a UsageError about `micro_batch`
 /// otherwise.
-int64_t parse_micro_batch(const std::string& text);
-/// `max_tokens` as written: auto (-1), 0 (fixed batches) or a count of tokens; a UsageError
-/// about `max_tokens` otherwise.
-int64_t parse_max_tokens(const std::string& text);
-/// `eval_batch` as written: auto (-1), 0 (the default: see TrainSessionOptions) or a count; a
-/// UsageError about `eval_batch` otherwise.
-int64_t parse_eval_batch(const std::string& text);
+CountOrAuto parse_micro_batch(const std::string& text);
+/// `max_tokens` as written: auto, a count of tokens, or 0 (fixed batches: nullopt); a
+/// UsageError about `max_tokens` otherwise.
+std::optional<CountOrAuto> parse_max_tokens(const std::string& text);
+/// `eval_batch` as written: auto, a count, or 0 (the default, nullopt: see TrainSessionOptions);
+/// a UsageError about `eval_batch` otherwise.
+std::optional<CountOrAuto> parse_eval_batch(const std::string& text);
 /// The batch options as written (micro_batch, max_tokens, eval_batch) into `options`. A
 /// comma list of micro-batches gives rank r (RANK/WORLD_SIZE as `env` reads them) the r-th: one
 /// count per rank, no auto among them (UsageError naming `micro_batch` otherwise).
