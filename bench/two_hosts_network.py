@@ -42,10 +42,11 @@ WAYS = {
 
 
 NOTES = """
-How to read it: predicted is the network measured at the start (buckets x latency + bytes / algbw,
-the bytes of every bucket but the last, sent while the backward computes, at the slowdown measured
-for an all-reduce beside matrix products; each all-reduce timed right after 3 ms of matrix
-products, as a step's follows its backward, not back to back with the one before);
+How to read it: predicted is the network measured at the start (buckets x latency + bytes / algbw;
+each all-reduce timed right after 3 ms of matrix products, as a step's follows its backward, not
+back to back with the one before), with every bucket but the last, sent while the backward
+computes, slowed as an all-reduce beside matrix products was for as long as the backward still
+computed beside it (from the first bucket's launch to the last's, timed in training);
 measured is the step's wall time with a bucket in flight, on this rank and as the last rank to
 arrive saw it (each step's least over the ranks: no wait for a peer in it). On the shaped link the
 wire decides and the prediction holds; unshaped, both hosts' ranks share this VM's 2 cores, and an

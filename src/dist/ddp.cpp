@@ -159,6 +159,7 @@ struct DistributedDataParallel::Impl {
     account(start, end);
     stats.allreduce_ms += total;
     stats.overlapped_ms += overlapped;
+    if (log->last_launch > iv[0].first) stats.backward_beside_ms += ms(log->last_launch - iv[0].first);
     stats.step_allreduce_ms.push_back(total);
     stats.buckets = static_cast<int64_t>(iv.size());
     stats.gradient_bytes = log->bytes;

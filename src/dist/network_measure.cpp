@@ -96,11 +96,19 @@ double NetworkMeasure::overlap_slowdown() const {
   return beside_compute_ms > 0 && allreduce_ms > 0 ? std::max(1.0, beside_compute_ms / allreduce_ms) : 1.0;
 }
 
-double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets, int64_t overlapped_bytes) const {
+double NetworkMeasure::predicted_ms(int64_t b, int64_t buckets, int64_t overlapped_bytes,
+                                    double backward_beside_ms) const {
   if (algbw_bytes_per_s <= 0) return 0;
   const int64_t overlapped = std::clamp<int64_t>(overlapped_bytes, 0, b);
-  const double sent = static_cast<double>(b - overlapped) + static_cast<double>(overlapped) * overlap_slowdown();
-  return static_cast<double>(std::max<int64_t>(1, buckets)) * latency_ms + 1000.0 * sent / algbw_bytes_per_s;
+  const double alone_ms = 1000.0 * static_cast<double>(b) / algbw_bytes_per_s;
+  // the overlapped buckets' extra time beside the backward: their whole flight at the slowdown,
+  // or what the backward's remaining computation slows (it ends; they go on alone)
+  const double s = overlap_slowdown();
+  const double overlapped_alone_ms = 1000.0 * static_cast<double>(overlapped) / algbw_bytes_per_s;
+  double extra_ms = overlapped_alone_ms * (s - 1);
+  if (s > 1 && backward_beside_ms < std::numeric_limits<double>::infinity())
+    extra_ms = std::min(extra_ms, std::max(0.0, backward_beside_ms) * (1 - 1 / s));
+  return static_cast<double>(std::max<int64_t>(1, buckets)) * latency_ms + alone_ms + extra_ms;
 }
 
 double NetworkMeasure::predicted_ddp_ms(int64_t gradient_bytes, int64_t bucket_bytes, int64_t first_bucket_bytes) const {

@@ -62,6 +62,7 @@ void TrainRanksSummary::add_to_json(nlohmann::json& j) const {
   if (network) {
     nlohmann::json n = to_json(*network);
     n["predicted_allreduce_ms"] = predicted_allreduce_ms;  // per synced step, for these buckets
+    n["backward_beside_buckets_ms"] = backward_beside_buckets_ms;
     n["measured_allreduce_ms"] = allreduce_ms;
     // the same, as the last rank to arrive saw it (no wait for a peer in it): the wire's time
     n["measured_last_rank_allreduce_ms"] = last_rank_allreduce_ms;

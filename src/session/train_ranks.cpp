@@ -340,8 +340,11 @@ TrainRanksSummary TrainRanks::summary() const {
   r.gradient_buckets = s.buckets;
   r.gradient_bytes = s.gradient_bytes;
   r.network = network_;
-  if (network_)  // every bucket but the last is sent while the backward computes
-    r.predicted_allreduce_ms = network_->predicted_ms(s.gradient_bytes, s.buckets, s.gradient_bytes - s.last_bucket_bytes);
+  if (network_) {  // every bucket but the last is sent while the backward computes, for backward_beside_ms
+    r.backward_beside_buckets_ms = s.synced_steps > 0 ? s.backward_beside_ms / static_cast<double>(s.synced_steps) : 0.0;
+    r.predicted_allreduce_ms = network_->predicted_ms(s.gradient_bytes, s.buckets, s.gradient_bytes - s.last_bucket_bytes,
+                                                      r.backward_beside_buckets_ms);
+  }
   r.last_rank_allreduce_ms = last_rank_allreduce_ms_;
   r.compress_bf16 = compress_bf16_;
   r.compression_by = compression_by_;

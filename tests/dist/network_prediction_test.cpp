@@ -27,6 +27,19 @@ TEST(NetworkPrediction, BucketsSentDuringTheBackwardTakeTheSlowdownMeasuredBesid
   EXPECT_NEAR(m.predicted_ddp_ms(int64_t{7} << 19, int64_t{1} << 20), 4 * 0.1 + 3 * 2.0 + 0.5, 1e-9);
 }
 
+TEST(NetworkPrediction, ABucketIsSlowedOnlyWhileTheBackwardStillComputesBesideIt) {
+  const NetworkMeasure m = a_link_slowed_twice_by_computation();
+  // 3 MiB: the 1 MiB first bucket takes 1 ms alone. The backward computes 0.5 ms more after it is
+  // sent: at half speed a quarter of it moves then, the other three quarters alone (0.75 ms), a
+  // flight of 1.25 ms; then the last 2 MiB (2 ms); two latencies (0.2 ms)
+  EXPECT_NEAR(m.predicted_ms(int64_t{3} << 20, 2, int64_t{1} << 20, 0.5), 0.2 + 1.25 + 2.0, 1e-9);
+  // 10 ms more of backward: the bucket's whole flight is beside it, 2 ms, as when it is not known
+  EXPECT_NEAR(m.predicted_ms(int64_t{3} << 20, 2, int64_t{1} << 20, 10.0), 0.2 + 2.0 + 2.0, 1e-9);
+  EXPECT_NEAR(m.predicted_ms(int64_t{3} << 20, 2, int64_t{1} << 20), 0.2 + 2.0 + 2.0, 1e-9);
+  // nothing left to compute once it is sent: alone
+  EXPECT_NEAR(m.predicted_ms(int64_t{3} << 20, 2, int64_t{1} << 20, 0.0), 0.2 + 1.0 + 2.0, 1e-9);
+}
+
 TEST(NetworkPrediction, AnAllReduceNoSlowerBesideComputationOrNotMeasuredThereIsPredictedAsAlone) {
   NetworkMeasure m = a_link_slowed_twice_by_computation();
   m.beside_compute_ms = 1.5;  // faster beside (noise): never below the time alone

@@ -42,6 +42,9 @@ struct DdpStats {
   int64_t last_bucket_bytes = 0;  ///< of which the last bucket launched (after the backward's end)
   double allreduce_ms = 0;     ///< wall time with a bucket in flight, summed over synced steps
   double overlapped_ms = 0;    ///< of which while backward was still computing gradients
+  /// From the first bucket's launch to the last's, summed over synced steps: how long the
+  /// backward still computed beside buckets in flight (0 with one bucket).
+  double backward_beside_ms = 0;
   /// Each synced backward's wall time with a bucket in flight, in order (allreduce_ms's parts).
   std::vector<double> step_allreduce_ms;
   double overlap_fraction() const { return allreduce_ms > 0 ? overlapped_ms / allreduce_ms : 0; }

@@ -4,6 +4,7 @@
 // carries in a ring all-reduce). From them, the time the gradients' all-reduce should take.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -37,8 +38,12 @@ struct NetworkMeasure {
   }
   /// `bytes` all-reduced in `buckets` all-reduces one after another (DDP's buckets), of which
   /// `overlapped_bytes` are sent while the backward still computes (every bucket but the last),
-  /// at overlap_slowdown() times the time alone.
-  double predicted_ms(int64_t bytes, int64_t buckets, int64_t overlapped_bytes = 0) const;
+  /// at overlap_slowdown() times the time alone for as long as the backward computes beside
+  /// them: `backward_beside_ms` after the first bucket is sent (unknown, the default: their
+  /// whole flight). Alone they would take T = overlapped_bytes / algbw; beside computation for W
+  /// ms at slowdown s they take T + min(T (s - 1), W (1 - 1/s)).
+  double predicted_ms(int64_t bytes, int64_t buckets, int64_t overlapped_bytes = 0,
+                      double backward_beside_ms = std::numeric_limits<double>::infinity()) const;
   /// `gradient_bytes` all-reduced as DDP sends them: a first bucket of `first_bucket_bytes`, then
   /// buckets of `bucket_bytes` (PyTorch's 1 MiB and 25 MiB by default); all but the last
   /// overlapped with the backward.

@@ -56,6 +56,9 @@ struct TrainRanksSummary {
   /// step it predicts for these buckets (issue 45).
   std::optional<NetworkMeasure> network;
   double predicted_allreduce_ms = 0;
+  /// The backward's computation beside buckets in flight a synced step (the first bucket's
+  /// launch to the last's), which the prediction counts at the slowdown beside computation.
+  double backward_beside_buckets_ms = 0;
   /// The all-reduce per synced step as the last rank to reach it saw it: at each step the least
   /// in-flight time of any rank (a rank that arrived early waits for the others inside its
   /// all-reduce; the last one does not), then their mean. What the wire takes, which the
