@@ -54,6 +54,19 @@ std::string ranks_cell(const json& j) {
   return s;
 }
 
+/// The network measured between the ranks (issue 45): bus bandwidth and latency, and the
+/// gradients' all-reduce a step predicted from them against the measured one.
+std::string network_cell(const json& n) {
+  std::string s = fmt::format("all-reduce bus bandwidth {:.1f} MB/s, latency {:.2f} ms",
+                              opt_number(n, "busbw_bytes_per_s", "network").value_or(0) / 1e6,
+                              opt_number(n, "latency_ms", "network").value_or(0));
+  if (const auto predicted = opt_number(n, "predicted_allreduce_ms", "network"))
+    s += fmt::format("<br>all-reduce a step: predicted {:.1f} ms, measured {:.1f} ms (the last rank to arrive {:.1f} ms)",
+                     *predicted, opt_number(n, "measured_allreduce_ms", "network").value_or(0),
+                     opt_number(n, "measured_last_rank_allreduce_ms", "network").value_or(0));
+  return s;
+}
+
 /// The build that measured: saturate's version and commit, build type, compiler, LibTorch and CUDA.
 std::string build_cell(const json& j) {
   std::string versions;
@@ -118,6 +131,7 @@ std::string context_table(const Run& run) {
     rows.push_back({"fast paths", esc(opt_string(j, "fast_paths"))});
   if (const auto w = opt_number(j, "world_size", ""); w && *w > 1)
     rows.push_back({"ranks", number_text(*w) + " (" + esc(opt_string(j, "backend")) + ")" + ranks_cell(j)});
+  if (const json* n = opt_object(j, "network")) rows.push_back({"network", network_cell(*n)});
   if (const json* h = opt_object(j, "host")) {
     std::string s = esc(opt_string(*h, "name"));
     std::vector<std::string> what;

@@ -378,6 +378,13 @@ TEST(DistProcessTest, UnequalSharesOnTwoRanksTrainTheOneProcessWeightsOfTheSameG
   std::ifstream page(dir + "/dist.html");
   const std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("rank 1: share 16 = micro 16 x 1"), std::string::npos);
+  // and the network measured between the ranks, as the JSON has it
+  ASSERT_TRUE(dist.contains("network")) << dist.dump();
+  const std::string busbw = fmt::format("all-reduce bus bandwidth {:.1f} MB/s",
+                                        dist["network"]["busbw_bytes_per_s"].get<double>() / 1e6);
+  EXPECT_NE(text.find("<th>network</th><td>" + busbw), std::string::npos) << busbw;
+  EXPECT_NE(text.find(fmt::format("predicted {:.1f} ms", dist["network"]["predicted_allreduce_ms"].get<double>())),
+            std::string::npos);
   expect_one_process_run(dist, dir + "/dist.pt", single, dir + "/single.pt", 20);
   const auto losses = dist["losses"].get<std::vector<double>>();
   EXPECT_LT(losses.back(), losses.front());  // it learned something
