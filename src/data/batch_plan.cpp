@@ -75,8 +75,8 @@ int64_t rank_share(int64_t global_batch, int world_size) {
                                below > 0 ? fmt::format("{} or ", below) : "", above, fewer));
 }
 
-int64_t global_batch_of(const BatchRequest& r) {
-  if (r.global_batch > 0 || r.shares.empty()) return r.global_batch;
+std::optional<int64_t> global_batch_of(const BatchRequest& r) {
+  if (r.global_batch || r.shares.empty()) return r.global_batch;
   int64_t sum = 0;
   for (int64_t s : r.shares) sum += s;
   return sum;
@@ -99,7 +99,7 @@ RankSlice rank_slice(int64_t global_batch, int rank, int world_size, const std::
 }
 
 int64_t rank_share(const BatchRequest& r) {
-  if (r.shares.empty()) return rank_share(r.global_batch, r.world_size);
+  if (r.shares.empty()) return rank_share(r.global_batch.value_or(0), r.world_size);
   if (static_cast<int64_t>(r.shares.size()) != r.world_size)
     throw UsageError("shares", fmt::format("{} values for {} ranks; give one share per rank (each rank's samples of "
                                            "every global batch)",
@@ -110,14 +110,14 @@ int64_t rank_share(const BatchRequest& r) {
       throw UsageError("shares", fmt::format("rank {}'s share is {}; every rank needs 1 or more samples", i, r.shares[i]));
     sum += r.shares[i];
   }
-  if (r.global_batch > 0 && r.global_batch != sum)
+  if (r.global_batch && *r.global_batch != sum)
     throw UsageError("shares", fmt::format("they add up to {}, not the global batch {}; give shares that sum to it, "
                                            "or leave `global_batch` out (the shares' sum is the global batch)",
-                                           sum, r.global_batch));
-  if (r.accumulation > 0)
+                                           sum, *r.global_batch));
+  if (r.accumulation)
     throw UsageError("accumulation", fmt::format("{}: with `shares` each rank's accumulation follows from its share "
                                                  "and micro-batch; leave `accumulation` out",
-                                                 r.accumulation));
+                                                 *r.accumulation));
   if (r.rank < 0 || r.rank >= r.world_size)
     throw UsageError("shares", fmt::format("rank {} of {} ranks has no share", r.rank, r.world_size));
   return r.shares[static_cast<size_t>(r.rank)];
@@ -180,39 +180,45 @@ std::vector<int64_t> shares_by_speed(int64_t global_batch, const std::vector<dou
 void check_batch_request(const BatchRequest& r) {
   if (r.world_size < 1)
     throw UsageError("world_size", fmt::format("{} is not a positive number of ranks", r.world_size));
-  if (r.micro_batch < 0)
-    throw UsageError("micro_batch", fmt::format("{} is not a positive integer", r.micro_batch));
-  if (r.accumulation < 0)
-    throw UsageError("accumulation", fmt::format("{} is negative; give 1 or more micro-batches per step", r.accumulation));
-  if (r.global_batch < 0)
-    throw UsageError("global_batch", fmt::format("{} is negative; give the samples per optimizer step", r.global_batch));
+  if (r.micro_batch && *r.micro_batch < 1)
+    throw UsageError("micro_batch", fmt::format("{} is not a positive integer; give 1 or more samples, or leave it to "
+                                                "the search (auto)",
+                                                *r.micro_batch));
+  if (r.accumulation && *r.accumulation < 1)
+    throw UsageError("accumulation", fmt::format("{} is not a positive integer; give 1 or more micro-batches per step, "
+                                                 "or leave it out (it follows from the others)",
+                                                 *r.accumulation));
+  if (r.global_batch && *r.global_batch < 1)
+    throw UsageError("global_batch", fmt::format("{} is not a positive integer; give the samples per optimizer step, "
+                                                 "or leave it out (micro-batch x accumulation x ranks)",
+                                                 *r.global_batch));
   if (!r.shares.empty()) {
     rank_share(r);  // one positive share per rank, their sum the global batch, no accumulation
     return;
   }
-  if (r.global_batch == 0) return;
-  const int64_t share = rank_share(r.global_batch, r.world_size);
+  if (!r.global_batch) return;
+  const int64_t share = rank_share(*r.global_batch, r.world_size);
   const std::string of_ranks =
       r.world_size > 1 ? fmt::format(" ({} per rank of {})", share, r.world_size) : std::string();
-  if (r.micro_batch > 0 && r.accumulation > 0 && r.micro_batch * r.accumulation != share)
+  if (r.micro_batch && r.accumulation && *r.micro_batch * *r.accumulation != share)
     throw UsageError("global_batch", fmt::format("{}{} is not micro-batch {} x accumulation {} = {}; give two of the three",
-                                                 r.global_batch, of_ranks, r.micro_batch, r.accumulation,
-                                                 r.micro_batch * r.accumulation));
-  if (r.micro_batch == 0 && r.accumulation > 0 && share % r.accumulation != 0)
-    throw UsageError("accumulation", fmt::format("{} does not divide the global batch {}{}", r.accumulation,
-                                                 r.global_batch, of_ranks));
+                                                 *r.global_batch, of_ranks, *r.micro_batch, *r.accumulation,
+                                                 *r.micro_batch * *r.accumulation));
+  if (!r.micro_batch && r.accumulation && share % *r.accumulation != 0)
+    throw UsageError("accumulation", fmt::format("{} does not divide the global batch {}{}", *r.accumulation,
+                                                 *r.global_batch, of_ranks));
 }
 
-int64_t micro_batch_limit(const BatchRequest& r) {
+std::optional<int64_t> micro_batch_limit(const BatchRequest& r) {
   if (!r.shares.empty()) {  // the largest share: every rank's search caps at the same batch (they run in step)
     rank_share(r);
     int64_t largest = 0;
     for (int64_t s : r.shares) largest = std::max(largest, s);
     return largest;
   }
-  if (r.global_batch == 0) return 0;
-  const int64_t share = rank_share(r.global_batch, r.world_size);
-  return r.accumulation > 0 ? share / r.accumulation : share;
+  if (!r.global_batch) return std::nullopt;
+  const int64_t share = rank_share(*r.global_batch, r.world_size);
+  return r.accumulation ? share / *r.accumulation : share;
 }
 
 BatchPlan plan_batches(const BatchRequest& r, int64_t micro_batch) {
@@ -225,15 +231,15 @@ BatchPlan plan_batches(const BatchRequest& r, int64_t micro_batch) {
     p.rank_batch = rank_share(r);
     p.micro_batch = std::min(p.micro_batch, p.rank_batch);
     p.accumulation = (p.rank_batch + p.micro_batch - 1) / p.micro_batch;
-    p.global_batch = global_batch_of(r);
+    p.global_batch = *global_batch_of(r);
     return p;
   }
-  if (r.global_batch > 0) {
-    p.rank_batch = rank_share(r.global_batch, r.world_size);
+  if (r.global_batch) {
+    p.rank_batch = rank_share(*r.global_batch, r.world_size);
     p.micro_batch = std::min(p.micro_batch, p.rank_batch);
     p.accumulation = (p.rank_batch + p.micro_batch - 1) / p.micro_batch;
   } else {
-    p.accumulation = r.accumulation > 0 ? r.accumulation : 1;
+    p.accumulation = r.accumulation.value_or(1);
     p.rank_batch = p.micro_batch * p.accumulation;
   }
   p.global_batch = p.rank_batch * r.world_size;

@@ -47,18 +47,19 @@ std::vector<RunSetting> train_run_settings(const Workload& workload, const Train
       {"lr_schedule", to_string(o.lr_decay)},
       {"warmup_steps", std::to_string(o.warmup_steps)},
       {"lr_scaling", o.lr_scaling ? to_string(*o.lr_scaling) : "auto"},
-      {"base_batch", std::to_string(o.base_batch)},
+      {"base_batch", std::to_string(o.base_batch.value_or(0))},
       {"objective", to_string(o.objective.objective)},
       {"adaptive", on_off(o.adaptive)},
       {"adapt_every", std::to_string(o.adapt_every)},
       {"adaptive_max", std::to_string(o.adaptive_max)},
       {"noise_scale", on_off(o.noise_scale), may},  // measured, not applied (adaptive applies it)
       {"oom_backoff", on_off(o.oom_backoff), may},  // a back-off changes the split, not the batch
-      // the batch: its split may change on resume (the global batch may not: the trainer checks it)
+      // the batch: its split may change on resume (the global batch may not: the trainer checks it);
+      // a count not given is recorded as 0, as every record and checkpoint so far spells it
       {"micro_batch", !o.micro_batches.empty() ? o.micro_batches : o.micro_batch.to_string(), may},
-      {"accumulation", std::to_string(o.accumulation), may},
-      {"global_batch", std::to_string(o.global_batch), may},
-      {"target_fraction", fmt::format("{:g}", o.target_fraction), may},
+      {"accumulation", std::to_string(o.accumulation.value_or(0)), may},
+      {"global_batch", std::to_string(o.global_batch.value_or(0)), may},
+      {"target_fraction", fmt::format("{:g}", o.target_fraction.value_or(0)), may},
       // the run's length (a cosine schedule's length is checked by the trainer), evaluation,
       // checkpoints and logging
       {"epochs", std::to_string(o.epochs), may},

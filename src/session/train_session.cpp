@@ -64,7 +64,13 @@ bool chooses_global_batch(const TrainSessionOptions& o) {
   return o.objective.objective == Objective::kGoodput || o.adaptive;
 }
 
-int64_t base_batch_of(const TrainSessionOptions& o) { return o.base_batch > 0 ? o.base_batch : kDefaultBaseBatch; }
+int64_t base_batch_of(const TrainSessionOptions& o) { return o.base_batch.value_or(kDefaultBaseBatch); }
+
+/// The share of the budget a searched batch's peak may use: as given, else all of it on CPU (the
+/// budget is exact), 0.95 on CUDA (fragmentation).
+double target_fraction_of(const TrainSessionOptions& o, const MemoryMeter& meter) {
+  return o.target_fraction.value_or(meter.device().is_cuda() ? 0.95 : 1.0);
+}
 
 /// The loader's options for this workload: the model's sample shape (1x28x28 images fed to a
 /// 3x32x32 model are converted the same way in the search and in training) and classes.
@@ -206,7 +212,7 @@ AutoEvalBatch search_eval_batch(Workload& workload, MemoryMeter& meter, const Tr
   ao.micro_batch = plan.micro_batch;
   ao.rank_batch = plan.rank_batch;
   ao.max_eval_batch = eval_data_size(data, workload.built().spec.seq_len);
-  ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
+  ao.search.target_fraction = target_fraction_of(o, meter);
   ao.search.on_trial = events.on_trial;
   ao.run_search = search_on_ranks(ranks);
   // one sample length for the trial: training's global batch and the evaluation's batches alike,
@@ -251,7 +257,7 @@ AutoBatch search_micro_batch(Workload& workload, MemoryMeter& meter, const Train
   ao.footprint = footprint;
   ao.request = request;
   ao.search.max_batch = data_samples;  // a larger batch never comes from the data
-  ao.search.target_fraction = o.target_fraction > 0 ? o.target_fraction : (meter.device().is_cuda() ? 0.95 : 1.0);
+  ao.search.target_fraction = target_fraction_of(o, meter);
   ao.search.on_trial = events.on_trial;
   ao.run_search = search_on_ranks(ranks);
   SampleTokens at(workload, tokens);
@@ -320,7 +326,7 @@ std::vector<AdaptiveRank> every_ranks_pace(const ThroughputCurve& mine, int64_t 
 void choose_by_curve(Workload& workload, Probe& probe, const c10::Device& device, const TrainingFootprint& footprint,
                      const TrainSessionData& data, const TrainSessionOptions& o, TrainRanks& ranks,
                      const TrainEvents& events, ModelSnapshot& initial, BatchChoice& choice) {
-  const int64_t micro = choice.request.micro_batch;
+  const int64_t micro = choice.request.micro_batch.value();
   const int world = ranks.world_size();
   if (world > 1 && o.objective.objective == Objective::kGoodput)
     throw UsageError("objective", "goodput across ranks: use `adaptive`, which chooses the global batch by goodput "
@@ -362,17 +368,17 @@ void choose_by_curve(Workload& workload, Probe& probe, const c10::Device& device
 /// own with unequal shares), the unit the global batch grows by, and the all-reduce a step costs.
 void start_adaptive(Workload& workload, Probe& probe, const TrainingFootprint& footprint, const TrainSessionOptions& o,
                     TrainRanks& ranks, const TrainEvents& events, BatchChoice& choice) {
-  const int64_t micro = choice.request.micro_batch;
+  const int64_t micro = choice.request.micro_batch.value();
   const int64_t base_batch = base_batch_of(o);
   const int world = ranks.world_size();
   // unequal shares: they split the base batch (a unit), each rank its own part of every unit
   const bool unequal = !choice.request.shares.empty();
-  if (unequal && global_batch_of(choice.request) != base_batch)
+  const int64_t shares_sum = global_batch_of(choice.request).value_or(0);
+  if (unequal && shares_sum != base_batch)
     throw UsageError("shares", fmt::format("they add up to {}, not the base batch {}: with `adaptive` the shares split "
                                            "the base batch (the global batch grows by whole base batches); give "
                                            "`base_batch` {}, or shares that add up to {}",
-                                           global_batch_of(choice.request), base_batch,
-                                           global_batch_of(choice.request), base_batch));
+                                           shares_sum, base_batch, shares_sum, base_batch));
   if (!unequal && base_batch % world != 0)
     throw UsageError("base_batch", fmt::format("{} is not shared equally by {} ranks; give a multiple of {}",
                                                base_batch, world, world));
@@ -582,7 +588,7 @@ void TrainSessionOptions::check() const {
   const std::string objective_name = to_string(objective.objective);
   if (objective.objective != Objective::kMemory && !auto_batch)
     throw UsageError(fmt::format("`objective` {} chooses the micro-batch: give `micro_batch` auto", objective_name));
-  if (chooses_global_batch(*this) && (accumulation > 0 || global_batch > 0))
+  if (chooses_global_batch(*this) && (accumulation || global_batch))
     throw UsageError(fmt::format("{} chooses the global batch: drop `accumulation` and `global_batch` "
                                  "(`base_batch` is the batch the learning rate was tuned for)",
                                  adaptive ? "`adaptive`" : "`objective` goodput"));
@@ -602,12 +608,13 @@ void TrainSessionOptions::check() const {
   if (eval_every_samples < 0)
     throw UsageError("eval_every_samples", fmt::format("{} is negative; 0 evaluates at epoch ends only", eval_every_samples));
   check_option_range("stop_at_accuracy", stop_at_accuracy);
-  if (base_batch < 0)
-    throw UsageError("base_batch", fmt::format("{} is negative; give the batch the learning rate was tuned for",
-                                               base_batch));
-  if (target_fraction < 0 || target_fraction > 1)
+  if (base_batch && *base_batch < 1)
+    throw UsageError("base_batch", fmt::format("{} is not a positive integer; give the batch the learning rate was "
+                                               "tuned for, or leave it out ({})",
+                                               *base_batch, kDefaultBaseBatch));
+  if (target_fraction && !(*target_fraction > 0 && *target_fraction <= 1))
     throw UsageError("target_fraction", fmt::format("{} is outside (0, 1]; e.g. 0.9 leaves 10 % of the budget free",
-                                                    target_fraction));
+                                                    *target_fraction));
   if (epochs < 0 || max_steps < 0 || (epochs == 0 && max_steps == 0))
     throw UsageError(fmt::format("`epochs` {}: give at least one epoch or `max_steps` N", epochs));
   check_option_range("warmup_steps", static_cast<double>(warmup_steps));
@@ -749,26 +756,34 @@ struct Prepared {
 };
 }  // namespace
 
+BatchRequest batch_request(const TrainSessionOptions& options, const TrainRanks& ranks) {
+  BatchRequest request;
+  request.micro_batch = options.micro_batch.given();  // nullopt: auto
+  request.accumulation = options.accumulation;
+  // shares auto: split once the micro-batch is known and timed
+  if (!ranks.shares_by_speed()) request.global_batch = options.global_batch;
+  request.world_size = ranks.world_size();
+  request.shares = ranks.shares();
+  request.rank = ranks.rank();
+  return request;
+}
+
+namespace {
+
 /// The batch the options ask for (shares split by speed left to prepare_batches), checked.
 BatchChoice requested_batch(const TrainSessionOptions& options, TrainRanks& ranks, int64_t split_by_speed) {
-  BatchChoice choice;
-  choice.request.micro_batch = options.micro_batch.given_or_zero();  // the plan's request: 0 is auto
-  choice.request.accumulation = options.accumulation;
-  choice.request.global_batch = options.global_batch;
-  choice.request.world_size = ranks.world_size();
-  choice.request.shares = ranks.shares();
-  choice.request.rank = ranks.rank();
   if (options.adaptive && ranks.share_balance().every_steps.value_or(0) > 0)
     throw UsageError("reshare_every", "`adaptive` keeps the shares split before training (its batch grows by "
                                       "whole base batches, each split alike); leave `reshare_every` out");
-  if (ranks.shares_by_speed()) {
-    if (split_by_speed == 0)
-      throw UsageError("shares", "auto splits a global batch by each rank's speed: give `global_batch`");
-    choice.request.global_batch = 0;  // split once the micro-batch is known and timed
-  }
+  if (ranks.shares_by_speed() && split_by_speed == 0)
+    throw UsageError("shares", "auto splits a global batch by each rank's speed: give `global_batch`");
+  BatchChoice choice;
+  choice.request = batch_request(options, ranks);
   check_batch_request(choice.request);
   return choice;
 }
+
+}  // namespace
 
 /// The searches and timings before training (each asked for): the micro-batch, the shares by
 /// speed, the objective's batch, the evaluation's batch, the workers. The trials take optimizer
@@ -778,7 +793,7 @@ Prepared prepare_batches(Workload& workload, MemoryMeter& meter, TrainSessionDat
                          const TrainSessionOptions& options, TrainRanks& ranks, const TrainEvents& events) {
   Prepared prep;
   // `shares` auto splits the global batch; with `adaptive`, the base batch (its unit)
-  const int64_t split_by_speed = options.adaptive ? base_batch_of(options) : options.global_batch;
+  const int64_t split_by_speed = options.adaptive ? base_batch_of(options) : options.global_batch.value_or(0);
   prep.choice = requested_batch(options, ranks, split_by_speed);
   BatchChoice& choice = prep.choice;
   // the evaluation's own batch is searched when asked (auto), and by default when the micro-batch is
@@ -814,13 +829,13 @@ Prepared prepare_batches(Workload& workload, MemoryMeter& meter, TrainSessionDat
     choice.request.micro_batch = auto_batch->micro_batch;
   }
   if (ranks.shares_by_speed()) {
-    choose_shares_by_speed(workload, meter, footprint, choice.request.micro_batch, split_by_speed, ranks);
+    choose_shares_by_speed(workload, meter, footprint, choice.request.micro_batch.value(), split_by_speed, ranks);
     choice.request.global_batch = split_by_speed;
     choice.request.shares = ranks.shares();
   }
   if (options.objective.objective != Objective::kMemory || options.adaptive)
     choose_by_objective(workload, meter, footprint, data, options, ranks, events, *before_probing, choice);
-  prep.plan = plan_batches(choice.request, choice.request.micro_batch);
+  prep.plan = plan_batches(choice.request, choice.request.micro_batch.value());
   if (eval_searched) prep.auto_eval = search_eval_batch(workload, meter, footprint, prep.plan, data, options, ranks, events);
   if (tunes_workers) {
     prep.workers_tuning = tune_training_workers(workload, meter, footprint, data, options.seed, prep.plan.micro_batch, events);
@@ -953,10 +968,11 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
     t.micro_batch = max_tokens;  // a batch of short documents runs whole: never split
     t.accumulation = 1;
   }
-  RunData run_data = open_run_data(data, workload, lo, eval_batch, options.seed, ranks, max_tokens, options.global_batch);
+  RunData run_data = open_run_data(data, workload, lo, eval_batch, options.seed, ranks, max_tokens,
+                                     options.global_batch.value_or(0));
   const std::string data_name = run_data.train->name();
   const LrScaling scaling = options.lr_scaling.value_or(LrScaling::kNone);
-  t.schedule.peak_lr = scale_learning_rate(workload.learning_rate(), plan.global_batch, options.base_batch, scaling) *
+  t.schedule.peak_lr = scale_learning_rate(workload.learning_rate(), plan.global_batch, options.base_batch.value_or(0), scaling) *
                        choice.lr_gain;
   t.schedule.warmup_steps = options.warmup_steps;
   t.schedule.decay = options.lr_decay;
@@ -977,7 +993,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   LeakWatch leak_watch(meter);
   wire_events(t, events, total, monitor.get(), noise, choice.adaptive.get(), leak_watch);
   if (ranks.resplits() > 0 && !choice.adaptive && max_tokens == 0)
-    wire_reshare(t, ranks, choice.request.micro_batch, events);
+    wire_reshare(t, ranks, choice.request.micro_batch.value(), events);
 
   Trainer trainer(workload, meter, *run_data.train, run_data.eval.get(), t);
   OpProfile op_profile;

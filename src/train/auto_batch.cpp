@@ -13,13 +13,14 @@ namespace saturate {
 AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoBatchOptions& o) {
   check_batch_request(o.request);
   TrainingFootprint footprint = o.footprint;
-  footprint.global_batch = global_batch_of(o.request) > 0 ? rank_share(o.request) : 0;
-  footprint.accumulation = global_batch_of(o.request) > 0 ? 0 : o.request.accumulation;  // global = micro x accumulation
+  const bool global_given = global_batch_of(o.request).has_value();
+  footprint.global_batch = global_given ? rank_share(o.request) : 0;
+  footprint.accumulation = global_given ? 0 : o.request.accumulation.value_or(0);  // global = micro x accumulation
   Probe probe(workload, meter);
   probe.set_footprint(footprint);
   for (ProbeObserver* obs : o.observers) probe.add_observer(obs);
   SearchOptions so = o.search;
-  const int64_t limit = micro_batch_limit(o.request);
+  const int64_t limit = micro_batch_limit(o.request).value_or(0);
   if (limit > 0) so.max_batch = so.max_batch > 0 ? std::min(so.max_batch, limit) : limit;
   AutoBatch a;
   a.search = o.run_search ? o.run_search(probe, so) : search_batch_size(probe, so);

@@ -418,25 +418,41 @@ def resume_with_what_may_change_goes_on():
         fail(f"resumed from {r['resumed_from']} to {r['steps']}")
 
 
-def resume_from_a_version_1_checkpoint_goes_on():
-    # tests/cli/data/checkpoint_v1: written before checkpoints had a format version (saturate at
-    # 2f54f95, `train --model mlp --width 4 --data synthetic --device cpu --batch 8 --threads 1
-    # --steps 2 --checkpoint-dir ...`): it keeps loading, its settings under their old keys, and the
-    # resumed run continues the uninterrupted one's losses exactly
+def _resume_from_committed_checkpoint(version, commit):
+    # tests/cli/data/checkpoint_vN: a checkpoint of format version N (saturate at `commit`, `train
+    # --model mlp --width 4 --data synthetic --device cpu --batch 8 --threads 1 --steps 2
+    # --checkpoint-dir ...`): it keeps loading, and the resumed run continues the uninterrupted
+    # one's losses exactly; a setting changed against its keys is still refused, naming it
     small = ["train", "--model", "mlp", "--width", "4", "--data", "synthetic", "--device", "cpu", "--batch", "8",
              "--threads", "1", "-q"]
-    shutil.copytree(os.path.join(HERE, "data", "checkpoint_v1"), "ck1")
+    fixture = os.path.join(HERE, "data", f"checkpoint_v{version}")
+    shutil.copytree(fixture, "ck1")
     run(small + ["--steps", "4", "--resume", "ck1", "--json", "resumed.json"], 0)
     run(small + ["--steps", "4", "--json", "whole.json"], 0)
-    import json
     resumed, whole = json.load(open("resumed.json")), json.load(open("whole.json"))
     if resumed["resumed_from"] != 2 or resumed["steps"] != 4:
-        fail(f"resumed from {resumed['resumed_from']} to {resumed['steps']}")
+        fail(f"v{version} (written at {commit}): resumed from {resumed['resumed_from']} to {resumed['steps']}")
     if resumed["losses"] != whole["losses"]:
-        fail(f"the resumed losses {resumed['losses']} are not the uninterrupted run's {whole['losses']}")
-    # a setting changed against the old keys is still refused, naming it
-    shutil.copytree(os.path.join(HERE, "data", "checkpoint_v1"), "ck2")
+        fail(f"v{version} (written at {commit}): the resumed losses {resumed['losses']} are not the uninterrupted "
+             f"run's {whole['losses']}")
+    shutil.copytree(fixture, "ck2")
     run(small + ["--steps", "4", "--resume", "ck2", "--lr", "0.5"], 2, r"written with --lr 0.001 and this run has --lr 0.5")
+
+
+def resume_from_a_version_1_checkpoint_goes_on():
+    # written before checkpoints had a format version: its settings under their display words
+    _resume_from_committed_checkpoint(1, "2f54f95")
+
+
+def resume_from_a_checkpoint_of_the_current_format_version_goes_on():
+    # the version this build writes (src/train/trainer.cpp kCheckpointVersion) has its own committed
+    # checkpoint: a format change that bumps the version without one, or that stops reading it, fails
+    source = open(os.path.join(HERE, "..", "..", "src", "train", "trainer.cpp")).read()
+    current = int(re.search(r"kCheckpointVersion = (\d+);", source).group(1))
+    if not os.path.isdir(os.path.join(HERE, "data", f"checkpoint_v{current}")):
+        fail(f"no tests/cli/data/checkpoint_v{current} for the format version this build writes ({current}): "
+             f"commit one written by this build (the command in _resume_from_committed_checkpoint)")
+    _resume_from_committed_checkpoint(current, "the commit that added it")
 
 
 # ---- 6: ranks compare their settings at the start ----

@@ -126,6 +126,15 @@ TEST(BatchPlanTest, ErrorsNameTheOptionTheyConcern) {
   fine.micro_batch = 32;
   fine.global_batch = 128;
   EXPECT_EQ(option_of(fine), "");
+  // a count given as 0 is not "leave it to saturate" (that is not giving it): an error naming it
+  for (const char* option : {"micro_batch", "accumulation", "global_batch"}) {
+    BatchRequest zero;
+    (option == std::string("micro_batch")    ? zero.micro_batch
+     : option == std::string("accumulation") ? zero.accumulation
+                                             : zero.global_batch) = 0;
+    EXPECT_EQ(option_of(zero), option);
+    ASSERT_THROWS_WITH(check_batch_request(zero), UsageError, "0 is not a positive integer");
+  }
 }
 
 TEST(BatchPlanTest, AnIndivisibleGlobalBatchNamesTheNearestMultiples) {
@@ -139,7 +148,7 @@ TEST(BatchPlanTest, TheSearchCapIsTheRanksShareOverTheAccumulation) {
   EXPECT_EQ(micro_batch_limit(r), 256);
   r.accumulation = 4;
   EXPECT_EQ(micro_batch_limit(r), 64);
-  EXPECT_EQ(micro_batch_limit(BatchRequest{}), 0);
+  EXPECT_FALSE(micro_batch_limit(BatchRequest{}).has_value());  // no global batch: no cap
 }
 
 TEST(BatchPlanTest, UnequalSharesGiveEachRankItsOwnShareAndAccumulationSummingToTheGlobalBatch) {
@@ -184,7 +193,7 @@ TEST(BatchPlanTest, SharesThatDoNotFitTheRanksOrTheGlobalBatchAreUsageErrorsNami
   r.shares = {48, 16};
   r.global_batch = 60;
   ASSERT_THROWS_WITH(check_batch_request(r), UsageError, "add up to 64, not the global batch 60");
-  r.global_batch = 0;
+  r.global_batch.reset();
   r.shares = {48, 0};
   ASSERT_THROWS_WITH(check_batch_request(r), UsageError, "rank 1's share is 0");
   r.shares = {48, 16};

@@ -83,8 +83,7 @@ TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objectiv
   o.profile_ops = !tf.profile_ops.empty();
   o.seed = seed;
   o.check();
-  BatchRequest request{o.micro_batch.given_or_zero(), o.accumulation, ranks.shares_by_speed() ? 0 : o.global_batch, ranks.world_size(), ranks.shares(), ranks.rank()};
-  check_batch_request(request);  // errors name --batch, --accumulate, --global-batch
+  check_batch_request(batch_request(o, ranks));  // errors name --batch, --accumulate, --global-batch
   return o;
 }
 

@@ -41,7 +41,8 @@ CLI::Option* add_option_flag(CLI::App& app, std::string_view key, T& field) {
   else if constexpr (std::is_same_v<T, std::string>)
     return describe(app.add_option(row.names, field), row)->check(kNotEmpty);
   else
-    return describe(app.add_option(row.names, field), row, std::is_integral_v<T>);
+    return describe(app.add_option(row.names, field), row,
+                    std::is_integral_v<T> || std::is_same_v<T, std::optional<int64_t>>);  // optionals: unset unless given
 }
 
 /// The options of the parsed command `cmd`, given or defaulted, by option name (session/run_paths.h).

@@ -5,15 +5,16 @@
 // "global_batch".
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace saturate {
 
 struct BatchRequest {
-  int64_t micro_batch = 0;   ///< samples per forward/backward; 0: chosen by the search (auto)
-  int64_t accumulation = 0;  ///< micro-batches per optimizer step; 0: follows from the others
-  int64_t global_batch = 0;  ///< samples per optimizer step over all ranks; 0: micro x accumulation x ranks
+  std::optional<int64_t> micro_batch;   ///< samples per forward/backward; nullopt: chosen by the search (auto)
+  std::optional<int64_t> accumulation;  ///< micro-batches per optimizer step; nullopt: follows from the others
+  std::optional<int64_t> global_batch;  ///< samples per optimizer step over all ranks; nullopt: micro x accumulation x ranks
   int world_size = 1;
   /// Unequal shares: each rank's samples of every global batch (`shares`; empty: equal), and
   /// which of them is this process's. Their sum is the global batch; accumulation follows from
@@ -64,8 +65,8 @@ struct RankSlice {
   int64_t count = 0;
 };
 RankSlice rank_slice(int64_t global_batch, int rank, int world_size, const std::vector<int64_t>& shares);
-/// The request's global batch: given, or the shares' sum; 0 when neither says.
-int64_t global_batch_of(const BatchRequest& request);
+/// The request's global batch: given, or the shares' sum; nullopt when neither says.
+std::optional<int64_t> global_batch_of(const BatchRequest& request);
 /// `shares` as given: each rank's count, or `auto` (by each rank's measured speed), or none.
 struct SharesOption {
   std::vector<int64_t> counts;  ///< one per rank; empty: equal shares (or by speed)
@@ -82,15 +83,15 @@ SharesOption parse_shares(const std::string& text);
 /// the batch has fewer samples than ranks or a speed is not positive.
 std::vector<int64_t> shares_by_speed(int64_t global_batch, const std::vector<double>& samples_per_s);
 
-/// Checks what can be checked before the micro-batch is known: no negative value, a global
+/// Checks what can be checked before the micro-batch is known: each given count positive, a global
 /// batch the ranks share equally, and micro-batch x accumulation = share when all three are
 /// given. A micro-batch that does not divide the share is fine: the last one is shorter.
 void check_batch_request(const BatchRequest& request);
 
 /// The largest micro-batch the request allows (its rank share when a global batch is given, the
-/// largest share with `shares`: the same on every rank; 0: no limit) — the cap of a search for
-/// the micro-batch.
-int64_t micro_batch_limit(const BatchRequest& request);
+/// largest share with `shares`: the same on every rank; nullopt: no limit) — the cap of a search
+/// for the micro-batch.
+std::optional<int64_t> micro_batch_limit(const BatchRequest& request);
 
 /// The plan with `micro_batch` (the request's, or the search's choice when it had none). A global
 /// batch that the micro-batch does not divide gets the accumulation that covers it with a

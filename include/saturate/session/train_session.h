@@ -43,13 +43,14 @@ struct TrainSessionOptions {
   /// of unequal memory), compared across ranks as one setting; micro_batch is this rank's. Empty:
   /// one value for every rank.
   std::string micro_batches;
-  /// accumulation >= 0: micro-batches per optimizer step (0: from global_batch, else 1).
-  int64_t accumulation = 0;
-  /// global_batch >= 0: samples per optimizer step, all ranks (0: micro x accumulation x ranks).
-  int64_t global_batch = 0;
-  /// target_fraction 0..1: with micro_batch 0, the share of the budget the measured peak may use
-  /// (0: 1.0 on CPU, where the budget is exact; 0.95 on CUDA, for fragmentation).
-  double target_fraction = 0;
+  /// accumulation >= 1: micro-batches per optimizer step (not given: from global_batch, else 1).
+  std::optional<int64_t> accumulation;
+  /// global_batch >= 1: samples per optimizer step, all ranks (not given: micro x accumulation x
+  /// ranks).
+  std::optional<int64_t> global_batch;
+  /// target_fraction (0, 1]: with micro_batch auto, the share of the budget the measured peak may
+  /// use (not given: 1.0 on CPU, where the budget is exact; 0.95 on CUDA, for fragmentation).
+  std::optional<double> target_fraction;
   /// epochs >= 0 and max_steps >= 0 (optimizer steps; overrides epochs), not both 0.
   int64_t epochs = 1;
   int64_t max_steps = 0;
@@ -58,9 +59,9 @@ struct TrainSessionOptions {
   /// lr_scaling from base_batch to the global batch; nullopt (auto): with goodput or adaptive the
   /// noise scale's rule, none otherwise.
   std::optional<LrScaling> lr_scaling;
-  /// base_batch >= 0: the global batch the learning rate was tuned for (0: kDefaultBaseBatch, 32,
-  /// for goodput and adaptive, as the search's goodput; no scaling otherwise).
-  int64_t base_batch = 0;
+  /// base_batch >= 1: the global batch the learning rate was tuned for (not given:
+  /// kDefaultBaseBatch, 32, for goodput and adaptive, as the search's goodput; no scaling otherwise).
+  std::optional<int64_t> base_batch;
   /// objective: memory (the micro-batch as given or searched), throughput or goodput (then
   /// micro_batch must be 0: the objective chooses it, from the curve up to the one that trains).
   ObjectiveOptions objective;
@@ -131,6 +132,12 @@ struct TrainSessionData {
 /// A resume from `dir` ("": none): checkpoints go on into it (`checkpoint_dir` empty or the same;
 /// a UsageError when it names another folder).
 void resume_from(TrainSessionOptions& options, const std::string& dir);
+
+/// The batch plan's request the options make on this rank: the micro-batch (nullopt: searched),
+/// the accumulation and the global batch as given (none yet with `shares` auto: it is split once
+/// the ranks are timed), the ranks and their shares. check_batch_request on it is a UsageError
+/// naming `micro_batch`, `accumulation`, `global_batch` or `shares`, before any device work.
+BatchRequest batch_request(const TrainSessionOptions& options, const TrainRanks& ranks);
 
 /// `micro_batch` as written: a count in 1..2^31-1, or auto; a UsageError about `micro_batch`
 /// otherwise.
