@@ -21,8 +21,13 @@ int64_t batch_bytes(const Batch& b) {
 }  // namespace
 
 void TrainingFootprint::validate() const {
-  require_non_negative(global_batch, "global_batch");
-  require_non_negative(accumulation, "accumulation");
+  if (global_batch && *global_batch < 1)
+    throw UsageError("global_batch", fmt::format("{} is not a positive count; give 1 or more samples per step, or "
+                                                 "none (the trial's batch x `accumulation`)",
+                                                 *global_batch));
+  if (accumulation < 1)
+    throw UsageError("accumulation", fmt::format("{} is not a positive count; give 1 or more micro-batches per step",
+                                                 accumulation));
   require_non_negative(prefetched_batches, "prefetched_batches");
   require_non_negative(eval_batch, "eval_batch");
   require_non_negative(eval_batch_per_micro, "eval_batch_per_micro");
@@ -45,8 +50,8 @@ void WorkloadTrialStep::set_footprint(const TrainingFootprint& footprint) {
 }
 
 int64_t WorkloadTrialStep::global_batch_of(int64_t batch) const {
-  if (footprint_.global_batch > 0) return std::max(footprint_.global_batch, batch);
-  return batch * std::max<int64_t>(1, footprint_.accumulation);
+  if (footprint_.global_batch) return std::max(*footprint_.global_batch, batch);
+  return batch * footprint_.accumulation;
 }
 
 int64_t WorkloadTrialStep::eval_batch(int64_t batch) const {
@@ -191,7 +196,7 @@ void WorkloadTrialStep::describe(StepDescription& setup) const {
   if (footprint_.checkpointing.enabled()) setup.checkpointing = to_string(footprint_.checkpointing);
   if (footprint_.precision != Precision::kFp32) setup.precision = to_string(footprint_.precision);
   if (!footprint_.fast_paths.names().empty()) setup.fast_paths = footprint_.fast_paths.to_string();
-  const bool accumulates = footprint_.global_batch > 0 || footprint_.accumulation > 1;
+  const bool accumulates = footprint_.global_batch || footprint_.accumulation > 1;
   if (accumulates) setup.global_batch = global_batch_of(last_batch_);
   setup.prefetched_batches = footprint_.prefetched_batches;
   if (footprint_.prefetched_batches > 0) setup.prefetched_batch_samples = window_batch(last_batch_);

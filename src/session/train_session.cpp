@@ -277,7 +277,7 @@ WorkerTuning tune_training_workers(Workload& workload, MemoryMeter& meter, const
                                    const TrainEvents& events) {
   Probe probe(workload, meter);
   TrainingFootprint f = footprint;
-  f.global_batch = 0;  // each trial's batch is its own global batch
+  f.global_batch.reset();  // each trial's batch is its own global batch
   probe.set_footprint(f);
   LoaderOptions lo = loader_options(workload, data, seed, meter.device());
   lo.workers = 1;
@@ -416,7 +416,7 @@ void choose_by_objective(Workload& workload, MemoryMeter& meter, const TrainingF
                          const TrainEvents& events, ModelSnapshot& initial, BatchChoice& choice) {
   Probe probe(workload, meter);
   TrainingFootprint f = footprint;
-  f.global_batch = 0;  // each trial's batch is its own global batch
+  f.global_batch.reset();  // each trial's batch is its own global batch
   probe.set_footprint(f);
   if (o.objective.objective != Objective::kMemory)
     choose_by_curve(workload, probe, meter.device(), footprint, data, o, ranks, events, initial, choice);
@@ -433,7 +433,7 @@ void choose_shares_by_speed(Workload& workload, MemoryMeter& meter, const Traini
                             int64_t micro_batch, int64_t global_batch, TrainRanks& ranks) {
   Probe probe(workload, meter);
   TrainingFootprint f = footprint;
-  f.global_batch = 0;  // each trial's batch is its own global batch
+  f.global_batch.reset();  // each trial's batch is its own global batch
   probe.set_footprint(f);
   TrialRequest request;
   request.warmup_steps = 1;

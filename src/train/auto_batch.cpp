@@ -13,9 +13,12 @@ namespace saturate {
 AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoBatchOptions& o) {
   check_batch_request(o.request);
   TrainingFootprint footprint = o.footprint;
-  const bool global_given = global_batch_of(o.request).has_value();
-  footprint.global_batch = global_given ? rank_share(o.request) : 0;
-  footprint.accumulation = global_given ? 0 : o.request.accumulation.value_or(0);  // global = micro x accumulation
+  footprint.global_batch.reset();
+  footprint.accumulation = 1;
+  if (global_batch_of(o.request))
+    footprint.global_batch = rank_share(o.request);
+  else
+    footprint.accumulation = o.request.accumulation.value_or(1);  // global = micro x accumulation
   Probe probe(workload, meter);
   probe.set_footprint(footprint);
   for (ProbeObserver* obs : o.observers) probe.add_observer(obs);
@@ -32,7 +35,7 @@ AutoBatch choose_micro_batch(Workload& workload, MemoryMeter& meter, const AutoB
         "not even micro-batch 1 trains within {}: the loader's {} prefetched {} and the global batch of {} in "
         "use take {} of it; lower the prefetch depth or worker count, the global batch, or raise the budget",
         format_bytes(r.budget_bytes), footprint.prefetched_batches,
-        footprint.prefetches_micro_batches ? "micro-batch(es)" : "global batch(es)", footprint.global_batch,
+        footprint.prefetches_micro_batches ? "micro-batch(es)" : "global batch(es)", footprint.global_batch.value_or(0),
         format_bytes(resident_at_one)));
   // the target fraction leaves headroom when asked (< 1); at 1 the exact maximum is taken
   a.micro_batch = so.target_fraction >= 1.0 || r.recommended_batch == 0 ? r.max_batch : r.recommended_batch;
@@ -58,7 +61,7 @@ AutoEvalBatch choose_eval_batch(Workload& workload, MemoryMeter& meter, const Au
   TrainingFootprint footprint = o.footprint;
   footprint.eval_search_micro_batch = o.micro_batch;
   footprint.global_batch = std::max(o.rank_batch, o.micro_batch);
-  footprint.accumulation = 0;
+  footprint.accumulation = 1;
   footprint.eval_batch = footprint.eval_batch_per_micro = 0;
   Probe probe(workload, meter);
   probe.set_footprint(footprint);

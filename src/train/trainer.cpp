@@ -108,8 +108,7 @@ std::vector<std::pair<std::string, std::string>> Trainer::exact_resume_settings(
       {"`precision`", to_string(opt_.precision)},
       // the batch the run was started with (micro x accumulation x ranks); an OOM back-off
       // changes the split, never this
-      {"global batch", std::to_string(opt_.global_batch > 0 ? opt_.global_batch
-                                                             : opt_.micro_batch * opt_.accumulation * world)},
+      {"global batch", std::to_string(opt_.global_batch.value_or(opt_.micro_batch * opt_.accumulation * world))},
       {"`data`", data_.name()},
       {"`lr`", fmt::format("{:g}", opt_.schedule.peak_lr)},
       {"`lr_schedule`", to_string(opt_.schedule.decay)},
@@ -357,7 +356,7 @@ int64_t Trainer::load_checkpoint_payload(const std::string& payload, torch::opti
   // backed off); another split of the same global batch when another was asked for. With
   // unequal shares (global_batch set) rank 0's split is not this rank's: each keeps its own
   torch::Tensor configured;
-  if (opt_.global_batch == 0 && (!archive.try_read("configured_micro_batch", configured) ||
+  if (!opt_.global_batch && (!archive.try_read("configured_micro_batch", configured) ||
                                  configured.item<int64_t>() == opt_.micro_batch || opt_.adaptive)) {
     micro_ = read_int("micro_batch");
     accumulation_ = read_int("accumulation");
@@ -629,7 +628,7 @@ void Trainer::finish_result(Loop& loop) {
   const int64_t world = opt_.sync ? opt_.sync->world_size() : 1;
   result.steps = loop.step;
   int64_t global = loop.global, unit_rows = loop.unit_rows;
-  if (global == 0) global = opt_.global_batch > 0 ? opt_.global_batch : micro_ * accumulation_ * world;
+  if (global == 0) global = opt_.global_batch.value_or(micro_ * accumulation_ * world);
   if (unit_rows == 0) unit_rows = opt_.adaptive ? global / world / opt_.adaptive->units() : global / world;
   result.global_batch = global;
   // this run's samples as counted (token-budget batches differ in size), a resumed part as planned

@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "saturate/probe/probe_hooks.h"
@@ -30,11 +31,12 @@ namespace saturate {
 /// How a trial mirrors the training run it sizes. The default is a plain step: the trial's batch
 /// is the whole batch, no data held beside it, no evaluation.
 struct TrainingFootprint : StepConfig {
-  /// Samples per optimizer step on this rank; 0: the trial's batch times `accumulation`.
-  int64_t global_batch = 0;
-  /// Without a global batch: micro-batches per optimizer step (0 or 1: none), so the global batch
-  /// grows with the trial's micro-batch.
-  int64_t accumulation = 0;
+  /// Samples per optimizer step on this rank (>= 1); nullopt: the trial's batch times
+  /// `accumulation`.
+  std::optional<int64_t> global_batch;
+  /// Without a global batch: micro-batches per optimizer step (>= 1; 1: none), so the global
+  /// batch grows with the trial's micro-batch.
+  int64_t accumulation = 1;
   /// Batches the loader keeps in flight beside the one in use (workers x prefetch).
   int64_t prefetched_batches = 0;
   /// The window holds micro-batches (the trial's batch; LoaderOptions::parts), not global batches.

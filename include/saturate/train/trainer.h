@@ -41,9 +41,9 @@ struct Reshare {
 struct TrainOptions : StepConfig {
   int64_t micro_batch = 32;      ///< samples per forward/backward
   int64_t accumulation = 1;      ///< micro-batches per optimizer step
-  /// The planned samples of a step over all ranks, checked on resume; 0: micro_batch x
-  /// accumulation x ranks (set where the ranks' shares are unequal).
-  int64_t global_batch = 0;
+  /// The planned samples of a step over all ranks, checked on resume; nullopt: micro_batch x
+  /// accumulation x ranks (given where the ranks' shares are unequal).
+  std::optional<int64_t> global_batch;
   /// Each rank's samples of every global batch where they are unequal (empty: equal): recorded
   /// in checkpoints, so a resume can say how the run it continues was split.
   std::vector<int64_t> shares;
