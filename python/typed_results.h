@@ -13,6 +13,7 @@
 #include "saturate/memory/leak_check.h"
 #include "saturate/memory/plan.h"
 #include "saturate/probe/findings.h"
+#include "saturate/report/report.h"
 #include "saturate/search/decision.h"
 #include "saturate/search/fast_path_choice.h"
 #include "saturate/search/objective.h"
@@ -28,6 +29,7 @@ pybind11::object to_python(const nlohmann::json& j);
 /// other than memory was asked for, and the printers' JSON and console text.
 struct SearchOutcome {
   SearchResult search;
+  ComputeSummary compute;  ///< the FLOPs, the rate at the throughput batch, the GEMM peak, the MFU
   BatchDecision decision;
   std::optional<ObjectiveOutcome> objective;
   nlohmann::json json;

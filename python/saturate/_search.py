@@ -87,6 +87,49 @@ class Decision:
 
 
 @dataclass
+class Compute:
+    """The step's FLOPs, the rate it ran at, the device's GEMM peak and their ratio (MFU), at the
+    throughput batch (else the recommended, else the largest that counted FLOPs): the search
+    JSON's `compute`. Read as attributes (`r.compute.mfu`) or by the JSON's keys (`r.compute["mfu"]`)."""
+    batch: int                  # the trial the rate was read at; 0: no trial counted FLOPs
+    flops_per_sample: float     # counted from the step's matrix products and convolutions
+    peak_flops_per_s: float     # the device's measured GEMM rate at the step's precision
+    peak_method: str            # how: "measured: fp32 GEMM 1024^3, best of 10, 2 threads"
+    peak_threads: int
+    achieved_flops_per_s: Optional[float] = None  # flops_per_sample x the trial's samples/s
+    mfu: Optional[float] = None                   # achieved / peak (None: mfu_note says why)
+    mfu_note: str = ""
+    hfu: Optional[float] = None                   # with checkpointing: the recomputation counted too
+    recompute_flops_per_step: float = 0.0
+    analytic_flops_per_sample: Optional[float] = None  # built-in models: the formula's figure
+    peak_others_busy_cpus: Optional[float] = None      # other processes' load while the peak ran
+    trials_others_busy_cpus: Optional[float] = None    # ... over the trials
+    peak_first_flops_per_s: Optional[float] = None     # the first peak, when a trial outran it
+    load_note: str = ""         # the load moved between the peak and the trials ("" when not)
+    flops_method: str = "counted"
+
+    @classmethod
+    def from_typed(cls, c: Any) -> "Compute":
+        """From the library's typed summary (_C.ComputeSummary)."""
+        return cls(batch=c.batch, flops_per_sample=c.flops_per_sample, peak_flops_per_s=c.peak_flops_per_s,
+                   peak_method=c.peak_method, peak_threads=c.peak_threads, achieved_flops_per_s=c.achieved_flops_per_s,
+                   mfu=c.mfu, mfu_note=c.mfu_note, hfu=c.hfu, recompute_flops_per_step=c.recompute_flops_per_step,
+                   analytic_flops_per_sample=c.analytic_flops_per_sample,
+                   peak_others_busy_cpus=c.peak_others_busy_cpus, trials_others_busy_cpus=c.trials_others_busy_cpus,
+                   peak_first_flops_per_s=c.peak_first_flops_per_s, load_note=c.load_note)
+
+    def __getitem__(self, key: str) -> Any:
+        """The field by its JSON key (the same names); KeyError for a key the JSON never has."""
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self[key] if key in self.__dataclass_fields__ else None
+        return default if value is None else value
+
+
+@dataclass
 class SearchResult:
     max_batch: int              # the largest batch that fits (0: batch 1 does not)
     max_batch_exact: bool       # max_batch fit and max_batch + 1 was seen not to
@@ -99,9 +142,8 @@ class SearchResult:
     target_bytes: int
     error: str = ""             # a trial failed with something else than out-of-memory
     # FLOPs counted from the step's matrix products and convolutions (per sample), the rate at
-    # the throughput batch, the device's measured GEMM peak and MFU: flops_per_sample,
-    # achieved_flops_per_s, peak_flops_per_s, peak_method, mfu, batch
-    compute: Dict[str, Any] = field(default_factory=dict)
+    # the throughput batch, the device's measured GEMM peak and MFU (None: no search ran)
+    compute: Optional[Compute] = None
     # objective="throughput" or "goodput": what it chose and why (None for "memory")
     objective: Optional[Objective] = None
     # data=: the worst-case batches the search ran on, and the answer at the median length
@@ -120,7 +162,7 @@ class SearchResult:
                      recommended_batch=r.recommended_batch, throughput_batch=r.throughput_batch,
                      trials=[Trial.from_typed(t) for t in r.trials], trial_steps=r.trial_steps,
                      budget_bytes=r.budget_bytes, target_bytes=r.target_bytes, error=r.error,
-                     compute=data.get("compute", {}),
+                     compute=Compute.from_typed(outcome.compute),
                      objective=(Objective.from_typed(outcome.objective, outcome.objective.json())
                                 if outcome.objective is not None else None),
                      decision=Decision.from_typed(outcome.decision), data=data)

@@ -154,8 +154,8 @@ def test_the_flops_per_sample_equal_pytorchs_own_flop_counter(name, budget):
     from torch.utils.flop_counter import FlopCounterMode
     r = search_loop(name, budget)
     assert not r.error, r.error
-    c = r.compute
-    assert c["flops_method"] == "counted"
+    c = r.compute  # typed (saturate.Compute); the bf16 case below reads it by the JSON's keys
+    assert c.flops_method == "counted"
     # the same step, counted by PyTorch's FlopCounterMode (forward and backward, from Python)
     model, opt, step = LOOPS[name]()
     batch = 16
@@ -163,14 +163,18 @@ def test_the_flops_per_sample_equal_pytorchs_own_flop_counter(name, budget):
         step(batch)
     expected = counter.get_total_flops() / batch
     assert expected > 0
-    assert c["flops_per_sample"] == pytest.approx(expected, rel=1e-9)
+    assert c.flops_per_sample == pytest.approx(expected, rel=1e-9)
     # the rate at the reported batch, from independent parts: PyTorch's count a sample times the
     # samples/s the trial at that batch measured (the trials' own record), then its share of the peak
-    (at,) = [t for t in r.trials if t.batch == c["batch"] and t.status == "ok"]
-    assert c["achieved_flops_per_s"] == pytest.approx(expected * at.samples_per_s, rel=1e-9)
-    assert c["peak_flops_per_s"] > 0
-    assert c["mfu"] == pytest.approx(expected * at.samples_per_s / c["peak_flops_per_s"], rel=1e-9)
-    assert c["peak_method"].startswith("measured: fp32 GEMM")
+    (at,) = [t for t in r.trials if t.batch == c.batch and t.status == "ok"]
+    assert c.achieved_flops_per_s == pytest.approx(expected * at.samples_per_s, rel=1e-9)
+    assert c.peak_flops_per_s > 0
+    assert c.mfu == pytest.approx(expected * at.samples_per_s / c.peak_flops_per_s, rel=1e-9)
+    assert c.peak_method.startswith("measured: fp32 GEMM")
+    # the typed summary is what `--json` writes: every key of the JSON's compute, the same value
+    written = r.data["compute"]
+    for key, value in written.items():
+        assert c[key] == value, key
 
 
 def test_a_step_under_bf16_autocast_has_its_mfu_against_a_bf16_peak():

@@ -39,9 +39,13 @@ BatchDecision UserSearchResult::decision() const {
 
 int64_t UserSearchResult::batch() const { return decision().batch; }
 
+ComputeSummary UserSearchResult::compute() const {
+  return compute_summary(search, peak, std::nullopt, mfu_note, trials_others_busy_cpus);
+}
+
 nlohmann::json UserSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search);
-  j["compute"] = saturate::to_json(compute_summary(search, peak, std::nullopt, mfu_note, trials_others_busy_cpus));
+  j["compute"] = saturate::to_json(compute());
   if (objective.requested != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, ranks);
@@ -59,7 +63,7 @@ std::string UserSearchResult::to_text(const RunContext& context) const {
   if (objective.requested != Objective::kMemory)
     notes += objective_text(objective.objective, objective.reason, objective.noise, objective.noise_data,
                             objective.goodput);
-  notes += compute_text(compute_summary(search, peak, std::nullopt, mfu_note, trials_others_busy_cpus));
+  notes += compute_text(compute());
   if (world_size > 1) notes += rank_text(ranks, ranks_backend, search.max_batch);
   if (const std::string w = memory_growth(search).warning(); !w.empty()) notes += "warning: " + w + "\n";
   std::ostringstream out;

@@ -16,6 +16,7 @@
 #include "saturate/dist/rank_synced.h"
 #include "saturate/monitor/gemm_peak.h"
 #include "saturate/probe/user_step.h"
+#include "saturate/report/report.h"
 #include "saturate/report/run_context.h"
 #include "saturate/search/decision.h"
 #include "saturate/search/objective.h"
@@ -56,6 +57,8 @@ struct UserSearchResult {
   BatchDecision decision() const;
   /// decision().batch: the objective's batch, capped at the recommended one (0: none within the target).
   int64_t batch() const;
+  /// The FLOPs, the rate at the throughput batch, the GEMM peak and the MFU (report/report.h).
+  ComputeSummary compute() const;
   /// The search JSON (search_json), its "compute", and "objective" unless memory.
   nlohmann::json to_json(const RunContext& context) const;
   /// For people: the console table of `saturate search`, the answer, the objective and compute.
