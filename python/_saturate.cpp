@@ -579,8 +579,8 @@ SearchOutcome zoo_search(const std::string& model, const std::string& device,
   text << r.notes;
   std::optional<ObjectiveOutcome> outcome;  // none for memory, as the JSON has no "objective"
   if (r.found.requested_objective != Objective::kMemory) outcome = r.found.objective;
-  return {r.found.search(), r.found.compute(), r.found.decision(), outcome, r.json, with_keywords(text.str()),
-          memory_growth(r.found.search()).warning()};
+  return {r.found.search(), r.found.compute(), r.found.decision(), outcome, r.to_json(session->context),
+          with_keywords(text.str()), memory_growth(r.found.search()).warning()};
 }
 
 /// `saturate memory` on a zoo model: the same session, options and JSON.

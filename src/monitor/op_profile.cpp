@@ -1,4 +1,4 @@
-#include "monitor/op_profile.h"
+#include "saturate/monitor/op_profile.h"
 
 #include <nlohmann/json.hpp>
 #include "monitor/readings.h"

@@ -98,25 +98,8 @@ std::string trial_data_name(const OpenedData& data) {
 
 namespace {
 
-/// The worst case a text search sized for: which documents, how long, and the token budget; and
-/// the same search on documents of the median length beside it. One typed result, two printers
-/// (to_json, worst_case_text): no printer reads the other's keys.
-struct TextWorstCase {
-  int64_t documents = 0;
-  int64_t longest_tokens = 0;
-  int64_t median_tokens = 0;
-  std::vector<int64_t> worst_documents;
-  int64_t max_tokens = 0;
-  int64_t recommended_tokens = 0;
-  struct Median {  // the search on median-length documents
-    int64_t max_batch = 0;
-    bool max_batch_exact = false;
-    int64_t recommended_batch = 0;
-    int64_t trials = 0;
-  };
-  std::optional<Median> median;  ///< none when that search failed
-};
-
+// TextWorstCase (search_session.h): one typed result, two printers (to_json, worst_case_text):
+// no printer reads the other's keys.
 TextWorstCase text_worst_case(const WorstCaseOrder& w, const SearchResult& r) {
   TextWorstCase c;
   c.documents = w.items();
@@ -128,7 +111,7 @@ TextWorstCase text_worst_case(const WorstCaseOrder& w, const SearchResult& r) {
   return c;
 }
 
-nlohmann::json to_json(const TextWorstCase& c) {
+nlohmann::json worst_case_json(const TextWorstCase& c) {
   nlohmann::json j = {{"documents", c.documents},
                       {"longest_tokens", c.longest_tokens},
                       {"median_tokens", c.median_tokens},
@@ -215,18 +198,15 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   if (dist) session.context.budget_bytes = result.budget_bytes;  // the smallest rank's
   if (monitor) monitor->finish();
   if (data) data->rethrow_error();  // a bad sample is a DataError naming the file
-  r.json = r.found.to_json(session.context);
   r.plan = run_plan_for(options.plan, session, options.search.search.target_fraction);
-  if (r.plan) r.json["plan"] = plan_json(*r.plan);
-  add_memory_breakdown_json(r.json, result);
   r.notes = r.found.notes();
   if (r.plan) r.notes += plan_text(*r.plan);
   if (worst) {
     TextWorstCase worst_case = text_worst_case(worst->worst(), result);
     if (result.error.empty() && result.max_batch > 0)
       worst_case.median = median_answer(session, text->train, options.search.search, dist);
-    r.json["worst_case"] = to_json(worst_case);
     r.notes += worst_case_text(worst_case);
+    r.worst_case = worst_case;
   }
   if (data) {
     r.data = data->source();
@@ -234,6 +214,14 @@ SearchSessionResult run_search_session(WorkloadSession& session, const OpenedDat
   }
   r.failure = search_failure(result, session, probe.footprint(), options.search.search.target_fraction);
   return r;
+}
+
+nlohmann::json SearchSessionResult::to_json(const RunContext& context) const {
+  nlohmann::json j = found.to_json(context);
+  if (plan) j["plan"] = plan_json(*plan);
+  add_memory_breakdown_json(j, found.search());
+  if (worst_case) j["worst_case"] = worst_case_json(*worst_case);
+  return j;
 }
 
 }  // namespace saturate

@@ -20,7 +20,7 @@
 #include "saturate/data/data_feed.h"
 #include "saturate/dist/rank_synced.h"
 #include "saturate/memory/leak_check.h"
-#include "monitor/op_profile.h"
+#include "saturate/monitor/op_profile.h"
 #include "saturate/monitor/train_monitor.h"
 #include "saturate/probe/probe.h"
 #include "saturate/session/data_session.h"
@@ -922,8 +922,6 @@ void summarize_session(Workload& workload, MemoryMeter& meter, const RunContext&
   s.compute = train_compute(workload, meter, t, r, ranks.world_size());
   s.workers = data.workers;
   s.workers_auto = prep.workers_tuning;
-  out.json = s.to_json();
-  out.ranks.add_to_json(out.json);
 }
 
 TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, const RunContext& context,
@@ -1000,7 +998,7 @@ TrainSessionResult run_train_session(Workload& workload, MemoryMeter& meter, con
   if (options.profile_ops) op_profile.start();
   const TrainResult r = trainer.run();
   TrainSessionResult out;
-  if (op_profile.running()) out.op_profile = op_table_json(op_profile.stop(), r.steps);
+  if (op_profile.running()) out.op_profile = op_profile.stop();
   const Trained trained{r, t, data_name, run_data.eval ? eval_batch : 0, rank_batch, monitor.get(), noise, leak_watch};
   summarize_session(workload, meter, context, data, options, ranks, prep, trained, out);
   return out;
@@ -1018,6 +1016,16 @@ TrainLinesStyle train_lines_style(const TrainSessionOptions& o, const RunContext
   s.adaptive_max = o.adaptive_max;
   s.adapt_every = o.adapt_every;
   return s;
+}
+
+nlohmann::json TrainSessionResult::to_json() const {
+  nlohmann::json j = summary.to_json();
+  ranks.add_to_json(j);
+  return j;
+}
+
+nlohmann::json TrainSessionResult::op_profile_json() const {
+  return op_profile ? op_table_json(*op_profile, summary.result.steps) : nlohmann::json();
 }
 
 std::string TrainSessionResult::to_text() const { return train_summary_text(summary, ranks); }

@@ -1,4 +1,4 @@
-#include "monitor/op_profile.h"
+#include "saturate/monitor/op_profile.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

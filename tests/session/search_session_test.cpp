@@ -37,11 +37,12 @@ TEST(SearchSessionTest, TheAnswerComesWithItsJsonBreakdownAndNotes) {
   EXPECT_EQ(r.failure, "");
   const SearchResult& s = r.found.search();
   EXPECT_GT(s.recommended_batch, 0);
-  EXPECT_EQ(r.json["recommended_batch"], s.recommended_batch);
-  EXPECT_TRUE(r.json.contains("memory_breakdown")) << r.json.dump();
+  const nlohmann::json j = r.to_json(session->context);
+  EXPECT_EQ(j["recommended_batch"], s.recommended_batch);
+  EXPECT_TRUE(j.contains("memory_breakdown")) << j.dump();
   EXPECT_FALSE(r.plan.has_value());
   EXPECT_FALSE(r.data.has_value());
-  EXPECT_EQ(r.json["command"], "search");
+  EXPECT_EQ(j["command"], "search");
 }
 
 TEST(SearchSessionTest, BatchOneTooLargeIsAFailureThatSaysWhatItNeeds) {

@@ -102,11 +102,11 @@ TEST(TrainSessionTest, EveryStepIsReportedAndTheJsonHasTheRanksKeys) {
   const TrainSessionResult r = rig.train(o, events);
   EXPECT_EQ(total, 3);
   EXPECT_EQ(seen, (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(r.json.at("world_size"), 1);
-  EXPECT_EQ(r.json.at("parallel"), "none");
-  EXPECT_EQ(r.json.at("micro_batch"), 64);
-  EXPECT_EQ(r.json.at("accumulation"), 4);
-  EXPECT_EQ(r.json.at("steps"), 3);
+  EXPECT_EQ(r.to_json().at("world_size"), 1);
+  EXPECT_EQ(r.to_json().at("parallel"), "none");
+  EXPECT_EQ(r.to_json().at("micro_batch"), 64);
+  EXPECT_EQ(r.to_json().at("accumulation"), 4);
+  EXPECT_EQ(r.to_json().at("steps"), 3);
 }
 
 TEST(TrainSessionOptionsAsWritten, AutoZeroAndACountAreThreeDifferentSettingsNotThreeNumbers) {

@@ -98,10 +98,11 @@ int run_search(SearchCommand& c) {
   const SearchSessionResult r = run_search_session(*session, opened, so, dist.get(),
                                                    search_events(c, talk, denv.rank == 0, trial_data_name(opened)));
   if (denv.rank != 0) return r.failure.empty() ? 0 : 1;
-  printer->result(SearchReport{r.found.search(), r.json, r.found.decision(), with_flags(r.notes), r.found.effort()});
+  const nlohmann::json j = r.to_json(session->context);
+  printer->result(SearchReport{r.found.search(), j, r.found.decision(), with_flags(r.notes), r.found.effort()});
   printer->end();
-  if (!c.flags.json.empty() && c.flags.json != "-") write_json(r.json, c.flags.json, std::cout);
-  write_html_report(r.json, c.html);
+  if (!c.flags.json.empty() && c.flags.json != "-") write_json(j, c.flags.json, std::cout);
+  write_html_report(j, c.html);
   if (!r.failure.empty()) print_line("saturate: error: " + r.failure);
   return r.failure.empty() ? 0 : 1;
 }

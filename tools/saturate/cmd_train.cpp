@@ -88,14 +88,10 @@ TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objectiv
 }
 
 /// The summary: JSON on stdout (--json -) or the text and --json FILE; --html.
-void write_summary(const TrainSessionResult& r, const WorkloadFlags& flags, const TrainFlags& tf) {
-  if (flags.json == "-") {
-    write_json(r.json, "-", std::cout);
-  } else {
-    std::cout << with_flags(r.to_text());
-    if (!flags.json.empty()) write_json(r.json, flags.json, std::cout);
-  }
-  write_html_report(r.json, tf.html);
+void write_summary(const TrainSessionResult& r, const nlohmann::json& j, const WorkloadFlags& flags, const TrainFlags& tf) {
+  if (flags.json != "-") std::cout << with_flags(r.to_text());
+  if (!flags.json.empty()) write_json(j, flags.json, std::cout);
+  write_html_report(j, tf.html);
 }
 
 struct TrainCommand {
@@ -132,12 +128,12 @@ int run_train(TrainCommand& c) {
   const TrainSessionResult r =
       run_train_session(workload, *session->meter, session->context, std::move(d), o, ranks, events);
   const TrainResult& result = r.summary.result;
-  if (!r.op_profile.is_null() && ranks.writer()) write_json(r.op_profile, c.tf.profile_ops, std::cout);
+  if (r.op_profile && ranks.writer()) write_json(r.op_profile_json(), c.tf.profile_ops, std::cout);
   const int exit_status = result.stopped_by_signal ? 128 + result.stopped_by_signal : 0;
   if (!ranks.writer()) return exit_status;  // rank 0 writes the model and the summary
   // an interrupted run's weights are not the trained model --save names: its checkpoint has them
   if (!c.tf.save.empty() && !result.stopped_by_signal) save_model(workload.model(), c.tf.save);
-  write_summary(r, c.flags, c.tf);
+  write_summary(r, r.to_json(), c.flags, c.tf);
   const std::string saved = result.stopped_by_signal ? "" : c.tf.save;
   if (auto lost = checkpoint_failure_text(result, o.checkpoint_dir, {{"save", saved}, {"json", c.flags.json}}); !lost.empty())
     throw RuntimeFailure(lost);

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/dist/process_group.h"
 #include "saturate/memory/plan_runner.h"
@@ -48,15 +48,36 @@ struct SearchSessionEvents {
   std::function<void(const std::string&)> on_warning;  ///< no NVML on a CUDA run, ...
 };
 
+/// The worst case a text search sized for: which documents, how long, and the token budget; and
+/// the same search on documents of the median length beside it (the JSON's `worst_case`).
+struct TextWorstCase {
+  int64_t documents = 0;
+  int64_t longest_tokens = 0;
+  int64_t median_tokens = 0;
+  std::vector<int64_t> worst_documents;
+  int64_t max_tokens = 0;
+  int64_t recommended_tokens = 0;
+  struct Median {  // the search on median-length documents
+    int64_t max_batch = 0;
+    bool max_batch_exact = false;
+    int64_t recommended_batch = 0;
+    int64_t trials = 0;
+  };
+  std::optional<Median> median;  ///< none when that search failed
+};
+
 struct SearchSessionResult {
   WorkloadSearchResult found;
   std::optional<PlanResult> plan;
-  std::optional<DataSource> data;  ///< the data the trials read, when given
-  nlohmann::json json;             ///< the search JSON (docs/search.md)
-  std::string notes;               ///< for people, after the answer (console and markdown)
+  std::optional<DataSource> data;           ///< the data the trials read, when given
+  std::optional<TextWorstCase> worst_case;  ///< text:FILE data: the documents it sized for
+  std::string notes;                        ///< for people, after the answer (console and markdown)
   /// Why there is no answer (an error, batch 1 too large, no batch within the target); "" when
   /// there is one. Options are named in backticks.
   std::string failure;
+  /// The search JSON (docs/search.md): the workload search's, with the plan, the memory
+  /// breakdown at the recommended batch and the worst case.
+  nlohmann::json to_json(const RunContext& context) const;
 };
 
 /// What the trials read: the data's name, or synthetic batches (the noise scale's `data` in the JSON).

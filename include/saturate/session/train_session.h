@@ -13,12 +13,13 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/core/count_or_auto.h"
 #include "saturate/core/memory_meter.h"
 #include "saturate/data/dataset.h"
 #include "saturate/monitor/monitor_observer.h"
+#include "saturate/monitor/op_profile.h"
 #include "saturate/search/objective.h"
 #include "saturate/search/search.h"
 #include "saturate/session/train_ranks.h"
@@ -173,10 +174,12 @@ TrainLinesStyle train_lines_style(const TrainSessionOptions& options, const RunC
 struct TrainSessionResult {
   TrainSummary summary;
   TrainRanksSummary ranks;
-  /// The operator profile (op_table_json) with profile_ops; null otherwise.
-  nlohmann::json op_profile;
+  /// The operator profile with profile_ops (over summary.result.steps).
+  std::optional<OpTable> op_profile;
   /// The train JSON (docs/train.md): the summary's with the ranks' keys.
-  nlohmann::json json;
+  nlohmann::json to_json() const;
+  /// The operator profile's JSON (op_table_json), per step too; null without a profile.
+  nlohmann::json op_profile_json() const;
   /// The summary for people (report/train_text.h).
   std::string to_text() const;
 };
