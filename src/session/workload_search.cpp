@@ -89,13 +89,8 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
     out.world_size = dist->world_size();
     out.backend = to_string(dist->backend());
   }
-  out.checkpointing_json = {{"policy", o.checkpointing_policy}, {"choice", to_string(o.footprint.checkpointing)}};
-  if (!out.run.not_compared.empty()) out.checkpointing_json["reason"] = out.run.not_compared;
-  if (out.run.choice) {
-    const std::string with_name = to_string(ro.with_policy);
-    out.checkpointing_json = checkpointing_auto_json(*out.run.choice, *out.run.without, *out.run.with, with_name);
-    out.checkpointing_text = checkpointing_auto_text(*out.run.choice, *out.run.without, *out.run.with, with_name);
-  }
+  out.checkpointing_policy = o.checkpointing_policy;
+  out.checkpointing_compared = to_string(ro.with_policy);
   const SearchResult& result = out.search();
   // the objective: the curve up to the recommended batch, the noise scale on the data's batches
   out.requested_objective = o.objective.objective;
@@ -115,18 +110,16 @@ WorkloadSearchResult WorkloadSearch::run(DistGroup* dist, const std::function<Ba
                                       across);
   }
   out.fast_paths_batch = result.recommended_batch > 0 ? result.recommended_batch : result.max_batch;
-  out.fast_paths_json = {{"policy", o.fast_paths_policy}, {"chosen", o.footprint.fast_paths.to_string()}};
+  out.fast_paths_policy = o.fast_paths_policy;
   if (o.try_fast_paths) {
     if (dist) {
-      out.fast_paths_json["reason"] = "not tried with several ranks";
+      out.fast_paths_reason = "not tried with several ranks";
     } else if (out.fast_paths_batch > 0 && result.error.empty()) {
       out.fast_paths = try_fast_paths(probe_, out.fast_paths_batch, o.search.measure_steps);
       if (progress.on_fast_paths) progress.on_fast_paths(*out.fast_paths);
-      out.fast_paths_json = to_json(*out.fast_paths, out.fast_paths_batch);
-      out.fast_paths_json["policy"] = o.fast_paths_policy;
     }
-  } else if (!o.fast_paths_not_tried.empty()) {
-    out.fast_paths_json["reason"] = o.fast_paths_not_tried;
+  } else {
+    out.fast_paths_reason = o.fast_paths_not_tried;
   }
   out.peak = compute_->peak();  // measured again when a trial outran the first
   out.mfu_note = compute_->mfu_note();
@@ -145,10 +138,19 @@ BatchDecision WorkloadSearchResult::decision() const {
 
 nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
-  j["checkpointing"] = checkpointing_json;
+  nlohmann::json checkpointing = {{"policy", checkpointing_policy}, {"choice", to_string(footprint.checkpointing)}};
+  if (!run.not_compared.empty()) checkpointing["reason"] = run.not_compared;
+  if (run.choice) checkpointing = checkpointing_auto_json(*run.choice, *run.without, *run.with, checkpointing_compared);
+  j["checkpointing"] = checkpointing;
   j["precision"] = to_string(footprint.precision);
   j["compute"] = saturate::to_json(compute());
-  j["fast_paths"] = fast_paths_json;
+  nlohmann::json paths = {{"policy", fast_paths_policy}, {"chosen", footprint.fast_paths.to_string()}};
+  if (!fast_paths_reason.empty()) paths["reason"] = fast_paths_reason;
+  if (fast_paths) {
+    paths = saturate::to_json(*fast_paths, fast_paths_batch);
+    paths["policy"] = fast_paths_policy;
+  }
+  j["fast_paths"] = paths;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(decision());
   if (world_size > 1) add_rank_json(j, world_size, run.chosen.ranks);
@@ -171,7 +173,7 @@ std::string WorkloadSearchResult::notes() const {
                           objective.goodput);
   notes += compute_text(compute());
   if (fast_paths) notes += fast_paths_text(*fast_paths, fast_paths_batch);
-  notes += checkpointing_text;
+  if (run.choice) notes += checkpointing_auto_text(*run.choice, *run.without, *run.with, checkpointing_compared);
   if (world_size > 1) notes += rank_text(run.chosen.ranks, backend, search().max_batch);
   return notes;
 }

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "saturate/dist/network_measure.h"
 #include "saturate/dist/search_run.h"
@@ -64,9 +64,10 @@ struct WorkloadSearchResult {
   ObjectiveOutcome objective;  ///< memory (nothing timed) unless the requested objective ran
   std::optional<FastPathChoice> fast_paths;
   int64_t fast_paths_batch = 0;
-  nlohmann::json checkpointing_json;
-  nlohmann::json fast_paths_json;
-  std::string checkpointing_text;  ///< the comparison, for people ("" when not compared)
+  std::string checkpointing_policy;  ///< as asked (`checkpointing`); the choice is footprint's
+  std::string checkpointing_compared;  ///< with run.choice: the policy compared against none
+  std::string fast_paths_policy;  ///< as asked (`fast_paths`); the chosen are footprint's
+  std::string fast_paths_reason;  ///< why the fast paths were not tried ("": tried, or none said)
   int world_size = 1;
   std::string backend;  ///< several ranks: the process group's backend
   /// Several ranks with objective throughput: the network measured between them, and the
