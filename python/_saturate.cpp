@@ -258,8 +258,8 @@ SearchOutcome search(py::function run_step, const std::string& device, int64_t b
   context.world_size = r.world_size;
   std::optional<ObjectiveOutcome> outcome;  // none for memory, as the JSON has no "objective"
   if (r.objective.requested != Objective::kMemory) outcome = r.objective;
-  return {r.search, r.compute(), r.decision(), outcome, r.to_json(context), r.to_text(context),
-          memory_growth(r.search).warning()};
+  return {r.search, r.compute(), r.world_size > 1 ? r.ranks : std::vector<RankMax>{}, r.decision(), outcome,
+          r.to_json(context), r.to_text(context), memory_growth(r.search).warning()};
 }
 
 py::tuple memory_breakdown(py::function run_step, int64_t batch, const std::string& device, int64_t budget_bytes,
@@ -579,7 +579,7 @@ SearchOutcome zoo_search(const std::string& model, const std::string& device,
   text << r.notes;
   std::optional<ObjectiveOutcome> outcome;  // none for memory, as the JSON has no "objective"
   if (r.found.requested_objective != Objective::kMemory) outcome = r.found.objective;
-  return {r.found.search(), r.found.compute(), r.found.decision(), outcome, r.to_json(session->context),
+  return {r.found.search(), r.found.compute(), {}, r.found.decision(), outcome, r.to_json(session->context),
           with_keywords(text.str()), memory_growth(r.found.search()).warning()};
 }
 

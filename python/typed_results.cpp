@@ -107,9 +107,15 @@ void bind_typed_results(py::module_& m) {
       .def_readonly("hfu", &ComputeSummary::hfu)
       .def_readonly("mfu", &ComputeSummary::mfu)
       .def_readonly("mfu_note", &ComputeSummary::mfu_note);
+  py::class_<RankMax>(m, "RankMax", "One rank's own budget and largest batch (dist/rank_synced.h).")
+      .def_readonly("rank", &RankMax::rank)
+      .def_readonly("budget_bytes", &RankMax::budget_bytes)
+      .def_readonly("max_batch", &RankMax::max_batch)
+      .def_readonly("exact", &RankMax::exact);
   py::class_<SearchOutcome>(m, "SearchOutcome", "A search as Python receives it: typed, with its JSON and text.")
       .def_readonly("search", &SearchOutcome::search)
       .def_readonly("compute", &SearchOutcome::compute)
+      .def_readonly("ranks", &SearchOutcome::ranks)
       .def_readonly("decision", &SearchOutcome::decision)
       .def_readonly("objective", &SearchOutcome::objective)
       .def_readonly("text", &SearchOutcome::text)

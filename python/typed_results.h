@@ -5,11 +5,13 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
 #include <nlohmann/json.hpp>
 
+#include "saturate/dist/rank_synced.h"
 #include "saturate/memory/leak_check.h"
 #include "saturate/memory/plan.h"
 #include "saturate/probe/findings.h"
@@ -30,6 +32,7 @@ pybind11::object to_python(const nlohmann::json& j);
 struct SearchOutcome {
   SearchResult search;
   ComputeSummary compute;  ///< the FLOPs, the rate at the throughput batch, the GEMM peak, the MFU
+  std::vector<RankMax> ranks;  ///< several ranks: each one's budget and largest batch (empty: one process)
   BatchDecision decision;
   std::optional<ObjectiveOutcome> objective;
   nlohmann::json json;

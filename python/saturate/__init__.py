@@ -34,8 +34,8 @@ elif _os.environ.get("SATURATE_CPU_ALLOCATOR", "") not in ("", "calls"):
                      "`import saturate` on, for the whole process)")
 
 from ._step import is_out_of_memory, release_exception
-from ._search import (Alternative, Compute, ConfigSearchResult, Decision, Objective, SearchResult, Trial, search,
-                      search_configs, search_eval)
+from ._search import (Alternative, Compute, ConfigSearchResult, Decision, Objective, RankLimit, SearchResult, Trial,
+                      search, search_configs, search_eval)
 from ._memory import MemoryBreakdown, cpu_memory_budget, memory_breakdown
 from ._leak import LeakReport, LeakSite, leak_check
 from ._plan import Plan, plan_for
@@ -51,7 +51,7 @@ __version__ = _C.__version__
 
 __all__ = [
     "search", "search_eval", "search_configs", "ConfigSearchResult", "SearchResult", "Trial", "Objective", "Decision", "Alternative",
-    "Compute",
+    "Compute", "RankLimit",
     "cpu_memory_budget", "memory_breakdown", "MemoryBreakdown", "leak_check", "LeakReport", "LeakSite",
     "plan_for", "Plan",
     "monitor", "Monitor", "MonitorReport", "phase",

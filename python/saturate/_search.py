@@ -16,7 +16,7 @@ from ._budget import Size, to_bytes
 from ._data import ItemBatches, WorstCase
 from ._noise import NoiseFromSteps
 from ._ranks import agree, ranks_for
-from ._shard_sync import ShardSync, agreement_points, own_limits
+from ._shard_sync import ShardSync, agreement_points, own_oom_batches
 from ._step import StepRunner, StepState, step_device, step_name
 
 
@@ -130,6 +130,29 @@ class Compute:
 
 
 @dataclass
+class RankLimit:
+    """One rank's own budget and largest batch after a search on several ranks (`result.ranks`)."""
+    rank: int
+    budget_bytes: int
+    max_batch: int              # the largest batch seen to fit on this rank
+    max_batch_exact: bool       # max_batch + 1 was seen not to fit on this rank
+    own_oom_batch: Optional[int] = None  # sharded: the smallest batch this rank itself ran out at (0: never)
+
+    @classmethod
+    def from_typed(cls, r: Any) -> "RankLimit":
+        """From the library's typed rank (_C.RankMax)."""
+        return cls(rank=r.rank, budget_bytes=r.budget_bytes, max_batch=r.max_batch, max_batch_exact=r.exact)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The entry of the search JSON's `ranks`."""
+        j = {"rank": self.rank, "budget_bytes": self.budget_bytes, "max_batch": self.max_batch,
+             "max_batch_exact": self.max_batch_exact}
+        if self.own_oom_batch is not None:
+            j["own_oom_batch"] = self.own_oom_batch
+        return j
+
+
+@dataclass
 class SearchResult:
     max_batch: int              # the largest batch that fits (0: batch 1 does not)
     max_batch_exact: bool       # max_batch fit and max_batch + 1 was seen not to
@@ -150,6 +173,8 @@ class SearchResult:
     worst_case: Optional[WorstCase] = None
     # the one answer: the batch to train at, what chose it and why, the alternatives by name
     decision: Optional[Decision] = None
+    # several ranks: each rank's own budget and largest batch (empty for one process)
+    ranks: List[RankLimit] = field(default_factory=list)
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -165,7 +190,8 @@ class SearchResult:
                      compute=Compute.from_typed(outcome.compute),
                      objective=(Objective.from_typed(outcome.objective, outcome.objective.json())
                                 if outcome.objective is not None else None),
-                     decision=Decision.from_typed(outcome.decision), data=data)
+                     decision=Decision.from_typed(outcome.decision),
+                     ranks=[RankLimit.from_typed(k) for k in outcome.ranks], data=data)
         result._text = outcome.text
         result._typed = r
         return result
@@ -252,8 +278,8 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
 
     ranks: under torchrun (torch.distributed initialised, several ranks) every rank runs your step
     at the same batches and all get the same answer: an OOM on any rank is one for all, the
-    budget is the smallest rank's (seed M8); `result.data["ranks"]` has each rank's own budget and
-    maximum (exact for every rank with `exact_ranks=True`). 'auto' (default): the default group
+    budget is the smallest rank's (seed M8); `result.ranks` (saturate.RankLimit; the JSON's
+    `ranks`) has each rank's own budget and maximum (exact for every rank with `exact_ranks=True`). 'auto' (default): the default group
     when there are several ranks; None: each rank alone; or a process group. A collective: call it
     on every rank. objective='throughput' times the curve with every rank's step run together (its own
     collectives, the gradients' all-reduce among them, in its time; each point the slowest rank's),
@@ -263,7 +289,7 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
     that one rank's out-of-memory inside a sharded step stops every rank at the same point instead
     of leaving the others in a collective until its timeout (docs/sharding.md). A DDP model
     (`DistributedDataParallel`, given as `model=`) likewise, with a point before each gradient
-    bucket's all-reduce. Each rank's entry in `result.data["ranks"]` then has `own_oom_batch` (the
+    bucket's all-reduce. Each rank's entry in `result.ranks` then has `own_oom_batch` (the
     smallest batch at which that rank itself ran out of memory); `exact_ranks` does not apply (a
     rank cannot run a step with collectives alone).
 
@@ -336,13 +362,19 @@ def search(step: Callable[[int], Any], *, device: Optional[str] = None, memory_b
                          optimizer=state.optimizer_name(), monitor=bool(monitor), on_trial=report, noise=noise,
                          ranks=group, exact_ranks=bool(exact_ranks) and sync is None)
     data_json = outcome.json()
+    own = None
     if sync is not None:  # a collective: every rank, an interrupted one too, before it raises
-        own_limits(sync, group, outcome.search.trials, data_json)
+        own = own_oom_batches(sync, group, outcome.search.trials)
         data_json["sharded_units"] = len(getattr(sync, "units", []))  # 0: a DDP model's points
         data_json["agreement_points"] = sync.points
     if runner.interrupt is not None:
         raise runner.interrupt
     result = SearchResult.from_outcome(outcome, data_json)
+    if own is not None and result.ranks:  # sharded: each rank's max is exact only where it ran out itself
+        for r in result.ranks:
+            r.own_oom_batch = own[r.rank]
+            r.max_batch_exact = r.own_oom_batch != 0 and r.own_oom_batch == r.max_batch + 1
+        result.data["ranks"] = [r.to_json() for r in result.ranks]
     if result.error and runner.error_traceback:
         result.data["error_traceback"] = runner.error_traceback
         warnings.warn(f"saturate.search stopped: the step failed with an error that is not out-of-memory:\n"

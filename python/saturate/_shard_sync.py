@@ -525,18 +525,14 @@ def _fsdp_idle(units: List[torch.nn.Module]) -> None:
             comm.reduce_scatter_state = None
 
 
-def own_limits(sync: ShardSync, ranks: Any, trials: Any, data: dict) -> None:
-    """Each rank's entry in `data["ranks"]` after a sharded search: a rank cannot run a sharded
-    step alone, so its max is what the common trials showed, exact only when this rank itself
-    (not a peer) ran out of memory at max + 1; `own_oom_batch`: the smallest batch at which it did
-    (0: never). A collective."""
+def own_oom_batches(sync: ShardSync, ranks: Any, trials: Any) -> List[int]:
+    """Each rank's own limit after a sharded search, by rank: the smallest batch at which that
+    rank itself (not a peer) ran out of memory (0: never). A rank cannot run a sharded step alone,
+    so its max is what the common trials showed, exact only when it ran out at max + 1. A
+    collective."""
     # under the full budget only: a trial run under the lowered target budget ("over-target") is
     # not this rank's limit
     full = {t.batch for t in trials if t.status == "oom"}
     own = [b for b in sync.own_oom_batches if b in full]
     mine = min(own) if own else 0
-    every = ranks.all_gather([mine])
-    for entry in data.get("ranks", []):
-        own = int(every[entry["rank"]])
-        entry["own_oom_batch"] = own
-        entry["max_batch_exact"] = own != 0 and own == entry["max_batch"] + 1
+    return [int(b) for b in ranks.all_gather([mine])]

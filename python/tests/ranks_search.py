@@ -1,6 +1,7 @@
 """Run by test_ranks.py under torchrun: every rank searches the mlp loop with its own CPU budget
 (rank 0 64 MiB, the others 40 MiB) through saturate.search's rank-synced search, and writes its
 result to DIR/rank<R>.json."""
+import dataclasses
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ if __name__ == "__main__":
     model, opt, step = LOOPS["mlp"]()
     r = saturate.search(step, device="cpu", memory_budget=(64 if rank == 0 else 40) * MiB, exact_ranks=True)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-        json.dump({"data": r.data, "text": str(r)}, f)
+        json.dump({"data": r.data, "text": str(r), "ranks": [dataclasses.asdict(k) for k in r.ranks]}, f)
     # every rank reaches the end before the group goes: a rank that tore Gloo down while its peer
     # still had the group's last exchange in flight aborted ("terminate called without an active
     # exception", rank 1 of 2 in a fresh-clone CI; python/tests/shard_lm.py does the same)

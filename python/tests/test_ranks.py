@@ -32,6 +32,9 @@ def test_ranks_with_different_budgets_agree_on_the_smallest_ranks_exact_max(tmp_
     assert ranks[1]["max_batch"] == d0["max_batch"] and ranks[1]["max_batch_exact"]
     assert ranks[0]["max_batch"] > d0["max_batch"] and ranks[0]["max_batch_exact"]  # refined alone
     assert d0["budget_bytes"] == 40 * MiB  # the smallest rank's
+    # the typed ranks (saturate.RankLimit, from the library's RankMax) are what the JSON says
+    typed = {k["rank"]: k for k in results[0]["ranks"]}
+    assert typed == {r: dict(entry, own_oom_batch=None) for r, entry in ranks.items()}
     assert "ranks" in results[0]["text"] and "torch.distributed gloo" in results[0]["text"]
     common = d0["max_batch"]
     assert run_fresh("mlp", 40 * MiB, common, 3) == "ok"
