@@ -3,12 +3,15 @@
 // and speed; each with the bottleneck, where the memory goes and what to change.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "html_run.h"
 #include "saturate/core/units.h"
+#include "saturate/search/decision.h"
+#include "saturate/search/goodput.h"
 
 namespace saturate::html {
 namespace {
@@ -172,17 +175,19 @@ std::string search_decision(const Run& run) {
   }
   // the one answer (search/decision.h): the batch the run's objective chose, capped at the
   // memory-safe one; older JSON without a decision leads with the recommended batch
-  const json* decision = opt_object(j, "decision");
-  const auto decided = decision ? opt_number(*decision, "batch", "decision") : std::nullopt;
-  lead = fmt::format("Train at batch <b>{}</b>", number_text(decided && *decided > 0 ? *decided : *rec));
+  std::optional<BatchDecision> decision;  // read once into the typed decision, printed from it
+  if (const json* saved = opt_object(j, "decision")) decision = decision_from_json(*saved);
+  const double decided = decision && decision->batch > 0 ? static_cast<double>(decision->batch) : *rec;
+  lead = fmt::format("Train at batch <b>{}</b>", number_text(decided));
   if (decision) {
-    const std::string by = opt_string(*decision, "objective"), asked = opt_string(*decision, "requested");
-    lead += fmt::format(" (objective {}{})", esc(by), !asked.empty() && asked != by ? ", asked for " + esc(asked) : "");
-    std::string s = "<b>Why:</b> " + esc(opt_string(*decision, "reason")) + ".";
-    if (decision->contains("alternatives"))
-      for (const json& a : (*decision)["alternatives"])
-        s += fmt::format(" <b>Alternative {}</b>: batch {}, {}.", esc(opt_string(a, "name")),
-                         number_text(opt_number(a, "batch", "alternative").value_or(0)), esc(opt_string(a, "reason")));
+    const std::string by = to_string(decision->objective);
+    lead += fmt::format(" (objective {}{})", esc(by),
+                        decision->requested != decision->objective ? ", asked for " + esc(to_string(decision->requested))
+                                                                   : std::string());
+    std::string s = "<b>Why:</b> " + esc(decision->reason) + ".";
+    for (const BatchAlternative& a : decision->alternatives)
+      s += fmt::format(" <b>Alternative {}</b>: batch {}, {}.", esc(a.name), number_text(static_cast<double>(a.batch)),
+                       esc(a.reason));
     items += li(s);
   }
   const TrialView* rt = run.recommended();

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "saturate/core/errors.h"
+#include "saturate/search/goodput.h"
+
 namespace saturate {
 namespace {
 
@@ -80,6 +83,63 @@ nlohmann::json to_json(const BatchDecision& d) {
                       {"alternatives", alternatives}};
   if (!d.fallback.empty()) j["fallback"] = d.fallback;
   return j;
+}
+
+namespace {
+
+/// j[key] unless absent or null; UsageError naming path.key when it is not of the `kind` asked.
+const nlohmann::json* saved(const nlohmann::json& j, const char* key, const std::string& path, bool (*is)(const nlohmann::json&),
+                            const char* kind) {
+  if (!j.contains(key) || j[key].is_null()) return nullptr;
+  const nlohmann::json& v = j[key];
+  if (!is(v))
+    throw UsageError(fmt::format("{}.{}: expected {}, got {} {}", path, key, kind, v.type_name(), v.dump().substr(0, 40)));
+  return &v;
+}
+
+bool is_count(const nlohmann::json& v) { return v.is_number_integer(); }
+bool is_text(const nlohmann::json& v) { return v.is_string(); }
+bool is_list(const nlohmann::json& v) { return v.is_array(); }
+
+int64_t saved_count(const nlohmann::json& j, const char* key, const std::string& path) {
+  const nlohmann::json* v = saved(j, key, path, is_count, "a whole number");
+  return v ? v->get<int64_t>() : 0;
+}
+
+std::string saved_text(const nlohmann::json& j, const char* key, const std::string& path) {
+  const nlohmann::json* v = saved(j, key, path, is_text, "a string");
+  return v ? v->get<std::string>() : std::string();
+}
+
+Objective saved_objective(const nlohmann::json& j, const char* key, const std::string& path) {
+  const std::string name = saved_text(j, key, path);
+  if (name.empty()) return Objective::kMemory;
+  try {
+    return parse_objective(name);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}.{}: {}", path, key, e.what()));
+  }
+}
+
+}  // namespace
+
+BatchDecision decision_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) throw UsageError(fmt::format("{}: expected an object, got {}", path, j.type_name()));
+  BatchDecision d;
+  d.batch = saved_count(j, "batch", path);
+  d.objective = saved_objective(j, "objective", path);
+  d.requested = saved_objective(j, "requested", path);
+  d.reason = saved_text(j, "reason", path);
+  d.fallback = saved_text(j, "fallback", path);
+  if (const nlohmann::json* list = saved(j, "alternatives", path, is_list, "an array")) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string at = fmt::format("{}.alternatives[{}]", path, i);
+      const nlohmann::json& a = (*list)[i];
+      if (!a.is_object()) throw UsageError(fmt::format("{}: expected an object, got {}", at, a.type_name()));
+      d.alternatives.push_back({saved_text(a, "name", at), saved_count(a, "batch", at), saved_text(a, "reason", at)});
+    }
+  }
+  return d;
 }
 
 std::string decision_line(const BatchDecision& d) {

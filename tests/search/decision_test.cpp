@@ -5,6 +5,9 @@
 #include "saturate/search/decision.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "saturate/core/errors.h"
 
 #include "search/fake_runner.h"
 #include "support/support.h"
@@ -128,6 +131,38 @@ TEST(DecisionTest, AnAllNoiseGradientGivesNoGoodputPickNoLearningRateChangeAndNa
   EXPECT_EQ(d.requested, Objective::kGoodput);
   EXPECT_EQ(d.fallback, out.fallback);
   EXPECT_NE(decision_line(d).find("asked for goodput"), std::string::npos) << decision_line(d);
+  // a saved run's decision reads back into the same typed decision (the HTML report prints it)
+  const BatchDecision back = decision_from_json(to_json(d));
+  EXPECT_EQ(back.batch, d.batch);
+  EXPECT_EQ(back.objective, Objective::kThroughput);
+  EXPECT_EQ(back.requested, Objective::kGoodput);
+  EXPECT_EQ(back.reason, d.reason);
+  EXPECT_EQ(back.fallback, d.fallback);
+  ASSERT_EQ(back.alternatives.size(), d.alternatives.size());
+  ASSERT_FALSE(d.alternatives.empty());
+  for (size_t i = 0; i < d.alternatives.size(); ++i) {
+    EXPECT_EQ(back.alternatives[i].name, d.alternatives[i].name);
+    EXPECT_EQ(back.alternatives[i].batch, d.alternatives[i].batch);
+    EXPECT_EQ(back.alternatives[i].reason, d.alternatives[i].reason);
+  }
+}
+
+TEST(DecisionTest, ASavedDecisionOfTheWrongShapeIsAUsageErrorNamingWhere) {
+  nlohmann::json j = {{"batch", "64"}, {"objective", "memory"}, {"requested", "memory"}, {"reason", "r"}};
+  ASSERT_THROWS_WITH(decision_from_json(j), UsageError, "decision.batch: expected a whole number, got string");
+  j["batch"] = 64;
+  j["objective"] = "fastest";
+  ASSERT_THROWS_WITH(decision_from_json(j), UsageError, "decision.objective: ");
+  ASSERT_THROWS_WITH(decision_from_json(j), UsageError, "fastest");
+  j["objective"] = "goodput";
+  j["alternatives"] = nlohmann::json::array({{{"name", "memory"}, {"batch", 48}, {"reason", "r"}}, 7});
+  ASSERT_THROWS_WITH(decision_from_json(j), UsageError, "decision.alternatives[1]: expected an object, got number");
+  j["alternatives"].erase(1);
+  const BatchDecision d = decision_from_json(j);
+  EXPECT_EQ(d.batch, 64);
+  EXPECT_EQ(d.objective, Objective::kGoodput);
+  ASSERT_EQ(d.alternatives.size(), 1u);
+  EXPECT_EQ(d.alternatives[0].batch, 48);
 }
 
 TEST(DecisionTest, WhenNoBatchMeetsTheTargetThereIsNoDecisionAndNothingClaimsToBeExact) {

@@ -43,6 +43,10 @@ BatchDecision decide_batch(const SearchResult& search, const ObjectiveOutcome* o
 /// The search JSON's "decision": {batch, objective, requested, reason, fallback?, alternatives:
 /// [{name, batch, reason}]}.
 nlohmann::json to_json(const BatchDecision& d);
+/// The decision read back from a saved run's "decision" (what to_json wrote; a key left out keeps
+/// its default). UsageError naming `path`.key for a value of the wrong type or an objective
+/// saturate does not know.
+BatchDecision decision_from_json(const nlohmann::json& j, const std::string& path = "decision");
 
 /// For people, one line: "train at batch 572 (objective goodput): <reason>", or why there is none.
 std::string decision_line(const BatchDecision& d);
