@@ -138,18 +138,19 @@ BatchDecision WorkloadSearchResult::decision() const {
 
 nlohmann::json WorkloadSearchResult::to_json(const RunContext& context) const {
   nlohmann::json j = search_json(context, search());
-  nlohmann::json checkpointing = {{"policy", checkpointing_policy}, {"choice", to_string(footprint.checkpointing)}};
-  if (!run.not_compared.empty()) checkpointing["reason"] = run.not_compared;
-  if (run.choice) checkpointing = checkpointing_auto_json(*run.choice, *run.without, *run.with, checkpointing_compared);
-  j["checkpointing"] = checkpointing;
+  if (run.choice) {
+    j["checkpointing"] = checkpointing_auto_json(*run.choice, *run.without, *run.with, checkpointing_compared);
+  } else {
+    nlohmann::json checkpointing = {{"policy", checkpointing_policy}, {"choice", to_string(footprint.checkpointing)}};
+    if (!run.not_compared.empty()) checkpointing["reason"] = run.not_compared;
+    j["checkpointing"] = checkpointing;
+  }
   j["precision"] = to_string(footprint.precision);
   j["compute"] = saturate::to_json(compute());
-  nlohmann::json paths = {{"policy", fast_paths_policy}, {"chosen", footprint.fast_paths.to_string()}};
-  if (!fast_paths_reason.empty()) paths["reason"] = fast_paths_reason;
-  if (fast_paths) {
-    paths = saturate::to_json(*fast_paths, fast_paths_batch);
-    paths["policy"] = fast_paths_policy;
-  }
+  nlohmann::json paths = fast_paths ? saturate::to_json(*fast_paths, fast_paths_batch)
+                                    : nlohmann::json{{"chosen", footprint.fast_paths.to_string()}};
+  paths["policy"] = fast_paths_policy;
+  if (!fast_paths && !fast_paths_reason.empty()) paths["reason"] = fast_paths_reason;
   j["fast_paths"] = paths;
   if (requested_objective != Objective::kMemory) j["objective"] = saturate::to_json(objective);
   j["decision"] = saturate::to_json(decision());

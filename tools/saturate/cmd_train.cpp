@@ -88,7 +88,8 @@ TrainSessionOptions train_options(TrainFlags& tf, const ObjectiveFlags& objectiv
 }
 
 /// The summary: JSON on stdout (--json -) or the text and --json FILE; --html.
-void write_summary(const TrainSessionResult& r, const nlohmann::json& j, const WorkloadFlags& flags, const TrainFlags& tf) {
+void write_summary(const TrainSessionResult& r, const WorkloadFlags& flags, const TrainFlags& tf) {
+  const nlohmann::json j = r.to_json();
   if (flags.json != "-") std::cout << with_flags(r.to_text());
   if (!flags.json.empty()) write_json(j, flags.json, std::cout);
   write_html_report(j, tf.html);
@@ -133,7 +134,7 @@ int run_train(TrainCommand& c) {
   if (!ranks.writer()) return exit_status;  // rank 0 writes the model and the summary
   // an interrupted run's weights are not the trained model --save names: its checkpoint has them
   if (!c.tf.save.empty() && !result.stopped_by_signal) save_model(workload.model(), c.tf.save);
-  write_summary(r, r.to_json(), c.flags, c.tf);
+  write_summary(r, c.flags, c.tf);
   const std::string saved = result.stopped_by_signal ? "" : c.tf.save;
   if (auto lost = checkpoint_failure_text(result, o.checkpoint_dir, {{"save", saved}, {"json", c.flags.json}}); !lost.empty())
     throw RuntimeFailure(lost);
